@@ -1,0 +1,460 @@
+"""The Kubernetes client: the only code in the project that calls kubernetes-asyncio.
+
+Guarantees:
+
+* Every operation works on plain JSON dicts for any :class:`~kthena_py.kube.resources.ResourceType`
+  (core kinds and CRDs alike), so callers never see generated models.
+* Every error answer is raised as an :class:`~kthena_py.kube.errors.ApiError` subclass; transport
+  failures as :class:`~kthena_py.kube.errors.ApiUnavailable`.
+* Writes can carry preconditions (UID, resourceVersion) so that a stale decision never deletes or
+  overwrites a newer object.
+* Server-side apply uses the field manager given per call, so that each reconciler owns its fields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import aiohttp
+from kubernetes_asyncio import client as k8s_client
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.config.config_exception import ConfigException
+
+from .errors import ApiError, ApiUnavailable, error_from_response
+from .objects import KubeObject
+from .resources import ResourceType
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+
+_CONTENT_TYPES: dict[PatchType, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+
+@dataclass(frozen=True)
+class ObjectList:
+    """The result of a list call: the items and the collection's resourceVersion."""
+
+    items: list[KubeObject]
+    resource_version: str
+    continue_token: str = ""
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    """One event of a watch stream: ADDED, MODIFIED, DELETED, BOOKMARK or ERROR."""
+
+    type: str
+    object: KubeObject = field(default_factory=dict)
+
+
+class ConfigError(Exception):
+    """No usable kubeconfig or in-cluster configuration was found."""
+
+
+class KubeClient:
+    """An async client for any resource type, over one kubernetes-asyncio ``ApiClient``.
+
+    Use :meth:`from_kubeconfig` or :meth:`in_cluster` to build one, and :meth:`close` (or
+    ``async with``) to release its connection pool.
+    """
+
+    def __init__(self, api_client: Any, *, user_agent: str = "kthena-py") -> None:
+        self._api = api_client
+        self._api.user_agent = user_agent
+
+    @classmethod
+    async def from_kubeconfig(
+        cls, path: str | None = None, context: str | None = None, *, qps_pool: int = 100
+    ) -> KubeClient:
+        """Build a client from a kubeconfig file.
+
+        Args:
+            path: Kubeconfig path; ``None`` means ``$KUBECONFIG`` or ``~/.kube/config``.
+            context: Context name; ``None`` for the current context.
+            qps_pool: Maximum number of concurrent connections.
+
+        Raises:
+            ConfigError: The file is missing or unusable.
+        """
+        conf = k8s_client.Configuration()
+        try:
+            await k8s_config.load_kube_config(config_file=path, context=context, client_configuration=conf)
+        except (ConfigException, OSError, TypeError, KeyError) as exc:
+            raise ConfigError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
+        conf.connection_pool_maxsize = qps_pool
+        return cls(k8s_client.ApiClient(configuration=conf))
+
+    @classmethod
+    def in_cluster(cls, *, qps_pool: int = 100) -> KubeClient:
+        """Build a client from the pod's service account.
+
+        Raises:
+            ConfigError: Not running inside a cluster.
+        """
+        conf = k8s_client.Configuration()
+        try:
+            k8s_config.load_incluster_config(client_configuration=conf)  # type: ignore[no-untyped-call]
+        except ConfigException as exc:
+            raise ConfigError(f"not running in a cluster and no --kubeconfig given: {exc}") from exc
+        conf.connection_pool_maxsize = qps_pool
+        return cls(k8s_client.ApiClient(configuration=conf))
+
+    async def close(self) -> None:
+        """Close the underlying connection pool."""
+        await self._api.close()
+
+    async def __aenter__(self) -> KubeClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def host(self) -> str:
+        """The API server URL."""
+        return str(self._api.configuration.host)
+
+    # -- transport -------------------------------------------------------------------------------
+
+    async def _open(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> Any:
+        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        try:
+            resp = await self._api.call_api(
+                path,
+                method,
+                query_params=params,
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
+            )
+        except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            raise ApiUnavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        if not 200 <= resp.status <= 299:
+            try:
+                text = await resp.text()
+            finally:
+                resp.release()
+            raise error_from_response(resp.status, text)
+        return resp
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = 60.0,
+    ) -> KubeObject:
+        """Send one request and decode its JSON answer.
+
+        Raises:
+            ApiError: The server answered with an error, or could not be reached.
+        """
+        resp = await self._open(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
+        try:
+            raw = await resp.read()
+        except (TimeoutError, aiohttp.ClientError) as exc:
+            raise ApiUnavailable(f"{method} {path}: {exc}") from exc
+        finally:
+            resp.release()
+        if not raw:
+            return {}
+        data = json.loads(raw)
+        return data if isinstance(data, dict) else {"value": data}
+
+    # -- typed operations ------------------------------------------------------------------------
+
+    async def get(
+        self, rt: ResourceType, name: str, namespace: str | None = None, *, subresource: str | None = None
+    ) -> KubeObject:
+        """Read one object (or its ``status``/``scale`` subresource)."""
+        return await self.request("GET", rt.path(namespace, name, subresource))
+
+    async def list(
+        self,
+        rt: ResourceType,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        resource_version: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+    ) -> ObjectList:
+        """List objects of one type (one page when ``limit`` is set)."""
+        data = await self.request(
+            "GET",
+            rt.path(namespace),
+            query={
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+                "resourceVersion": resource_version,
+                "limit": limit,
+                "continue": continue_token,
+            },
+        )
+        md = data.get("metadata") or {}
+        items = data.get("items") or []
+        for item in items:
+            # Lists omit apiVersion/kind on items; restore them so items look like watched objects.
+            item.setdefault("apiVersion", rt.api_version)
+            item.setdefault("kind", rt.kind)
+        return ObjectList(items, str(md.get("resourceVersion") or ""), str(md.get("continue") or ""))
+
+    async def list_all(
+        self,
+        rt: ResourceType,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        page_size: int = 500,
+    ) -> ObjectList:
+        """List every object of one type, following ``continue`` tokens."""
+        items: list[KubeObject] = []
+        token: str | None = None
+        rv = ""
+        while True:
+            page = await self.list(
+                rt,
+                namespace,
+                label_selector=label_selector,
+                field_selector=field_selector,
+                limit=page_size,
+                continue_token=token,
+            )
+            items.extend(page.items)
+            rv = page.resource_version or rv
+            if not page.continue_token:
+                return ObjectList(items, rv)
+            token = page.continue_token
+
+    async def create(
+        self,
+        rt: ResourceType,
+        body: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        field_manager: str | None = None,
+        dry_run: bool = False,
+    ) -> KubeObject:
+        """Create an object; ``namespace`` defaults to ``body.metadata.namespace``."""
+        ns = namespace or (body.get("metadata") or {}).get("namespace")
+        payload = {"apiVersion": rt.api_version, "kind": rt.kind, **body}
+        return await self.request(
+            "POST",
+            rt.path(ns),
+            body=payload,
+            query={"fieldManager": field_manager, "dryRun": "All" if dry_run else None},
+        )
+
+    async def replace(
+        self,
+        rt: ResourceType,
+        body: Mapping[str, Any],
+        namespace: str | None = None,
+        *,
+        subresource: str | None = None,
+        field_manager: str | None = None,
+    ) -> KubeObject:
+        """Replace an object (PUT); its ``metadata.resourceVersion`` acts as a precondition."""
+        md = body.get("metadata") or {}
+        ns = namespace or md.get("namespace")
+        return await self.request(
+            "PUT", rt.path(ns, md.get("name"), subresource), body=body, query={"fieldManager": field_manager}
+        )
+
+    async def patch(
+        self,
+        rt: ResourceType,
+        name: str,
+        body: Any,
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool = False,
+    ) -> KubeObject:
+        """Patch an object or subresource.
+
+        Args:
+            rt: Resource type.
+            name: Object name.
+            body: A merge/strategic patch dict, a JSON patch list, or a full object for ``apply``.
+            namespace: Namespace for namespaced types.
+            patch_type: ``merge`` (RFC 7386), ``json`` (RFC 6902), ``strategic`` or ``apply`` (SSA).
+            subresource: ``status`` or ``scale`` to patch a subresource.
+            field_manager: Required for ``apply``; names the owner of the applied fields.
+            force: For ``apply``, take ownership of conflicting fields.
+        """
+        if patch_type == "apply":
+            if not field_manager:
+                raise ValueError("server-side apply needs a field_manager")
+            body = {"apiVersion": rt.api_version, "kind": rt.kind, **body}
+        return await self.request(
+            "PATCH",
+            rt.path(namespace, name, subresource),
+            body=body,
+            content_type=_CONTENT_TYPES[patch_type],
+            query={
+                "fieldManager": field_manager,
+                "force": "true" if (force and patch_type == "apply") else None,
+            },
+        )
+
+    async def apply(
+        self,
+        rt: ResourceType,
+        body: Mapping[str, Any],
+        *,
+        field_manager: str,
+        namespace: str | None = None,
+        subresource: str | None = None,
+        force: bool = True,
+    ) -> KubeObject:
+        """Server-side apply ``body`` as ``field_manager``."""
+        md = body.get("metadata") or {}
+        return await self.patch(
+            rt,
+            str(md.get("name")),
+            dict(body),
+            namespace or md.get("namespace"),
+            patch_type="apply",
+            subresource=subresource,
+            field_manager=field_manager,
+            force=force,
+        )
+
+    async def delete(
+        self,
+        rt: ResourceType,
+        name: str,
+        namespace: str | None = None,
+        *,
+        uid: str | None = None,
+        resource_version: str | None = None,
+        propagation_policy: Literal["Foreground", "Background", "Orphan"] | None = None,
+        grace_period_seconds: int | None = None,
+    ) -> KubeObject:
+        """Delete one object, optionally only if it still has the given UID/resourceVersion.
+
+        Raises:
+            Conflict: A precondition did not hold (the object was replaced meanwhile).
+            NotFound: The object does not exist.
+        """
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        pre: dict[str, str] = {}
+        if uid:
+            pre["uid"] = uid
+        if resource_version:
+            pre["resourceVersion"] = resource_version
+        if pre:
+            options["preconditions"] = pre
+        if propagation_policy:
+            options["propagationPolicy"] = propagation_policy
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        return await self.request("DELETE", rt.path(namespace, name), body=options)
+
+    async def get_scale(self, rt: ResourceType, name: str, namespace: str) -> KubeObject:
+        """Read the ``scale`` subresource (an ``autoscaling/v1`` Scale)."""
+        return await self.get(rt, name, namespace, subresource="scale")
+
+    async def set_scale(self, rt: ResourceType, name: str, namespace: str, replicas: int) -> KubeObject:
+        """Set ``spec.replicas`` through the ``scale`` subresource."""
+        return await self.patch(rt, name, {"spec": {"replicas": replicas}}, namespace, subresource="scale")
+
+    async def watch(
+        self,
+        rt: ResourceType,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int = 300,
+        allow_bookmarks: bool = True,
+    ) -> AsyncIterator[WatchEvent]:
+        """Stream watch events from ``resource_version`` until the server ends the watch.
+
+        An ``ERROR`` event carrying a 410 Status is raised as :class:`~kthena_py.kube.errors.Gone`, other
+        ``ERROR`` events as the matching :class:`~kthena_py.kube.errors.ApiError`.
+        """
+        resp = await self._open(
+            "GET",
+            rt.path(namespace),
+            query={
+                "watch": "true",
+                "resourceVersion": resource_version,
+                "labelSelector": label_selector,
+                "fieldSelector": field_selector,
+                "timeoutSeconds": timeout_seconds,
+                "allowWatchBookmarks": "true" if allow_bookmarks else None,
+            },
+            timeout=None,
+        )
+        try:
+            while True:
+                try:
+                    line = await asyncio.wait_for(resp.content.readline(), timeout_seconds + 30)
+                except (TimeoutError, aiohttp.ClientError) as exc:
+                    raise ApiUnavailable(f"watch {rt.plural}: {type(exc).__name__}: {exc}") from exc
+                if not line:
+                    return
+                line = line.strip()
+                if not line:
+                    continue
+                event = json.loads(line)
+                etype = str(event.get("type", ""))
+                obj = event.get("object") or {}
+                if etype == "ERROR":
+                    raise error_from_response(int(obj.get("code") or 500), json.dumps(obj))
+                yield WatchEvent(etype, obj)
+        finally:
+            resp.release()
+            resp.close()
+
+    async def server_version(self) -> KubeObject:
+        """Return ``/version`` of the API server."""
+        return await self.request("GET", "/version")
+
+    async def resource_served(self, rt: ResourceType) -> bool:
+        """Return whether discovery lists ``rt`` (for optional integrations such as Volcano)."""
+        base = f"/apis/{rt.group}/{rt.version}" if rt.group else f"/api/{rt.version}"
+        try:
+            data = await self.request("GET", base)
+        except ApiError as exc:
+            if exc.status in (404, 503):
+                return False
+            raise
+        return any(r.get("name") == rt.plural for r in data.get("resources") or [])
+
+
+def _query_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,157 @@
+"""The shared cache: one informer per resource type for the whole manager.
+
+Guarantees:
+
+* Every controller asking for a resource type gets the same :class:`~kthena_py.runtime.informer.Informer`,
+  so each type is listed and watched once however many controllers use it.
+* Namespaced types are watched in the manager's namespace scope (all namespaces by default);
+  cluster-scoped types always cluster-wide.
+* Each store has the standard indices ``namespace`` and ``owner-uid``; label indices are added
+  on demand with :meth:`SharedCache.index_label`.
+* Reads return the cached objects themselves: callers must treat them as read-only and copy
+  (:func:`kthena_py.kube.objects.deep_copy`) before changing anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+from collections.abc import Mapping
+
+from kthena_py.kube import KubeClient, ResourceType
+from kthena_py.kube.objects import (
+    KubeObject,
+    labels_of,
+    meta,
+    namespace_of,
+    object_key,
+    owner_uids,
+    strip_managed_fields,
+)
+
+from .clock import Clock
+from .informer import Informer, Transform
+
+NAMESPACE_INDEX = "namespace"
+OWNER_INDEX = "owner-uid"
+
+
+def label_index_name(label: str) -> str:
+    """The index name under which objects are filed by the value of ``label``."""
+    return f"label:{label}"
+
+
+class SharedCache:
+    """Informers and indexed stores shared by all controllers of one manager."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        *,
+        namespace: str | None = None,
+        transform: Transform | None = strip_managed_fields,
+        clock: Clock | None = None,
+    ) -> None:
+        self._client = client
+        self._namespace = namespace
+        self._transform = transform
+        self._clock = clock
+        self._informers: dict[ResourceType, Informer] = {}
+        self._tasks: dict[ResourceType, asyncio.Task[None]] = {}
+        self._started = False
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace scope for namespaced types (``None`` = all)."""
+        return self._namespace
+
+    def informer(self, rt: ResourceType) -> Informer:
+        """Return the informer for ``rt``, creating (and, once started, running) it on first use."""
+        inf = self._informers.get(rt)
+        if inf is None:
+            inf = Informer(
+                self._client,
+                rt,
+                namespace=self._namespace if rt.namespaced else None,
+                transform=self._transform,
+                clock=self._clock,
+            )
+            inf.add_indexer(NAMESPACE_INDEX, lambda o: [namespace_of(o)])
+            inf.add_indexer(OWNER_INDEX, owner_uids)
+            self._informers[rt] = inf
+            if self._started:
+                self._launch(rt, inf)
+        return inf
+
+    def index_label(self, rt: ResourceType, label: str) -> None:
+        """File objects of ``rt`` by the value of ``label`` (objects without it are not filed)."""
+
+        def by_label(obj: KubeObject) -> list[str]:
+            value = labels_of(obj).get(label)
+            return [] if value is None else [value]
+
+        self.informer(rt).add_indexer(label_index_name(label), by_label)
+
+    async def start(self) -> None:
+        """Start every informer registered so far (later ones start when registered)."""
+        self._started = True
+        for rt, inf in self._informers.items():
+            if rt not in self._tasks:
+                self._launch(rt, inf)
+
+    def _launch(self, rt: ResourceType, inf: Informer) -> None:
+        self._tasks[rt] = asyncio.create_task(inf.run(), name=f"informer:{rt.plural}")
+
+    async def wait_for_sync(self, timeout: float | None = None) -> bool:
+        """Wait until every informer has synced; ``False`` on timeout."""
+        results = await asyncio.gather(*(i.wait_for_sync(timeout) for i in self._informers.values()))
+        return all(results)
+
+    @property
+    def synced(self) -> bool:
+        """Whether every registered informer has synced."""
+        return all(i.has_synced for i in self._informers.values())
+
+    async def stop(self) -> None:
+        """Cancel every informer task."""
+        for task in self._tasks.values():
+            task.cancel()
+        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        self._tasks.clear()
+        self._started = False
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> KubeObject | None:
+        """Return the cached object, or ``None``."""
+        key = f"{namespace}/{name}" if namespace and rt.namespaced else name
+        return self.informer(rt).store.get(key)
+
+    def list(
+        self, rt: ResourceType, namespace: str | None = None, labels: Mapping[str, str] | None = None
+    ) -> list[KubeObject]:
+        """Return cached objects, optionally in one namespace and matching all ``labels``."""
+        store = self.informer(rt).store
+        objs = store.by_index(NAMESPACE_INDEX, namespace) if namespace else store.values()
+        if labels:
+            objs = [o for o in objs if _matches(o, labels)]
+        return sorted(objs, key=object_key)
+
+    def by_label(
+        self, rt: ResourceType, label: str, value: str, namespace: str | None = None
+    ) -> builtins.list[KubeObject]:
+        """Return objects whose ``label`` equals ``value`` (uses the label index; see :meth:`index_label`)."""
+        self.index_label(rt, label)
+        objs = self.informer(rt).store.by_index(label_index_name(label), value)
+        if namespace:
+            objs = [o for o in objs if namespace_of(o) == namespace]
+        return objs
+
+    def owned_by(self, rt: ResourceType, owner_uid: str) -> builtins.list[KubeObject]:
+        """Return cached objects of ``rt`` that list ``owner_uid`` among their owners."""
+        return self.informer(rt).store.by_index(OWNER_INDEX, owner_uid)
+
+
+def _matches(obj: KubeObject, labels: Mapping[str, str]) -> bool:
+    have = meta(obj).get("labels") or {}
+    return all(have.get(k) == v for k, v in labels.items())

@@ -1,0 +1,162 @@
+"""The manager: one shared cache, the controllers, leader election, probes, metrics and shutdown.
+
+Guarantees:
+
+* The shared cache runs on every replica (so a standby is warm and ``/readyz`` reflects cache
+  sync); controllers and other leader-only runnables run only while this replica leads.
+* When leadership is lost, every leader-only task is cancelled at once (no drain, no further
+  writes) and :meth:`Manager.run` returns exit code 1, like controller-runtime, so the process is
+  restarted clean.
+* On a stop request (SIGTERM/SIGINT) controllers drain in-flight reconciles (bounded by
+  ``shutdown_timeout``), then the lease is released, then the cache and servers stop; ``run``
+  returns 0.
+* Runnables that must serve on every replica (admission webhooks) are started on all replicas.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from kthena_py.kube import KubeClient
+
+from .cache import SharedCache
+from .clock import Clock, RealClock
+from .controller import Controller
+from .events import EventRecorder
+from .httpserver import ProbeServer
+from .leader import LeaderElector
+
+Runnable = Callable[[], Coroutine[Any, Any, None]]
+
+log = structlog.get_logger("kthena_py.manager")
+
+
+def default_identity() -> str:
+    """A unique identity for leader election: ``<hostname>_<pid>``."""
+    return f"{socket.gethostname()}_{os.getpid()}"
+
+
+@dataclass
+class ManagerOptions:
+    """How the manager runs; every field has an operator-facing command-line flag."""
+
+    namespace: str | None = None
+    leader_elect: bool = False
+    leader_election_id: str = "kthena-py-controller-manager"
+    leader_election_namespace: str = "kthena-system"
+    identity: str = field(default_factory=default_identity)
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    metrics_bind_address: str = "127.0.0.1:8080"
+    health_probe_bind_address: str = "127.0.0.1:8081"
+    shutdown_timeout: float = 30.0
+    component: str = "kthena-py-controller-manager"
+
+
+class Manager:
+    """Owns everything a controller-manager process runs."""
+
+    def __init__(
+        self, client: KubeClient, options: ManagerOptions | None = None, *, clock: Clock | None = None
+    ):
+        self.client = client
+        self.options = options or ManagerOptions()
+        self.clock = clock or RealClock()
+        self.cache = SharedCache(client, namespace=self.options.namespace, clock=self.clock)
+        self.recorder = EventRecorder(client, self.options.component, instance=self.options.identity)
+        self.probes = ProbeServer()
+        self.probes.add_readiness_check("informers-synced", lambda: self.cache.synced)
+        self.controllers: list[Controller] = []
+        self._leader_runnables: list[Runnable] = []
+        self._everywhere_runnables: list[Runnable] = []
+        self._leader_tasks: list[asyncio.Task[None]] = []
+        self._other_tasks: list[asyncio.Task[None]] = []
+        self.elector: LeaderElector | None = None
+        self.leading = asyncio.Event()
+
+    def add_controller(self, controller: Controller) -> None:
+        """Register a controller (runs only while leading)."""
+        self.controllers.append(controller)
+
+    def add_runnable(self, runnable: Runnable, *, needs_leader: bool) -> None:
+        """Register a long-running coroutine function."""
+        (self._leader_runnables if needs_leader else self._everywhere_runnables).append(runnable)
+
+    async def run(self, stop: asyncio.Event) -> int:
+        """Run until ``stop`` is set (returns 0) or leadership is lost (returns 1)."""
+        lost = asyncio.Event()
+        await self.probes.start(
+            health_address=self.options.health_probe_bind_address,
+            metrics_address=self.options.metrics_bind_address,
+        )
+        await self.cache.start()
+        self._other_tasks = [asyncio.create_task(r()) for r in self._everywhere_runnables]
+        elector_task: asyncio.Task[None] | None = None
+        try:
+            if self.options.leader_elect:
+                self.elector = LeaderElector(
+                    self.client,
+                    name=self.options.leader_election_id,
+                    namespace=self.options.leader_election_namespace,
+                    identity=self.options.identity,
+                    lease_duration=self.options.lease_duration,
+                    renew_deadline=self.options.renew_deadline,
+                    retry_period=self.options.retry_period,
+                    clock=self.clock,
+                )
+
+                async def on_lost() -> None:
+                    await self._stop_leader_work(drain=False)
+                    lost.set()
+
+                elector_task = asyncio.create_task(self.elector.run(self._start_leader_work, on_lost))
+            else:
+                await self._start_leader_work()
+
+            waiters = [asyncio.create_task(stop.wait()), asyncio.create_task(lost.wait())]
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            for w in waiters:
+                w.cancel()
+            if lost.is_set():
+                return 1
+            log.info("shutting down")
+            await self._stop_leader_work(drain=True)
+            return 0
+        finally:
+            if elector_task is not None:
+                elector_task.cancel()
+                await asyncio.gather(elector_task, return_exceptions=True)
+            for t in self._other_tasks:
+                t.cancel()
+            await asyncio.gather(*self._other_tasks, return_exceptions=True)
+            await self.recorder.flush()
+            await self.cache.stop()
+            await self.probes.stop()
+
+    async def _start_leader_work(self) -> None:
+        self.leading.set()
+        if not await self.cache.wait_for_sync(timeout=120):
+            log.warning("informers not synced after 120s; starting controllers anyway")
+        for c in self.controllers:
+            await c.start()
+        self._leader_tasks = [asyncio.create_task(r()) for r in self._leader_runnables]
+        log.info("controllers started", controllers=[c.name for c in self.controllers])
+
+    async def _stop_leader_work(self, *, drain: bool) -> None:
+        self.leading.clear()
+        for t in self._leader_tasks:
+            t.cancel()
+        await asyncio.gather(
+            *(c.stop(drain=drain, timeout=self.options.shutdown_timeout) for c in self.controllers),
+            *self._leader_tasks,
+            return_exceptions=True,
+        )
+        self._leader_tasks = []

@@ -1,0 +1,49 @@
+"""The reconcile contract: what a reconciler receives and what its outcome means.
+
+A reconciler is *level-based*: it is told only the namespace and name of an object that may need
+work (:class:`Request`), never what changed. It reads the current state from the cache and the
+cluster and drives the world towards the desired state. Outcomes:
+
+* return ``None`` or ``Result()``: done; the key's backoff is reset (``forget``);
+* return ``Result(requeue_after=s)``: done for now, look again after ``s`` seconds (backoff reset);
+* raise :class:`TerminalError`: logged and counted as an error, **not** retried until the
+  object changes again (for problems only the user can fix, e.g. invalid input);
+* raise any other exception: logged, counted, and retried with per-key exponential backoff.
+
+The engine wraps every call, so no exception can kill a worker or the process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, order=True)
+class Request:
+    """The object to reconcile, by namespace and name (namespace is empty for cluster-scoped kinds)."""
+
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+
+@dataclass(frozen=True)
+class Result:
+    """A successful reconcile's outcome; ``requeue_after`` asks for another look later."""
+
+    requeue_after: float | None = None
+
+
+class TerminalError(Exception):
+    """A failure that retrying cannot fix; the object is left alone until it changes."""
+
+
+class Reconciler(Protocol):
+    """One concern's reconcile function."""
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Drive the object named by ``request`` towards its desired state."""
+        ...

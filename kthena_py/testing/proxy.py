@@ -1,0 +1,85 @@
+"""A loopback TCP proxy whose connections a test can cut, to simulate network failures.
+
+Guarantees: listens on 127.0.0.1 only; :meth:`TcpProxy.drop_connections` closes every open
+connection at once (both directions); while :attr:`TcpProxy.refusing` is set, new connections are
+closed immediately, as if the server were unreachable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+
+class TcpProxy:
+    """Forwards 127.0.0.1:<port> to ``target_host:target_port``."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.refusing = False
+        self.connections_accepted = 0
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def port(self) -> int:
+        """The listening port (after :meth:`start`)."""
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> TcpProxy:
+        """Start listening on an ephemeral loopback port."""
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        return self
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.close()
+            return
+        self.connections_accepted += 1
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.close()
+            return
+        self._writers.update((writer, up_writer))
+        for src, dst in ((reader, up_writer), (up_reader, writer)):
+            task = asyncio.create_task(self._pipe(src, dst))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+        try:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self._close(dst)
+
+    def _close(self, writer: asyncio.StreamWriter) -> None:
+        self._writers.discard(writer)
+        with contextlib.suppress(Exception):
+            writer.close()
+
+    def drop_connections(self) -> int:
+        """Close every open connection; return how many sockets were closed."""
+        writers = list(self._writers)
+        for w in writers:
+            transport = w.transport
+            with contextlib.suppress(Exception):
+                transport.abort()
+            self._writers.discard(w)
+        return len(writers)
+
+    async def stop(self) -> None:
+        """Stop listening and drop everything."""
+        self.drop_connections()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -1,0 +1,164 @@
+"""The cluster tier is real: garbage collection runs, Volcano gang-schedules onto kwok nodes."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pytest
+from kubernetes_asyncio.client import ApiClient, ApiException, CoreV1Api, CustomObjectsApi
+
+from kthena_py.testing.controlplane import ClusterTier, listening_sockets
+
+pytestmark = pytest.mark.cluster
+
+T = TypeVar("T")
+VOLCANO = ("scheduling.volcano.sh", "v1beta1")
+
+
+async def eventually(what: str, probe: Callable[[], Awaitable[T | None]], timeout: float = 60.0) -> T:
+    """Poll ``probe`` until it returns non-None; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await probe()
+        if result is not None:
+            return result
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
+        await asyncio.sleep(0.25)
+
+
+async def test_owner_deletion_garbage_collects_dependents(namespace: str, api_client: ApiClient) -> None:
+    core = CoreV1Api(api_client)
+    owner = await core.create_namespaced_config_map(
+        namespace, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}
+    )
+    ref = {"apiVersion": "v1", "kind": "ConfigMap", "name": "owner", "uid": owner.metadata.uid}
+    await core.create_namespaced_config_map(
+        namespace,
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "dependent", "ownerReferences": [ref]},
+        },
+    )
+    await core.delete_namespaced_config_map("owner", namespace)
+
+    async def dependent_gone() -> bool | None:
+        try:
+            await core.read_namespaced_config_map("dependent", namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return True
+            raise
+        return None
+
+    await eventually("the dependent ConfigMap to be garbage-collected", dependent_gone, timeout=120)
+
+
+def podgroup(name: str, min_member: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "/".join(VOLCANO),
+        "kind": "PodGroup",
+        "metadata": {"name": name},
+        "spec": {"minMember": min_member, "queue": "default"},
+    }
+
+
+def gang_pod(name: str, group: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": {"scheduling.k8s.io/group-name": group}},
+        "spec": {
+            "schedulerName": "volcano",
+            "terminationGracePeriodSeconds": 0,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "registry.invalid/never-pulled:1",
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                }
+            ],
+        },
+    }
+
+
+def is_ready(pod: Any) -> bool:
+    conditions = pod.status.conditions or []
+    return pod.status.phase == "Running" and any(c.type == "Ready" and c.status == "True" for c in conditions)
+
+
+async def test_gang_scheduling_binds_whole_gangs_only(
+    cluster: ClusterTier, namespace: str, api_client: ApiClient
+) -> None:
+    core = CoreV1Api(api_client)
+    custom = CustomObjectsApi(api_client)
+    # A gang that can never be complete: minMember 3, only 2 pods.
+    await custom.create_namespaced_custom_object(*VOLCANO, namespace, "podgroups", podgroup("short", 3))
+    for i in range(2):
+        await core.create_namespaced_pod(namespace, gang_pod(f"short-{i}", "short"))
+    short_created = time.monotonic()
+    # A complete gang: minMember 2, 2 pods.
+    await custom.create_namespaced_custom_object(*VOLCANO, namespace, "podgroups", podgroup("full", 2))
+    for i in range(2):
+        await core.create_namespaced_pod(namespace, gang_pod(f"full-{i}", "full"))
+
+    async def full_gang_ready() -> list[Any] | None:
+        pods = [await core.read_namespaced_pod(f"full-{i}", namespace) for i in range(2)]
+        return pods if all(is_ready(p) for p in pods) else None
+
+    pods = await eventually("both pods of the complete gang Running and Ready", full_gang_ready, timeout=60)
+    node_names = {n.name for n in cluster.nodes}
+    pod_cidr = ipaddress.ip_network(cluster.pod_cidr)
+    for pod in pods:
+        assert pod.spec.node_name in node_names
+        assert ipaddress.ip_address(pod.status.pod_ip) in pod_cidr
+
+    async def full_group_running() -> bool | None:
+        pg = await custom.get_namespaced_custom_object(*VOLCANO, namespace, "podgroups", "full")
+        return True if pg.get("status", {}).get("phase") == "Running" else None
+
+    await eventually("PodGroup full Running", full_group_running, timeout=60)
+
+    # The scheduler has been cycling every 500 ms meanwhile; give the short gang 10 s in all.
+    await asyncio.sleep(max(0.0, 10.0 - (time.monotonic() - short_created)))
+    short = await custom.get_namespaced_custom_object(*VOLCANO, namespace, "podgroups", "short")
+    assert short.get("status", {}).get("phase") != "Running", short.get("status")
+    for i in range(2):
+        pod = await core.read_namespaced_pod(f"short-{i}", namespace)
+        assert pod.spec.node_name is None, f"short-{i} was bound to {pod.spec.node_name}"
+        assert pod.status.phase == "Pending"
+
+
+def test_fake_nodes_are_ready_with_gpus(cluster: ClusterTier) -> None:
+    assert len(cluster.nodes) == 4
+    for node in cluster.nodes:
+        body = cluster.client.get(f"/api/v1/nodes/{node.name}")
+        assert body["status"]["allocatable"]["nvidia.com/gpu"] == "8"
+        assert body["metadata"]["labels"]["nvidia.com/gpu.product"] == node.gpu_product
+        assert not body["spec"].get("taints")
+        assert any(c["type"] == "Ready" and c["status"] == "True" for c in body["status"]["conditions"])
+
+
+def test_nodes_can_be_added_and_removed(cluster: ClusterTier) -> None:
+    node = cluster.add_node("kwok-extra")
+    try:
+        assert node.name in {n.name for n in cluster.nodes}
+    finally:
+        cluster.remove_node("kwok-extra")
+    assert "kwok-extra" not in {n.name for n in cluster.nodes}
+    assert cluster.client.raw("GET", "/api/v1/nodes/kwok-extra")[0] == 404
+
+
+def test_every_component_listens_on_loopback_only(cluster: ClusterTier) -> None:
+    names = set()
+    for proc in cluster.processes:
+        assert proc.pid is not None
+        names.add(proc.name)
+        for address, port in listening_sockets(proc.pid):
+            assert ipaddress.ip_address(address).is_loopback, (proc.name, address, port)
+    assert names == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "vc-scheduler"}
