@@ -10,6 +10,10 @@ K8S_VERSION=${K8S_VERSION:-1.35.4}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-0.8.0}
 VOLCANO_VERSION=${VOLCANO_VERSION:-1.15.0}
+# Volcano builds its API types from a local staging copy that is not in its module zip; the
+# separately published volcano.sh/apis module stands in. The module proxy does not serve
+# volcano.sh/apis v1.15.x, so v1.14.0 (same API packages for the scheduler) is used.
+VOLCANO_APIS_VERSION=${VOLCANO_APIS_VERSION:-1.14.0}
 CACHE=${KTHENA_PY_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kthena-py/bin}
 GOVER=$(go env GOVERSION)
 
@@ -78,7 +82,7 @@ build_kwok() {
 }
 
 build_volcano() {
-  local out="$CACHE/volcano-v$VOLCANO_VERSION-$GOVER"
+  local out="$CACHE/volcano-v$VOLCANO_VERSION-apis-v$VOLCANO_APIS_VERSION-$GOVER"
   [ -x "$out/vc-scheduler" ] && [ -d "$out/crd" ] && { log "volcano v$VOLCANO_VERSION cached"; return; }
   log "building vc-scheduler v$VOLCANO_VERSION (cold: 5-15 minutes)"
   local w; w=$(workdir); (
@@ -93,7 +97,7 @@ for line in open(sys.argv[1]):
     if m:
         print(f"{m.group(1)}={m.group(2)}@{m.group(3)}")
 PY
-    go mod edit -replace="volcano.sh/apis=volcano.sh/apis@v$VOLCANO_VERSION"
+    go mod edit -replace="volcano.sh/apis=volcano.sh/apis@v$VOLCANO_APIS_VERSION"
     go get -tool "volcano.sh/volcano/cmd/scheduler@v$VOLCANO_VERSION" >&2
     mkdir -p "$out.tmp/crd"
     go build -p 2 -trimpath -ldflags "-s -w" -o "$out.tmp/vc-scheduler" volcano.sh/volcano/cmd/scheduler

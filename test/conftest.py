@@ -61,9 +61,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterTier]:
 @pytest.fixture
 def control_plane(request: pytest.FixtureRequest) -> EnvTest:
     """The tier this test runs against, chosen by its marker."""
-    tier: EnvTest = request.getfixturevalue(
-        "cluster" if request.node.get_closest_marker("cluster") else "envtest"
-    )
+    tier: EnvTest = request.getfixturevalue("cluster" if request.node.get_closest_marker("cluster") else "envtest")
     tier.check_alive()
     return tier
 

@@ -1,9 +1,9 @@
-"""Kubernetes ``metav1.Duration``: Go duration strings and a lossless pydantic type.
+r"""Kubernetes ``metav1.Duration``: Go duration strings and a lossless pydantic type.
 
 Guarantees:
 
 * :func:`parse_duration` accepts exactly Go's ``time.ParseDuration`` grammar
-  (``[-+]?([0-9]*(\\.[0-9]*)?[a-z]+)+`` with units ns, us, µs, μs, ms, s, m, h, or the bare ``"0"``) and
+  (``[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`` with units ns, us, µs, μs, ms, s, m, h, or the bare ``"0"``) and
   returns integer nanoseconds, truncating sub-nanosecond fractions toward zero as Go does.
 * Errors carry Go's messages (``time: invalid duration "x"``, ``time: missing unit in duration "1"``,
   ``time: unknown unit "d" in duration "1d"``).
@@ -24,8 +24,8 @@ __all__ = ["Duration", "DurationError", "parse_duration"]
 _UNITS = {
     "ns": 1,
     "us": 1_000,
-    "µs": 1_000,  # U+00B5 micro sign  # noqa: RUF003
-    "μs": 1_000,  # U+03BC Greek mu  # noqa: RUF003
+    "µs": 1_000,  # U+00B5 micro sign
+    "μs": 1_000,  # U+03BC Greek mu
     "ms": 1_000_000,
     "s": 1_000_000_000,
     "m": 60_000_000_000,

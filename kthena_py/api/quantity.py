@@ -152,9 +152,7 @@ def _decimal(sign_positive: bool, mantissa: int, exponent: int) -> Decimal:
     return Decimal(f"{'' if sign_positive else '-'}{mantissa}E{exponent}")
 
 
-def _fast_path(
-    text: str, positive: bool, num: str, denom: str, exponent: int, fmt: QuantityFormat
-) -> _Parsed | None:
+def _fast_path(text: str, positive: bool, num: str, denom: str, exponent: int, fmt: QuantityFormat) -> _Parsed | None:
     """The int64 fast path of ``ParseQuantity``; it is also where apimachinery caches the input string."""
     if fmt is QuantityFormat.BINARY_SI:
         if exponent < 0 or denom:
@@ -195,10 +193,7 @@ def _slow_path(positive: bool, num: str, denom: str, base: int, exponent: int, f
     if mantissa and exp10 < _NANO:
         # Round away from zero to the next nano: "if you want some resources, you should get some".
         drop = _NANO - exp10
-        if drop > len(str(mantissa)):
-            mantissa = 1
-        else:
-            mantissa = -(-mantissa // 10**drop)
+        mantissa = 1 if drop > len(str(mantissa)) else -(-mantissa // 10**drop)
         exp10 = _NANO
     if fmt is not QuantityFormat.DECIMAL_EXPONENT and _decimal(True, mantissa, exp10) > MAX_QUANTITY:
         mantissa, exp10 = MAX_QUANTITY, 0

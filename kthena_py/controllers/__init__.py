@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from kthena_py.runtime.manager import Manager
 
+from . import modelserving
+
 
 def register_all(manager: Manager, *, workers: int = 4) -> list[str]:
     """Register every controller with ``manager``; return their names."""
-    del workers
+    modelserving.register(manager, workers=workers)
     return [c.name for c in manager.controllers]

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from kthena_py.kube import KubeClient, ResourceType
 from kthena_py.kube.objects import (
@@ -34,6 +35,12 @@ from .informer import Informer, Transform
 
 NAMESPACE_INDEX = "namespace"
 OWNER_INDEX = "owner-uid"
+
+
+@dataclass(frozen=True)
+class _Key:
+    rt: ResourceType
+    field_selector: str | None
 
 
 def label_index_name(label: str) -> str:
@@ -56,8 +63,8 @@ class SharedCache:
         self._namespace = namespace
         self._transform = transform
         self._clock = clock
-        self._informers: dict[ResourceType, Informer] = {}
-        self._tasks: dict[ResourceType, asyncio.Task[None]] = {}
+        self._informers: dict[_Key, Informer] = {}
+        self._tasks: dict[_Key, asyncio.Task[None]] = {}
         self._started = False
 
     @property
@@ -65,22 +72,32 @@ class SharedCache:
         """The namespace scope for namespaced types (``None`` = all)."""
         return self._namespace
 
-    def informer(self, rt: ResourceType) -> Informer:
-        """Return the informer for ``rt``, creating (and, once started, running) it on first use."""
-        inf = self._informers.get(rt)
+    def informer(self, rt: ResourceType, *, field_selector: str | None = None, optional: bool = False) -> Informer:
+        """Return the informer for ``rt``, creating (and, once started, running) it on first use.
+
+        Args:
+            rt: The resource type.
+            field_selector: Watch only matching objects (a separate informer per selector).
+            optional: The type may not be served (a CRD that is not installed): the informer then
+                counts as synced and empty, and keeps looking for it.
+        """
+        key = _Key(rt, field_selector)
+        inf = self._informers.get(key)
         if inf is None:
             inf = Informer(
                 self._client,
                 rt,
                 namespace=self._namespace if rt.namespaced else None,
+                field_selector=field_selector,
                 transform=self._transform,
                 clock=self._clock,
+                allow_missing=optional,
             )
             inf.add_indexer(NAMESPACE_INDEX, lambda o: [namespace_of(o)])
             inf.add_indexer(OWNER_INDEX, owner_uids)
-            self._informers[rt] = inf
+            self._informers[key] = inf
             if self._started:
-                self._launch(rt, inf)
+                self._launch(key, inf)
         return inf
 
     def index_label(self, rt: ResourceType, label: str) -> None:
@@ -95,12 +112,12 @@ class SharedCache:
     async def start(self) -> None:
         """Start every informer registered so far (later ones start when registered)."""
         self._started = True
-        for rt, inf in self._informers.items():
-            if rt not in self._tasks:
-                self._launch(rt, inf)
+        for key, inf in self._informers.items():
+            if key not in self._tasks:
+                self._launch(key, inf)
 
-    def _launch(self, rt: ResourceType, inf: Informer) -> None:
-        self._tasks[rt] = asyncio.create_task(inf.run(), name=f"informer:{rt.plural}")
+    def _launch(self, key: _Key, inf: Informer) -> None:
+        self._tasks[key] = asyncio.create_task(inf.run(), name=f"informer:{key.rt.plural}")
 
     async def wait_for_sync(self, timeout: float | None = None) -> bool:
         """Wait until every informer has synced; ``False`` on timeout."""

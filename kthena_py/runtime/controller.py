@@ -48,11 +48,20 @@ def generation_changed(old: KubeObject | None, new: KubeObject) -> bool:
     return (old.get("metadata") or {}).get("generation") != (new.get("metadata") or {}).get("generation")
 
 
+def spec_or_metadata_changed(old: KubeObject | None, new: KubeObject) -> bool:
+    """Like :func:`generation_changed`, but also passes label, annotation and deletion changes."""
+    if old is None or generation_changed(old, new):
+        return True
+    o, n = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(o.get(k) != n.get(k) for k in ("labels", "annotations", "deletionTimestamp"))
+
+
 @dataclass(frozen=True)
 class _Watch:
     rt: ResourceType
     mapper: Mapper
     predicate: Predicate | None
+    field_selector: str | None = None
 
 
 class _Handler:
@@ -135,10 +144,17 @@ class Controller:
         """Reconcile the controlling owner (of type ``owner``) when an object of ``rt`` changes."""
         return self.watches(rt, owner_mapper(owner), predicate)
 
-    def watches(self, rt: ResourceType, mapper: Mapper, predicate: Predicate | None = None) -> Controller:
-        """Reconcile whatever ``mapper`` returns when an object of ``rt`` changes."""
-        self.cache.informer(rt)  # make sure the cache lists/watches it from the manager's start
-        self._watches.append(_Watch(rt, mapper, predicate))
+    def watches(
+        self,
+        rt: ResourceType,
+        mapper: Mapper,
+        predicate: Predicate | None = None,
+        *,
+        field_selector: str | None = None,
+    ) -> Controller:
+        """Reconcile whatever ``mapper`` returns when an object of ``rt`` (matching ``field_selector``) changes."""
+        self.cache.informer(rt, field_selector=field_selector)  # listed/watched from the manager's start
+        self._watches.append(_Watch(rt, mapper, predicate, field_selector))
         return self
 
     def enqueue(self, request: Request) -> None:
@@ -153,10 +169,8 @@ class Controller:
             return
         self._started = True
         for w in self._watches:
-            self.cache.informer(w.rt).add_handler(_Handler(w, self.queue.add))
-        self._tasks = [
-            asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)
-        ]
+            self.cache.informer(w.rt, field_selector=w.field_selector).add_handler(_Handler(w, self.queue.add))
+        self._tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
 
     async def stop(self, *, drain: bool = True, timeout: float = 30.0) -> None:
         """Stop the workers.
@@ -196,9 +210,7 @@ class Controller:
 
     async def _process(self, req: Request) -> None:
         reconcile_id = uuid.uuid4().hex[:12]
-        bound = log.bind(
-            controller=self.name, namespace=req.namespace, name=req.name, reconcile_id=reconcile_id
-        )
+        bound = log.bind(controller=self.name, namespace=req.namespace, name=req.name, reconcile_id=reconcile_id)
         structlog.contextvars.bind_contextvars(
             controller=self.name, namespace=req.namespace, name=req.name, reconcile_id=reconcile_id
         )

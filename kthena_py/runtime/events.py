@@ -37,9 +37,7 @@ def _now() -> str:
 class EventRecorder:
     """Writes core/v1 Events as ``component`` (the ``source`` / ``reportingComponent``)."""
 
-    def __init__(
-        self, client: KubeClient, component: str, *, instance: str = "", max_pending: int = 500
-    ) -> None:
+    def __init__(self, client: KubeClient, component: str, *, instance: str = "", max_pending: int = 500) -> None:
         self._client = client
         self.component = component
         self.instance = instance

@@ -25,11 +25,11 @@ from typing import Protocol
 
 import structlog
 
-from kthena_py.kube import ApiError, Gone, KubeClient, ResourceType
+from kthena_py.kube import ApiError, Gone, KubeClient, NotFound, ResourceType
 from kthena_py.kube.objects import KubeObject, resource_version_of, strip_managed_fields
 
 from .clock import Clock, RealClock
-from .store import IndexFunc, Store
+from .store import IndexFunc, ReplaceDiff, Store
 
 Transform = Callable[[KubeObject], KubeObject]
 
@@ -61,14 +61,18 @@ class Informer:
         label_selector: str | None = None,
         transform: Transform | None = strip_managed_fields,
         clock: Clock | None = None,
+        field_selector: str | None = None,
         watch_timeout_seconds: int = 300,
         page_size: int = 500,
+        allow_missing: bool = False,
     ) -> None:
         self.rt = rt
         self.namespace = namespace
         self.store = Store()
         self._client = client
         self._label_selector = label_selector
+        self._field_selector = field_selector
+        self._allow_missing = allow_missing
         self._transform = transform
         self._clock = clock or RealClock()
         self._watch_timeout = watch_timeout_seconds
@@ -77,6 +81,7 @@ class Informer:
         self._synced = asyncio.Event()
         self._resource_version = ""
         self.relists = 0
+        self.missing_retry_seconds = 15.0
         """How many times the informer listed (1 after the first sync); visible for tests and metrics."""
 
     @property
@@ -119,21 +124,29 @@ class Informer:
                     need_list = False
                 await self._watch()
                 backoff = 0.5
-            except Gone:
-                log.info(
-                    "watch expired, relisting",
-                    resource=self.rt.plural,
-                    resource_version=self._resource_version,
-                )
-                need_list = True
             except asyncio.CancelledError:
                 raise
+            except Gone:
+                log.info("watch expired, relisting", resource=self.rt.plural, resource_version=self._resource_version)
+                need_list = True
+            except NotFound as exc:
+                if not self._allow_missing:
+                    log.warning("list/watch failed, retrying", resource=self.rt.plural, error=str(exc))
+                    await self._clock.sleep(backoff)
+                    backoff = min(backoff * 2, 30.0)
+                    need_list = need_list or not self._resource_version
+                    continue
+                # An optional resource type (e.g. a CRD that is not installed): behave as an empty,
+                # synced collection and look again later.
+                self._deliver(self.store.replace([]))
+                self._synced.set()
+                self._resource_version = ""
+                need_list = True
+                await self._clock.sleep(self.missing_retry_seconds)
             except (ApiError, ValueError) as exc:
                 # Keep the resourceVersion: a transient failure resumes the watch where it stopped;
                 # if that version has been compacted meanwhile, the server answers 410 and we relist.
-                log.warning(
-                    "list/watch failed, retrying", resource=self.rt.plural, error=str(exc), backoff=backoff
-                )
+                log.warning("list/watch failed, retrying", resource=self.rt.plural, error=str(exc), backoff=backoff)
                 await self._clock.sleep(backoff)
                 backoff = min(backoff * 2, 30.0)
                 if not self._resource_version:
@@ -141,19 +154,26 @@ class Informer:
 
     async def _relist(self) -> None:
         page = await self._client.list_all(
-            self.rt, self.namespace, label_selector=self._label_selector, page_size=self._page_size
+            self.rt,
+            self.namespace,
+            label_selector=self._label_selector,
+            field_selector=self._field_selector,
+            page_size=self._page_size,
         )
         objs = [self._prepare(o) for o in page.items]
         diff = self.store.replace(objs)
         self._resource_version = page.resource_version
         self.relists += 1
+        self._deliver(diff)
+        self._synced.set()
+
+    def _deliver(self, diff: ReplaceDiff) -> None:
         for obj in diff.deleted:
             self._emit_delete(obj)
         for obj in diff.added:
             self._emit_add(obj)
         for old, new in diff.updated:
             self._emit_update(old, new)
-        self._synced.set()
 
     async def _watch(self) -> None:
         async for event in self._client.watch(
@@ -161,6 +181,7 @@ class Informer:
             self.namespace,
             resource_version=self._resource_version,
             label_selector=self._label_selector,
+            field_selector=self._field_selector,
             timeout_seconds=self._watch_timeout,
         ):
             if event.type == "BOOKMARK":

@@ -137,9 +137,7 @@ class LeaderElector:
         if holder and holder != self.identity and self._clock.now() < self._observed_at + duration:
             return False
         if holder == self.identity:
-            new_spec = self._spec(
-                spec.get("acquireTime") or now_wall, now_wall, int(spec.get("leaseTransitions") or 0)
-            )
+            new_spec = self._spec(spec.get("acquireTime") or now_wall, now_wall, int(spec.get("leaseTransitions") or 0))
         else:
             new_spec = self._spec(now_wall, now_wall, int(spec.get("leaseTransitions") or 0) + 1)
         body = {"metadata": {**(lease.get("metadata") or {})}, "spec": new_spec}

@@ -64,9 +64,7 @@ class ManagerOptions:
 class Manager:
     """Owns everything a controller-manager process runs."""
 
-    def __init__(
-        self, client: KubeClient, options: ManagerOptions | None = None, *, clock: Clock | None = None
-    ):
+    def __init__(self, client: KubeClient, options: ManagerOptions | None = None, *, clock: Clock | None = None):
         self.client = client
         self.options = options or ManagerOptions()
         self.clock = clock or RealClock()

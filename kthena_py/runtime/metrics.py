@@ -88,9 +88,7 @@ _QUEUE_LABELS: Final = ("name", "controller")
 WORKQUEUE_DURATION_BUCKETS: Final = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3)
 """Histogram buckets of the work queue durations: 10 ns to 1000 s, a factor 10 apart."""
 
-WORKQUEUE_DEPTH: Final = Gauge(
-    "workqueue_depth", "Current depth of the work queue.", _QUEUE_LABELS, registry=REGISTRY
-)
+WORKQUEUE_DEPTH: Final = Gauge("workqueue_depth", "Current depth of the work queue.", _QUEUE_LABELS, registry=REGISTRY)
 WORKQUEUE_ADDS: Final = Counter(
     "workqueue_adds_total",
     "Total number of adds handled by the work queue.",

@@ -293,7 +293,8 @@ class RateLimitingQueue(Generic[K]):
             return
         self._metrics.done(max(0.0, self._clock.now() - started))
         if key in self._dirty:
-            pass
+            self._queue.append(key)
+            self._wake_getter()
         elif not self._processing and not self._queue:
             self._release_drainers()
 

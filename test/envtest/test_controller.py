@@ -55,6 +55,7 @@ async def test_outcomes_backoff_and_isolation(kube: KubeClient, namespace: str) 
     assert await cache.wait_for_sync(30)
     await ctrl.start()
     try:
+
         async def good_done() -> bool:
             objs = (await kube.list(CONFIGMAPS, namespace, label_selector="reconciled=yes")).items
             return {o["metadata"]["name"] for o in objs} == {"good-0", "good-1"}

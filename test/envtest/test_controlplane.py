@@ -85,14 +85,27 @@ async def test_rbac_denies_an_unprivileged_user(envtest: EnvTest, tmp_path: Path
     assert 'User "alice"' in json.loads(denied.value.body)["message"]
 
 
-async def test_etcd_compaction_keeps_the_apiserver_serving(envtest: EnvTest, namespace: str) -> None:
-    before = envtest.compact_etcd()
-    envtest.client.create(
-        f"/api/v1/namespaces/{namespace}/configmaps",
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "after-compaction"}},
+def test_etcd_compaction_makes_old_podtemplate_watches_gone(envtest: EnvTest, namespace: str) -> None:
+    path = f"/api/v1/namespaces/{namespace}/podtemplates"
+    template = {"spec": {"containers": [{"name": "c", "image": "registry.invalid/x:1"}]}}
+    created = envtest.client.create(
+        path, {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": "pt"}, "template": template}
     )
-    assert envtest.compact_etcd() > before
+    old_rv = created["metadata"]["resourceVersion"]
+    # Two writes: a watch from old_rv starts at old_rv + 1, which must be below the compacted revision
+    # (a watch starting exactly at it gets a 500 "PrevKv=nil" instead of 410).
+    for value in ("1", "2"):
+        envtest.client.merge_patch(f"{path}/pt", {"metadata": {"labels": {"changed": value}}})
+    assert envtest.compact_etcd() > int(old_rv) + 1
     assert envtest.etcd_prefix == "/registry"
+
+    status, body = envtest.client.raw(
+        "GET", path, query={"watch": "1", "resourceVersion": old_rv, "timeoutSeconds": "5"}
+    )
+    assert status == 200
+    event = json.loads(body.splitlines()[0]) if isinstance(body, str) else body
+    assert event["type"] == "ERROR"
+    assert event["object"]["code"] == 410
     assert envtest.client.raw("GET", "/readyz")[0] == 200
 
 

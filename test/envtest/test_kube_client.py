@@ -94,9 +94,7 @@ async def test_patch_types_and_field_managers(kube: KubeClient, namespace: str) 
     await kube.create(CONFIGMAPS, {"metadata": {"name": "p"}, "data": {"a": "1"}}, namespace)
     merged = await kube.patch(CONFIGMAPS, "p", {"data": {"b": "2"}}, namespace)
     assert merged["data"] == {"a": "1", "b": "2"}
-    jsonp = await kube.patch(
-        CONFIGMAPS, "p", [{"op": "remove", "path": "/data/a"}], namespace, patch_type="json"
-    )
+    jsonp = await kube.patch(CONFIGMAPS, "p", [{"op": "remove", "path": "/data/a"}], namespace, patch_type="json")
     assert jsonp["data"] == {"b": "2"}
     applied = await kube.apply(
         CONFIGMAPS,

@@ -59,9 +59,7 @@ def manager(client: KubeClient, identity: str, namespace: str) -> Manager:
     )
 
 
-async def test_one_leader_takeover_and_no_writes_after_loss(
-    kubeconfig: Path, kube: KubeClient, namespace: str
-) -> None:
+async def test_one_leader_takeover_and_no_writes_after_loss(kubeconfig: Path, kube: KubeClient, namespace: str) -> None:
     cfg = yaml.safe_load(kubeconfig.read_text())
     host, port = cfg["clusters"][0]["cluster"]["server"].removeprefix("https://").rstrip("/").split(":")
     proxy = await TcpProxy(host, int(port)).start()

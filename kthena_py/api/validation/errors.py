@@ -1,11 +1,11 @@
-"""Kubernetes-style field errors (``k8s.io/apimachinery/pkg/util/validation/field``).
+r"""Kubernetes-style field errors (``k8s.io/apimachinery/pkg/util/validation/field``).
 
 Guarantees: ``str(FieldError)`` renders exactly like Go's ``field.Error.Error()`` for scalar values, e.g.
 ``spec.template.roles[1].name: Duplicate value: "prefill"`` or
 ``spec.replicas: Invalid value: -1: replicas must be a non-negative integer``; ``Required``, ``Forbidden``
 and ``TooLong`` never show the value. Composite values (lists, dicts) render as compact JSON where Go would
 print a ``%#v`` struct dump. :func:`aggregate_message` builds the admission-webhook denial text
-(``validation failed:\\n  - <error>``).
+(``validation failed:\n  - <error>``).
 """
 
 from __future__ import annotations
@@ -200,12 +200,12 @@ def too_many(path: str, actual: int, max_items: int) -> FieldError:
 
 
 def aggregate_message(errors: list[FieldError]) -> str:
-    """Build the denial message Kthena's validating webhooks return.
+    r"""Build the denial message Kthena's validating webhooks return.
 
     Args:
         errors: The errors, in order.
 
     Returns:
-        ``"validation failed:\\n  - <error>\\n  - <error>"``.
+        ``"validation failed:\n  - <error>\n  - <error>"``.
     """
     return "validation failed:\n" + "\n".join(f"  - {error}" for error in errors)

@@ -156,13 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     up = sub.add_parser("up", help="start a tier and stay in the foreground")
     up.add_argument("--tier", choices=("envtest", "cluster"), default="envtest")
     up.add_argument("--dir", required=True, help="run directory (certificates, kubeconfig, logs, state.json)")
-    up.add_argument(
-        "--crds", nargs="*", default=[], metavar="PATH", help="CRD files or directories to install"
-    )
+    up.add_argument("--crds", nargs="*", default=[], metavar="PATH", help="CRD files or directories to install")
     up.add_argument("--nodes", type=int, default=4, help="fake nodes (cluster tier)")
-    up.add_argument(
-        "--gpu-product", default=DEFAULT_GPU_PRODUCT, help="nvidia.com/gpu.product of the fake nodes"
-    )
+    up.add_argument("--gpu-product", default=DEFAULT_GPU_PRODUCT, help="nvidia.com/gpu.product of the fake nodes")
     up.add_argument("--pod-cidr", default=DEFAULT_POD_CIDR, help="kwok pod IP range (cluster tier)")
     down = sub.add_parser("down", help="stop a tier started by `up` in --dir")
     down.add_argument("--dir", required=True)

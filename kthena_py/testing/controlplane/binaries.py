@@ -3,7 +3,8 @@
 Guarantees:
 
 * The versions default to the same values as the build script (``K8S_VERSION``, ``ETCD_VERSION``,
-  ``KWOK_VERSION``, ``VOLCANO_VERSION``) and are overridable by the same environment variables.
+  ``KWOK_VERSION``, ``VOLCANO_VERSION``, ``VOLCANO_APIS_VERSION``) and are overridable by the same
+  environment variables.
 * The cache directory is resolved exactly like the build script does:
   ``$KTHENA_PY_BIN_CACHE``, else ``$XDG_CACHE_HOME/kthena-py/bin``, else ``~/.cache/kthena-py/bin``.
 * The build script keys every output directory by the Go version too (``etcd-v3.6.16-go1.26.8``).
@@ -24,6 +25,7 @@ __all__ = [
     "DEFAULT_ETCD_VERSION",
     "DEFAULT_K8S_VERSION",
     "DEFAULT_KWOK_VERSION",
+    "DEFAULT_VOLCANO_APIS_VERSION",
     "DEFAULT_VOLCANO_VERSION",
     "BinariesNotFoundError",
     "ClusterBinaries",
@@ -37,6 +39,10 @@ DEFAULT_K8S_VERSION = "1.35.4"
 DEFAULT_ETCD_VERSION = "3.6.16"
 DEFAULT_KWOK_VERSION = "0.8.0"
 DEFAULT_VOLCANO_VERSION = "1.15.0"
+DEFAULT_VOLCANO_APIS_VERSION = "1.14.0"
+"""The ``volcano.sh/apis`` module version vc-scheduler is built with (part of its cache key)."""
+DEFAULT_VOLCANO_APIS_VERSION = "1.14.0"
+"""volcano.sh/apis v1.15.x is not served by the module proxy; see hack/build-controlplane.sh."""
 
 _BUILD_SCRIPT = "hack/build-controlplane.sh"
 
@@ -156,11 +162,10 @@ def find_cluster_binaries() -> ClusterBinaries:
     """
     base = find_envtest_binaries()
     k8s = base.kube_apiserver.parent
-    kwok = _component_dir(
-        f"kwok-v{_version('KWOK_VERSION', DEFAULT_KWOK_VERSION)}", ("kwok", "stages"), "kwok"
-    )
+    kwok = _component_dir(f"kwok-v{_version('KWOK_VERSION', DEFAULT_KWOK_VERSION)}", ("kwok", "stages"), "kwok")
     volcano = _component_dir(
-        f"volcano-v{_version('VOLCANO_VERSION', DEFAULT_VOLCANO_VERSION)}",
+        f"volcano-v{_version('VOLCANO_VERSION', DEFAULT_VOLCANO_VERSION)}"
+        f"-apis-v{_version('VOLCANO_APIS_VERSION', DEFAULT_VOLCANO_APIS_VERSION)}",
         ("vc-scheduler", "crd"),
         "volcano",
     )

@@ -318,15 +318,21 @@ class ClusterTier(EnvTest):
             "manageAllNodes": False,
             "manageNodesWithAnnotationSelector": "=".join(KWOK_NODE_ANNOTATION),
             "enableDebuggingHandlers": False,
+            "enableContentionProfiling": False,
             "enableProfilingHandler": False,
+            # kwok applies its defaults only when there is no KwokConfiguration document at all.
+            "podPlayStageParallelism": 4,
+            "nodePlayStageParallelism": 4,
+            "nodeLeaseParallelism": 4,
+            "podsOnNodeSyncParallelism": 1,
+            "enablePodsOnNodeSyncListPager": True,
+            "enablePodsOnNodeSyncStreamWatch": False,
         }
         docs: list[Any] = [
             {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration", "options": options}
         ]
         for name in _KWOK_STAGES:
-            docs.extend(
-                d for d in yaml.safe_load_all((self.binaries.kwok_stages_dir / name).read_text()) if d
-            )
+            docs.extend(d for d in yaml.safe_load_all((self.binaries.kwok_stages_dir / name).read_text()) if d)
         return yaml.safe_dump_all(docs, sort_keys=False)
 
     # ----------------------------------------------------------------------------- queues

@@ -60,9 +60,7 @@ class KubeHTTP:
         timeout: Socket timeout per request, seconds.
     """
 
-    def __init__(
-        self, server: str, ca_file: Path, cert_file: Path, key_file: Path, timeout: float = 30.0
-    ) -> None:
+    def __init__(self, server: str, ca_file: Path, cert_file: Path, key_file: Path, timeout: float = 30.0) -> None:
         parsed = urllib.parse.urlsplit(server)
         if parsed.scheme != "https" or not parsed.hostname or not parsed.port:
             raise ValueError(f"expected https://host:port, got {server!r}")
@@ -113,9 +111,7 @@ class KubeHTTP:
         headers = {"Accept": "application/json"}
         if data is not None:
             headers["Content-Type"] = content_type
-        conn = http.client.HTTPSConnection(
-            self._host, self._port, context=self._ssl, timeout=timeout or self._timeout
-        )
+        conn = http.client.HTTPSConnection(self._host, self._port, context=self._ssl, timeout=timeout or self._timeout)
         try:
             conn.request(method, path, body=data, headers=headers)
             resp = conn.getresponse()

@@ -169,14 +169,10 @@ class CertificateAuthority:
                 critical=True,
             )
             .add_extension(x509.ExtendedKeyUsage([eku]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False
-            )
+            .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(self.key.public_key()), critical=False)
         )
         if hosts:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False
-            )
+            builder = builder.add_extension(x509.SubjectAlternativeName([_san(h) for h in hosts]), critical=False)
         return builder.sign(self.key, hashes.SHA256()), key
 
 

@@ -58,9 +58,7 @@ class ProcessExitedError(RuntimeError):
     """
 
     def __init__(self, name: str, returncode: int, log_path: Path, log_tail: str) -> None:
-        super().__init__(
-            f"{name} exited with status {returncode}; log: {log_path}\n--- last lines ---\n{log_tail}"
-        )
+        super().__init__(f"{name} exited with status {returncode}; log: {log_path}\n--- last lines ---\n{log_tail}")
         self.name = name
         self.returncode = returncode
         self.log_path = log_path

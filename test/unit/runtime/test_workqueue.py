@@ -43,11 +43,24 @@ def make_queue(
     return RateLimitingQueue[str](limiter, clock=clock, **kwargs), clock
 
 
+async def finished(task: asyncio.Task[Any], clock: FakeClock) -> Any:
+    """Returns the result of a task that must be able to finish without time moving."""
+    await clock.run_until_idle()
+    assert task.done(), "task is still blocked"
+    return task.result()
+
+
+async def get_now(q: RateLimitingQueue[str]) -> str:
+    """Gets a key that must be available without time moving (fails instead of hanging)."""
+    key: str = await finished(asyncio.create_task(q.get()), FakeClock())
+    return key
+
+
 async def drain_now(q: RateLimitingQueue[str]) -> list[str]:
     """Gets (and marks done) everything that is queued right now."""
     got = []
     while len(q):
-        key = await q.get()
+        key = await get_now(q)
         got.append(key)
         q.done(key)
     return got
@@ -69,19 +82,19 @@ async def test_add_while_processing_requeues_once_on_done() -> None:
     q, clock = make_queue()
     q.add("a")
     q.add("b")
-    assert await q.get() == "a"
+    assert await get_now(q) == "a"
     q.add("a")
     q.add("a")
     assert len(q) == 1  # only b is ready; a is dirty but in flight
     q.add("d")
-    assert await q.get() == "b"
+    assert await get_now(q) == "b"
     # Nobody may get "a" while it is processed, even with the queue otherwise empty.
-    assert await q.get() == "d"
+    assert await get_now(q) == "d"
     getter = asyncio.create_task(q.get())
     await clock.run_until_idle()
     assert not getter.done()
     q.done("a")
-    assert await getter == "a"
+    assert await finished(getter, clock) == "a"
     q.done("a")
     q.done("b")
     q.done("d")
@@ -104,8 +117,8 @@ async def test_getters_are_served_in_arrival_order() -> None:
     await clock.run_until_idle()
     q.add("x")
     q.add("y")
-    assert await first == "x"
-    assert await second == "y"
+    assert await finished(first, clock) == "x"
+    assert await finished(second, clock) == "y"
 
 
 async def test_a_woken_getter_cancelled_passes_the_key_on() -> None:
@@ -127,7 +140,7 @@ async def test_cancelled_idle_getter_leaves_no_trace() -> None:
     getter.cancel()
     await clock.run_until_idle()
     q.add("x")
-    assert await q.get() == "x"
+    assert await get_now(q) == "x"
 
 
 async def test_workers_never_share_a_key() -> None:
@@ -138,7 +151,7 @@ async def test_workers_never_share_a_key() -> None:
     async def worker() -> None:
         while True:
             try:
-                key = await q.get()
+                key = await get_now(q)
             except ShutDown:
                 return
             assert key not in active
@@ -156,6 +169,8 @@ async def test_workers_never_share_a_key() -> None:
         pass
     assert processed == ["only"] * 10
     q.shutdown()
+    await clock.run_until_idle()
+    assert all(w.done() for w in workers)
     await asyncio.gather(*workers)
 
 
@@ -263,7 +278,7 @@ async def test_shutdown_hands_out_what_is_queued_then_raises() -> None:
     q, clock = make_queue()
     q.add("a")
     q.add("b")
-    assert await q.get() == "a"
+    assert await get_now(q) == "a"
     q.add("a")  # dirty while processing
     q.add_after("late", 1.0)
     q.shutdown()
@@ -272,13 +287,13 @@ async def test_shutdown_hands_out_what_is_queued_then_raises() -> None:
     q.add("ignored")
     q.add_after("ignored", 0)
     q.add_rate_limited("ignored")
-    assert await q.get() == "b"
+    assert await get_now(q) == "b"
     q.done("b")
     q.done("a")  # a was dirty: it is still handed out
-    assert await q.get() == "a"
+    assert await get_now(q) == "a"
     q.done("a")
     with pytest.raises(ShutDown):
-        await q.get()
+        await get_now(q)
     await clock.run_for(2.0)
     assert len(q) == 0
 
@@ -288,28 +303,30 @@ async def test_shutdown_wakes_blocked_getters() -> None:
     getters = [asyncio.create_task(q.get()) for _ in range(3)]
     await clock.run_until_idle()
     q.shutdown()
-    results = await asyncio.gather(*getters, return_exceptions=True)
-    assert all(isinstance(r, ShutDown) for r in results)
+    await clock.run_until_idle()
+    assert all(g.done() and isinstance(g.exception(), ShutDown) for g in getters)
 
 
 async def test_shutdown_with_drain_waits_for_in_flight_and_queued_work() -> None:
     q, clock = make_queue()
     q.add("a")
     q.add("b")
-    assert await q.get() == "a"
+    assert await get_now(q) == "a"
     drain = asyncio.create_task(q.shutdown_with_drain())
     await clock.run_until_idle()
     assert not drain.done()
     assert q.shutting_down
-    assert await q.get() == "b"
     q.done("a")
     await clock.run_until_idle()
-    assert not drain.done()  # b still in flight
+    assert not drain.done()  # nothing in flight, but b is still queued
+    assert await get_now(q) == "b"
+    await clock.run_until_idle()
+    assert not drain.done()  # b in flight
     q.done("b")
     await clock.run_until_idle()
     assert drain.done()
     with pytest.raises(ShutDown):
-        await q.get()
+        await get_now(q)
 
 
 async def test_shutdown_with_drain_returns_at_once_when_idle() -> None:
@@ -321,7 +338,7 @@ async def test_shutdown_with_drain_returns_at_once_when_idle() -> None:
 async def test_shutdown_cuts_a_drain_short() -> None:
     q, clock = make_queue()
     q.add("a")
-    await q.get()
+    await get_now(q)
     drain = asyncio.create_task(q.shutdown_with_drain())
     await clock.run_until_idle()
     assert not drain.done()
@@ -359,13 +376,13 @@ async def test_prometheus_metrics_follow_the_queue() -> None:
     assert sample("workqueue_depth", name) == 2
 
     await clock.run_for(2.0)
-    assert await q.get() == "a"
+    assert await get_now(q) == "a"
     assert sample("workqueue_depth", name) == 1
     assert sample("workqueue_queue_duration_seconds_count", name) == 1
     assert sample("workqueue_queue_duration_seconds_sum", name) == 2.0
 
     await clock.run_for(1.0)
-    assert await q.get() == "b"
+    assert await get_now(q) == "b"
     await clock.run_for(3.0)
     # a held for 4 s, b for 3 s.
     assert sample("workqueue_unfinished_work_seconds", name) == 7.0
@@ -501,14 +518,20 @@ class QueueMachine(RuleBasedStateMachine):
     @rule()
     def get(self) -> None:
         if self.queue:
-            key = self.settle(self.q.get())
+            getter = self.loop.create_task(self.q.get())
+            self.settle()
+            assert getter.done(), "get() blocked with keys queued"
+            key = getter.result()
             assert key == self.queue.pop(0)
             assert key not in self.processing, "a key was handed to two workers"
             self.processing.add(key)
             self.dirty.discard(key)
         elif self.shut:
+            getter = self.loop.create_task(self.q.get())
+            self.settle()
+            assert getter.done(), "get() blocked after shutdown with nothing queued"
             with pytest.raises(ShutDown):
-                self.settle(self.q.get())
+                getter.result()
         else:
             getter = self.loop.create_task(self.q.get())
             self.settle()
@@ -617,7 +640,7 @@ def test_every_key_is_processed_exactly_once_after_its_last_add(
         async def worker() -> None:
             while True:
                 try:
-                    key = await q.get()
+                    key = await get_now(q)
                 except ShutDown:
                     return
                 assert key not in active, f"{key} on two workers"
@@ -648,6 +671,8 @@ def test_every_key_is_processed_exactly_once_after_its_last_add(
                 pass
             assert len(q) == 0 and q.waiting == 0
             q.shutdown()
+        await clock.run_until_idle()
+        assert all(t.done() for t in tasks), "a worker did not see ShutDown"
         await asyncio.gather(*tasks)
         assert len(q) == 0 and q.in_flight == 0
 

@@ -1,0 +1,82 @@
+"""Validate a raw manifest end to end: dispatch by ``apiVersion``/``kind``, schema, then semantic rules.
+
+Guarantees: like the API server, semantic (webhook) rules only run on schema-valid objects, so a document
+gets either its schema errors or its semantic errors. List kinds are validated item by item, with paths
+prefixed by ``items[i]``. Unknown kinds and API versions are reported, never raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from kthena_py.api.autoscaling import AutoscalingPolicy, AutoscalingPolicyList
+from kthena_py.api.common import API_VERSION
+from kthena_py.api.modelbooster import ModelBooster, ModelBoosterList
+from kthena_py.api.modelserving import ModelServing, ModelServingList
+from kthena_py.api.validation.autoscaling import validate_autoscalingpolicy
+from kthena_py.api.validation.errors import FieldError, invalid, not_supported, required
+from kthena_py.api.validation.modelbooster import validate_modelbooster
+from kthena_py.api.validation.modelserving import validate_modelserving
+from kthena_py.api.validation.schema import parse_model
+
+__all__ = ["KINDS", "validate_document"]
+
+M = TypeVar("M", bound=BaseModel)
+
+_Semantic = Callable[[Any, Any], list[FieldError]]
+#: kind -> (model, list model, semantic validator)
+KINDS: dict[str, tuple[type[BaseModel], type[BaseModel], _Semantic]] = {
+    "ModelServing": (ModelServing, ModelServingList, validate_modelserving),
+    "AutoscalingPolicy": (AutoscalingPolicy, AutoscalingPolicyList, validate_autoscalingpolicy),
+    "ModelBooster": (ModelBooster, ModelBoosterList, validate_modelbooster),
+}
+
+
+def _single(model: type[M], semantic: _Semantic, doc: Any, old_doc: Any) -> list[FieldError]:
+    obj, errors = parse_model(model, doc)
+    if obj is None:
+        return errors
+    old = None
+    if old_doc is not None:
+        old, old_errors = parse_model(model, old_doc)
+        if old is None:
+            return [error.with_prefix("oldObject") for error in old_errors]
+    return semantic(obj, old)
+
+
+def validate_document(doc: Any, old: Any = None) -> list[FieldError]:
+    """Validate one decoded manifest as the API server plus Kthena's webhooks would.
+
+    Args:
+        doc: The decoded JSON/YAML object (a dict).
+        old: For an UPDATE, the stored object (same kind); ``None`` for a CREATE.
+
+    Returns:
+        Field errors; empty when the object would be admitted.
+    """
+    if not isinstance(doc, dict):
+        return [invalid("", type(doc).__name__, "a manifest must be a JSON object")]
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    if api_version is None:
+        return [required("apiVersion")]
+    if api_version != API_VERSION:
+        return [not_supported("apiVersion", api_version, [API_VERSION])]
+    list_kinds = {f"{name}List": name for name in KINDS}
+    if kind in KINDS:
+        model, _, semantic = KINDS[kind]
+        return _single(model, semantic, doc, old)
+    if kind in list_kinds:
+        model, list_model, semantic = KINDS[list_kinds[kind]]
+        parsed, errors = parse_model(list_model, doc)
+        if parsed is None:
+            return errors
+        found: list[FieldError] = []
+        for index, item in enumerate(doc.get("items") or []):
+            found.extend(error.with_prefix(f"items[{index}]") for error in _single(model, semantic, item, None))
+        return found
+    if kind is None:
+        return [required("kind")]
+    return [not_supported("kind", kind, [*KINDS, *list_kinds])]

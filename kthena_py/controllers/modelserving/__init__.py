@@ -1,0 +1,58 @@
+"""The ModelServing controllers: ServingGroups (pods, Services, recovery, status) and gang scheduling."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from kthena_py.kube.objects import KubeObject
+from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
+from kthena_py.runtime.controller import Controller, spec_or_metadata_changed
+from kthena_py.runtime.manager import Manager
+from kthena_py.runtime.reconcile import Request
+
+from ..resources import MODELSERVINGS
+from .gang import PodGroupReconciler
+from .observe import PODGROUP_CRD_SELECTOR, register_informers
+from .servinggroups import ServingGroupReconciler
+
+__all__ = ["register"]
+
+
+def register(manager: Manager, *, workers: int) -> list[Controller]:
+    """Add the ModelServing controllers to ``manager``."""
+    cache = manager.cache
+    register_informers(cache)
+
+    def every_modelserving(_: KubeObject) -> Iterable[Request]:
+        return [
+            Request(o["metadata"]["namespace"], o["metadata"]["name"]) for o in cache.list(MODELSERVINGS)
+        ]
+
+    groups = (
+        Controller(
+            "modelserving",
+            ServingGroupReconciler(manager.client, cache, manager.recorder),
+            cache,
+            workers=workers,
+        )
+        .for_(MODELSERVINGS, spec_or_metadata_changed)
+        .owns(PODS, MODELSERVINGS)
+        .owns(SERVICES, MODELSERVINGS)
+        .owns(PODGROUPS, MODELSERVINGS)
+        .owns(CONTROLLER_REVISIONS, MODELSERVINGS)
+        .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
+    )
+    gang = (
+        Controller(
+            "modelserving-gang",
+            PodGroupReconciler(manager.client, cache, manager.recorder),
+            cache,
+            workers=workers,
+        )
+        .for_(MODELSERVINGS, spec_or_metadata_changed)
+        .owns(PODGROUPS, MODELSERVINGS)
+        .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
+    )
+    for c in (groups, gang):
+        manager.add_controller(c)
+    return [groups, gang]

@@ -1,0 +1,47 @@
+"""The gang-scheduling reconciler: one Volcano PodGroup per ServingGroup.
+
+Guarantees: PodGroups exist (and match the spec) for every ServingGroup the ServingGroup reconciler
+will create pods for, whenever ``schedulerName`` is ``volcano`` and Volcano's PodGroup CRD is
+served; they are recreated if deleted and removed with their group. With any other scheduler, or
+without the CRD, this reconciler writes nothing. Decisions come from the pure planner
+:func:`~kthena_py.plan.modelserving.podgroups.plan_podgroups`.
+"""
+
+from __future__ import annotations
+
+import pydantic
+
+from kthena_py.kube import KubeClient
+from kthena_py.kube.objects import is_deleting
+from kthena_py.plan.modelserving.podgroups import plan_podgroups
+from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.reconcile import Request, Result
+
+from ..resources import MODELSERVINGS
+from .apply import PlanApplier
+from .observe import ms_ref, observe, parse_modelserving, podgroup_support
+
+FIELD_MANAGER = "kthena-py-gang"
+
+
+class PodGroupReconciler:
+    """Keeps the PodGroups of one ModelServing in line with its spec."""
+
+    def __init__(self, client: KubeClient, cache: SharedCache, recorder: EventRecorder) -> None:
+        self.cache = cache
+        self.applier = PlanApplier(client, recorder, FIELD_MANAGER)
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Plan and apply the PodGroups of one ModelServing."""
+        obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
+        if obj is None or is_deleting(obj):
+            return None
+        try:
+            ms = parse_modelserving(obj)
+        except pydantic.ValidationError:
+            return None  # reported by the ServingGroup reconciler
+        ref = ms_ref(obj)
+        plan = plan_podgroups(ms, ref, observe(self.cache, ref), podgroup_support(self.cache))
+        await self.applier.apply(plan, obj)
+        return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None

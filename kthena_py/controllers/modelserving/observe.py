@@ -1,0 +1,95 @@
+"""Read-only views of the cluster for the ModelServing reconcilers, all from the informer cache.
+
+Guarantees: no API calls; every function tolerates objects that are absent or half-formed; only
+objects controlled by the given ModelServing UID are returned (leftovers of a deleted same-named
+predecessor are ignored until the garbage collector removes them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kthena_py.api.modelserving import ModelServing
+from kthena_py.kube.objects import KubeObject, controller_ref, meta
+from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
+from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
+from kthena_py.runtime.cache import SharedCache
+
+PODGROUP_CRD_NAME = "podgroups.scheduling.volcano.sh"
+PODGROUP_CRD_SELECTOR = f"metadata.name={PODGROUP_CRD_NAME}"
+NAME_LABEL = "modelserving.volcano.sh/name"
+
+
+def register_informers(cache: SharedCache) -> None:
+    """Make sure the cache watches everything the ModelServing reconcilers read."""
+    for rt in (PODS, SERVICES, CONTROLLER_REVISIONS):
+        cache.informer(rt)
+    cache.informer(PODGROUPS, optional=True)
+    cache.informer(CRDS, field_selector=PODGROUP_CRD_SELECTOR)
+    cache.index_label(CONTROLLER_REVISIONS, NAME_LABEL)
+
+
+def ms_ref(obj: KubeObject) -> MSRef:
+    """The identity of a cached ModelServing."""
+    md = meta(obj)
+    return MSRef(
+        name=str(md.get("name", "")),
+        namespace=str(md.get("namespace", "")),
+        uid=str(md.get("uid", "")),
+        generation=int(md.get("generation") or 0),
+    )
+
+
+def parse_modelserving(obj: KubeObject) -> ModelServing:
+    """Parse a cached ModelServing; an unreadable status is dropped rather than failing the spec.
+
+    Raises:
+        pydantic.ValidationError: The spec itself is invalid.
+    """
+    base: dict[str, Any] = {
+        "apiVersion": obj.get("apiVersion", "workload.serving.volcano.sh/v1alpha1"),
+        "kind": "ModelServing",
+        "metadata": obj.get("metadata") or {},
+        "spec": obj.get("spec") or {},
+    }
+    if obj.get("status"):
+        try:
+            return ModelServing.model_validate({**base, "status": obj["status"]})
+        except ValueError:
+            pass
+    return ModelServing.model_validate(base)
+
+
+def _controlled_by(obj: KubeObject, uid: str) -> bool:
+    ref = controller_ref(obj)
+    return ref is not None and ref.get("uid") == uid
+
+
+def observe(cache: SharedCache, ref: MSRef) -> Observed:
+    """Everything owned by the ModelServing ``ref``, as the cache sees it now."""
+    return Observed(
+        pods=tuple(o for o in cache.owned_by(PODS, ref.uid) if _controlled_by(o, ref.uid)),
+        services=tuple(o for o in cache.owned_by(SERVICES, ref.uid) if _controlled_by(o, ref.uid)),
+        podgroups=tuple(o for o in cache.owned_by(PODGROUPS, ref.uid) if _controlled_by(o, ref.uid)),
+        revisions=tuple(
+            o
+            for o in cache.by_label(CONTROLLER_REVISIONS, NAME_LABEL, ref.name, ref.namespace)
+            if _controlled_by(o, ref.uid)
+        ),
+    )
+
+
+def podgroup_support(cache: SharedCache) -> PodGroupSupport:
+    """Whether Volcano's PodGroup CRD is served, and whether it has ``spec.subGroupPolicy``."""
+    crd = cache.get(CRDS, PODGROUP_CRD_NAME)
+    if crd is None:
+        return PodGroupSupport(crd_served=False)
+    sub_group = False
+    for version in (crd.get("spec") or {}).get("versions") or []:
+        if version.get("name") != "v1beta1" or not version.get("served"):
+            continue
+        schema = ((version.get("schema") or {}).get("openAPIV3Schema") or {}).get("properties") or {}
+        spec_props = (schema.get("spec") or {}).get("properties") or {}
+        sub_group = "subGroupPolicy" in spec_props
+        return PodGroupSupport(crd_served=True, sub_group_policy=sub_group)
+    return PodGroupSupport(crd_served=False)

@@ -1,0 +1,19 @@
+"""Resource types of the Kthena API, for the client layer."""
+
+from __future__ import annotations
+
+from kthena_py.api.common import (
+    AUTOSCALING_POLICY_KIND,
+    AUTOSCALING_POLICY_PLURAL,
+    GROUP,
+    MODEL_BOOSTER_KIND,
+    MODEL_BOOSTER_PLURAL,
+    MODEL_SERVING_KIND,
+    MODEL_SERVING_PLURAL,
+    VERSION,
+)
+from kthena_py.kube.resources import ResourceType
+
+MODELSERVINGS = ResourceType(GROUP, VERSION, MODEL_SERVING_KIND, MODEL_SERVING_PLURAL)
+AUTOSCALINGPOLICIES = ResourceType(GROUP, VERSION, AUTOSCALING_POLICY_KIND, AUTOSCALING_POLICY_PLURAL)
+MODELBOOSTERS = ResourceType(GROUP, VERSION, MODEL_BOOSTER_KIND, MODEL_BOOSTER_PLURAL)

@@ -1,0 +1,1 @@
+"""Pure planners: decisions without I/O or clocks."""
