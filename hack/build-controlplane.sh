@@ -9,10 +9,12 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-1.35.4}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-0.8.0}
-VOLCANO_VERSION=${VOLCANO_VERSION:-1.15.0}
+VOLCANO_VERSION=${VOLCANO_VERSION:-1.14.1}
 # Volcano builds its API types from a local staging copy that is not in its module zip; the
 # separately published volcano.sh/apis module stands in. The module proxy does not serve
-# volcano.sh/apis v1.15.x, so v1.14.0 (same API packages for the scheduler) is used.
+# volcano.sh/apis v1.15.x or v1.14.1, and Volcano v1.15.0 does not compile against apis v1.14.0;
+# so Volcano v1.14.1 (Kubernetes 1.34 libraries, fine with a 1.35 apiserver) is built against
+# apis v1.14.0.
 VOLCANO_APIS_VERSION=${VOLCANO_APIS_VERSION:-1.14.0}
 CACHE=${KTHENA_PY_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kthena-py/bin}
 GOVER=$(go env GOVERSION)

@@ -1,160 +1,46 @@
-"""The ``kthena-py`` command line.
+"""The ``kthena-py`` command line: dispatches to the subcommands in :mod:`kthena_py.cli`.
 
-Guarantees: bad flags and unusable configuration (missing kubeconfig, unreachable API server)
-end the process with a one-line message on stderr and exit status 2 (usage) or 1 (runtime),
-never a traceback.
+Guarantees: bad flags end the process with a usage message and exit status 2; a user-facing failure
+(:class:`~kthena_py.cli.common.CommandError`, an unusable kubeconfig) with one line on stderr and exit
+status 1 — never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 import sys
 from collections.abc import Sequence
 
-import structlog
-
 from kthena_py import __version__
-from kthena_py.controllers import register_all
-from kthena_py.kube import ApiError, ConfigError, KubeClient
-from kthena_py.runtime import logconfig
-from kthena_py.runtime.httpserver import parse_address
-from kthena_py.runtime.manager import Manager, ManagerOptions
+from kthena_py.cli import manager
+from kthena_py.cli.common import CommandError
+from kthena_py.kube import ConfigError
 
-
-class CommandError(Exception):
-    """A user-facing failure: printed as one line, exit status 1."""
-
-
-def _address(value: str) -> str:
-    try:
-        parse_address(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
-    return value
-
-
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
-    return n
+# One line per subcommand module (each has add_parser(sub) and sets args.run).
+SUBCOMMANDS = [manager]
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser for every subcommand."""
-    parser = argparse.ArgumentParser(
-        prog="kthena-py", description=__doc__.splitlines()[0] if __doc__ else None
-    )
+    parser = argparse.ArgumentParser(prog="kthena-py", description="Kthena workload controllers, in Python.")
     parser.add_argument("--version", action="version", version=f"kthena-py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
-    m = sub.add_parser("manager", help="run the controller-manager")
-    m.add_argument("--kubeconfig", help="kubeconfig path (default: in-cluster config)")
-    m.add_argument("--context", help="kubeconfig context")
-    m.add_argument("--leader-elect", action="store_true", help="enable leader election (for >1 replica)")
-    m.add_argument("--leader-election-id", default="kthena-py-controller-manager", help="Lease name")
-    m.add_argument(
-        "--leader-election-namespace", default=None, help="Lease namespace (default: own namespace)"
-    )
-    m.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
-    m.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
-    m.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
-    m.add_argument(
-        "--metrics-bind-address",
-        type=_address,
-        default="127.0.0.1:8080",
-        help="HOST:PORT, :PORT, or 0 to disable",
-    )
-    m.add_argument(
-        "--health-probe-bind-address", type=_address, default="127.0.0.1:8081", help="HOST:PORT, :PORT, or 0"
-    )
-    m.add_argument("--webhook-port", type=int, default=9443, help="admission webhook port (0 disables)")
-    m.add_argument("--webhook-cert-dir", default=None, help="directory with tls.crt/tls.key for the webhook")
-    m.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles per controller")
-    m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
-    m.add_argument("--log-level", choices=logconfig.LEVELS, default="info")
-    m.add_argument("--log-format", choices=("json", "console"), default="json")
+    for module in SUBCOMMANDS:
+        module.add_parser(sub)
     return parser
-
-
-def _own_namespace() -> str:
-    try:
-        with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace", encoding="utf-8") as f:
-            return f.read().strip() or "kthena-system"
-    except OSError:
-        return "kthena-system"
-
-
-async def _run_manager(args: argparse.Namespace) -> int:
-    log = structlog.get_logger("kthena_py.main")
-    if args.kubeconfig:
-        client = await KubeClient.from_kubeconfig(args.kubeconfig, args.context)
-    else:
-        client = KubeClient.in_cluster()
-    try:
-        try:
-            version = await asyncio.wait_for(client.server_version(), 15)
-        except (ApiError, TimeoutError) as exc:
-            raise CommandError(f"cannot reach the API server at {client.host}: {exc}") from exc
-        options = ManagerOptions(
-            namespace=args.namespace,
-            leader_elect=args.leader_elect,
-            leader_election_id=args.leader_election_id,
-            leader_election_namespace=args.leader_election_namespace or _own_namespace(),
-            lease_duration=args.lease_duration,
-            renew_deadline=args.renew_deadline,
-            retry_period=args.retry_period,
-            metrics_bind_address=args.metrics_bind_address,
-            health_probe_bind_address=args.health_probe_bind_address,
-        )
-        try:
-            manager = Manager(client, options)
-        except ValueError as exc:
-            raise CommandError(str(exc)) from exc
-        names = register_all(manager, workers=args.workers)
-        log.info(
-            "starting manager",
-            version=__version__,
-            server=client.host,
-            server_version=version.get("gitVersion"),
-            controllers=names,
-            namespace=args.namespace or "*",
-            leader_elect=args.leader_elect,
-        )
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, stop.set)
-        try:
-            return await manager.run(stop)
-        except OSError as exc:
-            raise CommandError(f"cannot start: {exc}") from exc
-    finally:
-        await client.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kthena-py`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = build_parser().parse_args(argv)
     try:
-        if args.command == "manager":
-            if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:
-                parser.error("need 0 < --retry-period < --renew-deadline < --lease-duration")
-            logconfig.configure(args.log_level, json=args.log_format == "json")
-            return asyncio.run(_run_manager(args))
+        result: int = args.run(args)
+        return result
     except (CommandError, ConfigError) as exc:
         print(f"kthena-py: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         return 130
-    parser.error(f"unknown command {args.command}")
-    return 2
 
 
 if __name__ == "__main__":

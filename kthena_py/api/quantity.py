@@ -144,7 +144,9 @@ def _interpret(suffix: str) -> tuple[int, int, QuantityFormat]:
 
 def _decimal(sign_positive: bool, mantissa: int, exponent: int) -> Decimal:
     """Build ``±mantissa * 10**exponent`` exactly (no context rounding), in plain notation when small."""
-    while exponent < 0 and mantissa and mantissa % 10 == 0:
+    if not mantissa:
+        return Decimal(0)
+    while exponent < 0 and mantissa % 10 == 0:
         mantissa //= 10
         exponent += 1
     if 0 <= exponent <= 64:

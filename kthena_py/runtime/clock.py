@@ -135,7 +135,8 @@ class FakeClock:
         """Yields to the event loop until no other task is ready to run.
 
         Tasks blocked on this clock, on queues or on futures count as idle. Real timers
-        (such as `asyncio.sleep(1)`) and real I/O are not waited for.
+        (such as `asyncio.sleep(1)`) and real I/O are not waited for. Only one task should
+        run this at a time: two tasks doing so keep each other busy until the bound is hit.
 
         Args:
             max_iterations: A bound on event-loop iterations, to catch tasks that never

@@ -62,7 +62,7 @@ class ProbeServer:
         """Start the servers (both on one port when the addresses are equal)."""
         health = parse_address(health_address)
         metric = parse_address(metrics_address)
-        if health is not None and health == metric:
+        if health is not None and health == metric and health[1] != 0:
             await self._serve("health+metrics", health, metrics=True, health=True)
             return
         if health is not None:

@@ -124,7 +124,15 @@ async def test_gang_scheduling_binds_whole_gangs_only(
 
     await eventually("PodGroup full Running", full_group_running, timeout=60)
 
-    # The scheduler has been cycling every 500 ms meanwhile; give the short gang 10 s in all.
+    # The scheduler did consider the short gang (so the check below is not vacuous)...
+    async def short_group_unschedulable() -> dict[str, Any] | None:
+        pg = await custom.get_namespaced_custom_object(*VOLCANO, namespace, "podgroups", "short")
+        conditions = pg.get("status", {}).get("conditions") or []
+        found = any(c["type"] == "Unschedulable" and c["status"] == "True" for c in conditions)
+        return pg if found else None
+
+    await eventually("PodGroup short marked Unschedulable", short_group_unschedulable, timeout=60)
+    # ...and, after 10 s of scheduling cycles (every 500 ms), bound none of its pods.
     await asyncio.sleep(max(0.0, 10.0 - (time.monotonic() - short_created)))
     short = await custom.get_namespaced_custom_object(*VOLCANO, namespace, "podgroups", "short")
     assert short.get("status", {}).get("phase") != "Running", short.get("status")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from pathlib import Path
 
 import pytest
 from kubernetes_asyncio.client import ApiClient, ApiException, Configuration, CoreV1Api, CustomObjectsApi
 from kubernetes_asyncio.config import load_kube_config
 
-from kthena_py.testing.controlplane import EnvTest, listening_sockets
+from kthena_py.testing.controlplane import EnvTest, binaries, listening_sockets
 
 pytestmark = pytest.mark.envtest
 
@@ -119,3 +120,15 @@ def test_every_component_listens_on_loopback_only(envtest: EnvTest) -> None:
             assert ipaddress.ip_address(address).is_loopback, (proc.name, sockets)
     assert ("127.0.0.1", envtest.ports["apiserver"]) in seen["kube-apiserver"]
     assert ("127.0.0.1", envtest.ports["etcd-client"]) in seen["etcd"]
+
+
+def test_version_constants_match_the_build_script() -> None:
+    script = (Path(__file__).resolve().parents[2] / "hack" / "build-controlplane.sh").read_text()
+    defaults = dict(re.findall(r"^([A-Z0-9_]+_VERSION)=\$\{\1:-([0-9.]+)\}", script, re.MULTILINE))
+    assert defaults == {
+        "K8S_VERSION": binaries.DEFAULT_K8S_VERSION,
+        "ETCD_VERSION": binaries.DEFAULT_ETCD_VERSION,
+        "KWOK_VERSION": binaries.DEFAULT_KWOK_VERSION,
+        "VOLCANO_VERSION": binaries.DEFAULT_VOLCANO_VERSION,
+        "VOLCANO_APIS_VERSION": binaries.DEFAULT_VOLCANO_APIS_VERSION,
+    }

@@ -21,11 +21,11 @@ from kthena_py.api.validation.errors import (
     required,
 )
 
-__all__ = ["validate_eviction_strategy", "validate_role_coordination", "validate_rolling_updates"]
+__all__ = ["selected_roles", "validate_eviction_strategy", "validate_role_coordination", "validate_rolling_updates"]
 
 _ROLLOUT = "spec.rolloutStrategy"
 _ROLES = "spec.template.roles"
-BOTH_ZERO = "maxUnavailable and maxSurge cannot both resolve to 0"
+_BOTH_ZERO = "maxUnavailable and maxSurge cannot both resolve to 0"
 
 
 def _resolve(value: IntOrString | None, total: int, round_up: bool) -> int:
@@ -40,7 +40,7 @@ def _budget_errors(
     unavailable = _resolve(max_unavailable, replicas, round_up=False)
     surge = _resolve(max_surge, replicas, round_up=True)
     if unavailable == 0 and surge == 0:
-        return [invalid(f"{path}.maxUnavailable", max_unavailable, BOTH_ZERO)]
+        return [invalid(f"{path}.maxUnavailable", max_unavailable, _BOTH_ZERO)]
     return []
 
 
@@ -232,7 +232,7 @@ def validate_eviction_strategy(ms: ModelServing) -> list[FieldError]:
             return found
         replicas = ms.spec.replicas
         resolved = value.scaled_value(replicas, round_up=True)
-        if resolved > replicas:
+        if replicas >= 0 and resolved > replicas:  # negative replicas are reported on their own
             message = f"minAvailable ({resolved}) cannot exceed replicas ({replicas})"
             errors.append(invalid(f"{path}.minAvailable", value, message))
         return errors
@@ -251,7 +251,7 @@ def validate_eviction_strategy(ms: ModelServing) -> list[FieldError]:
             continue
         replicas = replicas_by_role[name]
         resolved = value.scaled_value(replicas, round_up=True)
-        if resolved > replicas:
+        if replicas >= 0 and resolved > replicas:
             message = f"roleMinAvailable ({resolved}) for role {name} cannot exceed replicas ({replicas})"
             errors.append(invalid(key_path, value, message))
     return errors

@@ -10,7 +10,8 @@ Guarantees:
   ``Too long: may not be more than 12 bytes``, ``<path> in body should match '<pattern>'``,
   ``<path> in body must be of type integer: "string"``.
 * Unknown fields (which the API server prunes silently, or rejects under ``fieldValidation=Strict``) are
-  reported as ``Forbidden: unknown field "<path>"``.
+  reported as ``Forbidden: unknown field "<path>"``; documents are read by JSON name only, so a snake_case
+  key (accepted by ``Model.model_validate`` for Python callers) is an unknown field here.
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def loc_to_path(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
         loc: The pydantic location, e.g. ``("spec", "template", "roles", 0, "name")``.
 
     Returns:
-        The path, e.g. ``spec.template.roles[0].name``; map keys render as ``[key]``.
+        The path, e.g. ``spec.template.roles[0].name``; map keys render as ``[key]``, while the fields of
+        opaque embedded objects (``dict[str, Any]``, e.g. a pod spec) render as ``.field``.
     """
     text = ""
     current: Any = model
@@ -111,8 +113,8 @@ def loc_to_path(model: type[BaseModel], loc: tuple[int | str, ...]) -> str:
         elif origin is list:
             text += f"[{item}]"
             current = get_args(current)[0]
-        elif origin is dict:
-            text += f"[{item}]"
+        elif origin is dict and get_args(current)[1] is not Any:
+            text += f"[{item}]"  # a map: the key is data
             current = get_args(current)[1]
         else:
             text += f"[{item}]" if isinstance(item, int) else (f".{item}" if text else str(item))
@@ -172,6 +174,7 @@ def parse_model(model: type[M], document: Any) -> tuple[M | None, list[FieldErro
         ``(instance, [])`` when the document is schema-valid, else ``(None, errors)``.
     """
     try:
-        return model.model_validate(document), []
+        # Manifests use the JSON names only: a snake_case key is an unknown field to the API server.
+        return model.model_validate(document, by_alias=True, by_name=False), []
     except ValidationError as exc:
         return None, [_convert(model, error) for error in exc.errors()]

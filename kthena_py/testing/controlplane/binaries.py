@@ -38,7 +38,7 @@ __all__ = [
 DEFAULT_K8S_VERSION = "1.35.4"
 DEFAULT_ETCD_VERSION = "3.6.16"
 DEFAULT_KWOK_VERSION = "0.8.0"
-DEFAULT_VOLCANO_VERSION = "1.15.0"
+DEFAULT_VOLCANO_VERSION = "1.14.1"
 DEFAULT_VOLCANO_APIS_VERSION = "1.14.0"
 """The ``volcano.sh/apis`` module version vc-scheduler is built with (part of its cache key)."""
 DEFAULT_VOLCANO_APIS_VERSION = "1.14.0"

@@ -155,9 +155,9 @@ async def test_run_until_idle_lets_chains_of_tasks_finish() -> None:
             await asyncio.sleep(0)
         done.append(n)
 
-    for n in (1, 10, 100):
-        asyncio.create_task(chain(n))
+    tasks = [asyncio.create_task(chain(n)) for n in (1, 10, 100)]
     await clock.run_until_idle()
+    assert all(t.done() for t in tasks)
     assert sorted(done) == [1, 10, 100]
 
 
@@ -165,7 +165,7 @@ async def test_run_until_idle_detects_a_busy_loop() -> None:
     clock = FakeClock()
 
     async def spin() -> None:
-        while True:
+        while True:  # noqa: ASYNC110 - a deliberately busy task
             await asyncio.sleep(0)
 
     task = asyncio.create_task(spin())
@@ -190,8 +190,7 @@ def test_sleepers_wake_in_order_never_early(durations: list[float], steps: list[
             await clock.sleep(seconds)
             woken.append((seconds, index, clock.now()))
 
-        for index, seconds in enumerate(durations):
-            asyncio.create_task(sleeper(index, seconds))
+        tasks = [asyncio.create_task(sleeper(index, seconds)) for index, seconds in enumerate(durations)]
         await clock.run_until_idle()
         for step in steps:
             await clock.run_for(step)
@@ -200,6 +199,7 @@ def test_sleepers_wake_in_order_never_early(durations: list[float], steps: list[
             assert all(at == seconds for seconds, _, at in woken)
         while await clock.run_next():
             pass
+        assert all(t.done() for t in tasks)
         assert [(d, i) for d, i, _ in woken] == sorted((d, i) for i, d in enumerate(durations))
 
     run(main)

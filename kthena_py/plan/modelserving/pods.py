@@ -1,0 +1,209 @@
+"""Render the pods and headless Services of a role instance.
+
+Guarantees for every rendered pod:
+
+* Name ``<ms>-<g>-<role>-<r>-<i>`` in the ModelServing's namespace, with a controller ownerReference
+  (``blockOwnerDeletion: true``).
+* Labels: the template's labels, then the controller labels on top (``name``, ``group-name``, ``role``,
+  ``role-id``, ``revision``, ``role-template-hash``, and ``entry: "true"`` on entry pods only). Controller-owned
+  keys in a template or set by a plugin are dropped/overwritten, so a worker can never carry the entry label.
+* Annotations: the template's; with gang scheduling (``schedulerName: volcano`` and the PodGroup CRD served)
+  also ``scheduling.k8s.io/group-name`` = the group and ``volcano.sh/task-spec`` = ``<role>-<r>``.
+* Spec: the template's spec (deep-copied, never shared with the model), ``schedulerName`` forced to the
+  ModelServing's, and ``GROUP_SIZE`` / ``ENTRY_ADDRESS`` / ``WORKER_INDEX`` set in every container and init
+  container (a variable of the same name is replaced; ours are appended last).
+* Plugins run after that, in order; the controller labels, Volcano annotations, ``schedulerName`` and the three
+  variables are re-asserted after them.
+
+The pods of one role instance are returned **workers first (1..W), entry pod (0) last**: the recovery planner
+relies on this order (see :mod:`kthena_py.plan.modelserving.recovery`).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from kthena_py.api.modelserving import PodTemplateSpec, Role
+from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.plugins import PluginContext, apply_plugins, set_env
+from kthena_py.plan.modelserving.revision import RevisionData
+from kthena_py.plan.modelserving.types import KubeObject, MSRef
+
+__all__ = ["RenderContext", "build_pod", "build_role_pods", "build_service", "needs_service"]
+
+
+@dataclass(frozen=True)
+class RenderContext:
+    """Everything about the ModelServing and revision a pod is rendered from."""
+
+    ref: MSRef
+    revision: str
+    data: RevisionData
+    gang: bool
+    """Whether Volcano gang scheduling applies (:func:`kthena_py.plan.modelserving.naming.gang_applies`)."""
+    owner_references: tuple[Mapping[str, Any], ...] = ()
+    """The ModelServing's own ownerReferences (for plugins)."""
+
+
+def needs_service(role: Role) -> bool:
+    """Whether a role instance gets a headless Service (Kthena: iff the role has a ``workerTemplate``)."""
+    return role.worker_template is not None
+
+
+def _template(role: Role, index: int) -> PodTemplateSpec:
+    if index == naming.ENTRY_INDEX or role.worker_template is None:
+        return role.entry_template
+    return role.worker_template
+
+
+def _controller_labels(
+    ref: MSRef, revision: str, role_hash: str, group: int, role: str, ordinal: int, index: int
+) -> dict[str, str]:
+    labels = {
+        naming.LABEL_NAME: ref.name,
+        naming.LABEL_GROUP_NAME: naming.group_name(ref.name, group),
+        naming.LABEL_ROLE: role,
+        naming.LABEL_ROLE_ID: naming.role_id(role, ordinal),
+        naming.LABEL_REVISION: revision,
+        naming.LABEL_ROLE_TEMPLATE_HASH: role_hash,
+    }
+    if index == naming.ENTRY_INDEX:
+        labels[naming.LABEL_ENTRY] = naming.ENTRY_LABEL_VALUE
+    return labels
+
+
+def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for key in ("initContainers", "containers"):
+        items = spec.get(key)
+        if isinstance(items, list):
+            found.extend(item for item in items if isinstance(item, dict))
+    return found
+
+
+def _assert_controller_fields(
+    pod: KubeObject, labels: Mapping[str, str], annotations: Mapping[str, str], scheduler: str, env: Mapping[str, str]
+) -> None:
+    metadata = pod.setdefault("metadata", {})
+    kept = {k: v for k, v in (metadata.get("labels") or {}).items() if k not in naming.CONTROLLER_LABELS}
+    metadata["labels"] = {**kept, **labels}
+    merged = {**(metadata.get("annotations") or {}), **annotations}
+    if merged:
+        metadata["annotations"] = merged
+    else:
+        metadata.pop("annotations", None)
+    spec = pod.setdefault("spec", {})
+    spec["schedulerName"] = scheduler
+    for container in _containers(spec):
+        for name, value in env.items():
+            set_env(container, name, value)
+
+
+def build_pod(ctx: RenderContext, role: Role, group: int, ordinal: int, index: int, role_hash: str) -> KubeObject:
+    """Render one pod of a role instance.
+
+    Args:
+        ctx: The ModelServing and revision.
+        role: The role (from ``ctx.data``).
+        group: The ServingGroup ordinal.
+        ordinal: The role instance ordinal.
+        index: 0 for the entry pod, ``1..role.workerReplicas`` for workers.
+        role_hash: The role's template hash in this revision.
+
+    Returns:
+        The pod to create.
+
+    Raises:
+        PluginError: If a plugin is unknown or misconfigured.
+    """
+    ref = ctx.ref
+    template = _template(role, index)
+    name = naming.pod_name(ref.name, group, role.name, ordinal, index)
+    labels = _controller_labels(ref, ctx.revision, role_hash, group, role.name, ordinal, index)
+    volcano: dict[str, str] = {}
+    if ctx.gang:
+        volcano[naming.ANNOTATION_PODGROUP] = naming.group_name(ref.name, group)
+        volcano[naming.ANNOTATION_TASK_SPEC] = naming.role_id(role.name, ordinal)
+    env = {
+        naming.ENV_GROUP_SIZE: str(role.worker_replicas + 1),
+        naming.ENV_ENTRY_ADDRESS: naming.entry_address(ref.name, ref.namespace, group, role.name, ordinal),
+        naming.ENV_WORKER_INDEX: str(index),
+    }
+    meta = template.metadata
+    pod: KubeObject = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": ref.namespace,
+            "labels": dict(meta.labels or {}) if meta else {},
+            "annotations": dict(meta.annotations or {}) if meta else {},
+            "ownerReferences": [naming.owner_reference(ref)],
+        },
+        "spec": copy.deepcopy(template.spec or {}),
+    }
+    _assert_controller_fields(pod, labels, volcano, ctx.data.scheduler_name, env)
+    if ctx.data.plugins:
+        plugin_ctx = PluginContext(
+            ms_name=ref.name,
+            namespace=ref.namespace,
+            group_name=naming.group_name(ref.name, group),
+            group_ordinal=group,
+            role=role.name,
+            role_id=naming.role_id(role.name, ordinal),
+            index=index,
+            owner_references=ctx.owner_references,
+        )
+        apply_plugins(pod, ctx.data.plugins, plugin_ctx)
+        _assert_controller_fields(pod, labels, volcano, ctx.data.scheduler_name, env)
+    return pod
+
+
+def build_role_pods(ctx: RenderContext, role: Role, group: int, ordinal: int, role_hash: str) -> list[KubeObject]:
+    """Render every pod of a role instance: workers ``1..W`` first, the entry pod last."""
+    indices = [*range(1, role.worker_replicas + 1), naming.ENTRY_INDEX]
+    return [build_pod(ctx, role, group, ordinal, index, role_hash) for index in indices]
+
+
+def build_service(ref: MSRef, group: int, role: str, ordinal: int) -> KubeObject:
+    """Render the headless Service of a role instance (named like its entry pod, selecting only that pod).
+
+    Args:
+        ref: The ModelServing.
+        group: The ServingGroup ordinal.
+        role: The role name.
+        ordinal: The role instance ordinal.
+
+    Returns:
+        The Service to create.
+    """
+    group_label = naming.group_name(ref.name, group)
+    role_id = naming.role_id(role, ordinal)
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": naming.service_name(ref.name, group, role, ordinal),
+            "namespace": ref.namespace,
+            "labels": {
+                naming.LABEL_NAME: ref.name,
+                naming.LABEL_GROUP_NAME: group_label,
+                naming.LABEL_ROLE: role,
+                naming.LABEL_ROLE_ID: role_id,
+            },
+            "ownerReferences": [naming.owner_reference(ref)],
+        },
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {
+                naming.LABEL_GROUP_NAME: group_label,
+                naming.LABEL_ROLE: role,
+                naming.LABEL_ROLE_ID: role_id,
+                naming.LABEL_ENTRY: naming.ENTRY_LABEL_VALUE,
+            },
+        },
+    }

@@ -1,0 +1,215 @@
+"""Revisions of a ModelServing: what shapes its pods, a stable hash of it and its ControllerRevisions.
+
+Guarantees:
+
+* :class:`RevisionData` holds everything that shapes the pods: the roles (their name, ``entryTemplate``,
+  ``workerReplicas``, ``workerTemplate``), ``schedulerName`` and ``plugins``. Role ``replicas``,
+  ``maxUnavailable``, ``maxSurge`` and ``partition`` do not shape a pod and are excluded from the hashes, so
+  scaling never changes the revision.
+* :func:`revision_hash` and :func:`role_template_hash` are deterministic functions of that data (canonical JSON,
+  sorted keys, then SHA-256), rendered as 10 characters of the alphabet ``bcdfghjklmnpqrstvwxz2456789`` (valid
+  in label values and object names). A role's hash covers the role plus ``schedulerName`` and the plugins that
+  apply to it, so it changes exactly when that role's pods would render differently.
+* A ControllerRevision built by :func:`build_controller_revision` stores the full roles (replicas included),
+  ``schedulerName`` and ``plugins``; :func:`parse_controller_revision` reads it back (also the bare roles array
+  Kthena accepts), so pods of an old revision can be re-rendered.
+* :func:`revisions_to_prune` never selects a live revision (current, update, or referenced by any pod).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from kthena_py.api.common import to_dict
+from kthena_py.api.modelserving import ModelServingSpec, PluginSpec, Role
+from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.plugins import plugin_applies
+from kthena_py.plan.modelserving.types import KubeObject, MSRef
+
+__all__ = [
+    "HASH_ALPHABET",
+    "RevisionData",
+    "build_controller_revision",
+    "controller_revision_number",
+    "encode_hash",
+    "parse_controller_revision",
+    "revision_data",
+    "revision_hash",
+    "revisions_to_prune",
+    "role_template_hash",
+]
+
+HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_HASH_LENGTH = 10
+
+
+@dataclass(frozen=True)
+class RevisionData:
+    """The part of a ModelServing spec that shapes its pods."""
+
+    roles: tuple[Role, ...]
+    scheduler_name: str
+    plugins: tuple[PluginSpec, ...] = ()
+
+    def role(self, name: str) -> Role | None:
+        """Return the role called ``name``, or ``None``."""
+        return next((role for role in self.roles if role.name == name), None)
+
+
+def revision_data(spec: ModelServingSpec) -> RevisionData:
+    """Extract the pod-shaping part of a spec."""
+    return RevisionData(tuple(spec.template.roles), spec.scheduler_name, tuple(spec.plugins or ()))
+
+
+def encode_hash(payload: Any) -> str:
+    """Hash a JSON-compatible value: canonical JSON, SHA-256, 10 characters of :data:`HASH_ALPHABET`."""
+    text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    number = int.from_bytes(hashlib.sha256(text.encode()).digest(), "big")
+    chars: list[str] = []
+    for _ in range(_HASH_LENGTH):
+        number, digit = divmod(number, len(HASH_ALPHABET))
+        chars.append(HASH_ALPHABET[digit])
+    return "".join(chars)
+
+
+def _role_shape(role: Role) -> dict[str, Any]:
+    shape: dict[str, Any] = {
+        "name": role.name,
+        "entryTemplate": to_dict(role.entry_template),
+        "workerReplicas": role.worker_replicas,
+    }
+    if role.worker_template is not None:
+        shape["workerTemplate"] = to_dict(role.worker_template)
+    return shape
+
+
+def _plugin_shape(plugin: PluginSpec) -> dict[str, Any]:
+    scope = plugin.scope
+    return {
+        "name": plugin.name,
+        "type": plugin.type,
+        "config": plugin.config,
+        "scope": {
+            "roles": list(scope.roles or []) if scope else [],
+            "target": (scope.target if scope else None) or "All",
+        },
+    }
+
+
+def revision_hash(data: RevisionData) -> str:
+    """Return the revision string of a ModelServing (see the module docstring)."""
+    return encode_hash(
+        {
+            "roles": [_role_shape(role) for role in data.roles],
+            "schedulerName": data.scheduler_name,
+            "plugins": [_plugin_shape(plugin) for plugin in data.plugins],
+        }
+    )
+
+
+def role_template_hash(data: RevisionData, role: Role) -> str:
+    """Return the template hash of one role: the role, ``schedulerName`` and the plugins applying to it."""
+    plugins = [
+        _plugin_shape(plugin)
+        for plugin in data.plugins
+        if plugin_applies(plugin, role.name, True) or plugin_applies(plugin, role.name, False)
+    ]
+    return encode_hash({"role": _role_shape(role), "schedulerName": data.scheduler_name, "plugins": plugins})
+
+
+def controller_revision_number(revisions: Iterable[KubeObject]) -> int:
+    """Return the ``revision`` number for a new ControllerRevision: one more than the highest observed."""
+    numbers = [obj.get("revision") for obj in revisions]
+    ints = [n for n in numbers if isinstance(n, int) and not isinstance(n, bool)]
+    return max(ints, default=0) + 1
+
+
+def build_controller_revision(
+    ref: MSRef, data: RevisionData, revision: str, existing: Iterable[KubeObject]
+) -> KubeObject:
+    """Build the ``apps/v1`` ControllerRevision recording ``data`` under ``revision``.
+
+    Args:
+        ref: The owning ModelServing.
+        data: The pod-shaping spec of that revision.
+        revision: Its hash (:func:`revision_hash`).
+        existing: The observed ControllerRevisions of this ModelServing (for the ``revision`` number).
+
+    Returns:
+        The object to create.
+    """
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "name": naming.revision_name(ref.name, revision),
+            "namespace": ref.namespace,
+            "labels": {naming.LABEL_NAME: ref.name, naming.LABEL_REVISION: revision},
+            "ownerReferences": [naming.owner_reference(ref)],
+        },
+        "data": {
+            "data": [to_dict(role) for role in data.roles],
+            "schedulerName": data.scheduler_name,
+            "plugins": [to_dict(plugin) for plugin in data.plugins],
+        },
+        "revision": controller_revision_number(existing),
+    }
+
+
+def parse_controller_revision(obj: KubeObject, default_scheduler: str) -> RevisionData | None:
+    """Read the revision data back from a ControllerRevision.
+
+    Args:
+        obj: A ControllerRevision (ours, or Kthena's: ``data`` may be ``{"data": [roles]}`` or a bare array).
+        default_scheduler: ``schedulerName`` to assume when the object does not record one (Kthena's do not).
+
+    Returns:
+        The data, or ``None`` when it cannot be parsed.
+    """
+    raw = obj.get("data")
+    scheduler: Any = default_scheduler
+    plugins_raw: Any = []
+    if isinstance(raw, dict):
+        scheduler = raw.get("schedulerName", default_scheduler)
+        plugins_raw = raw.get("plugins") or []
+        raw = raw.get("data")
+    if not isinstance(raw, list) or not raw or not isinstance(scheduler, str) or not isinstance(plugins_raw, list):
+        return None
+    try:
+        roles = tuple(Role.model_validate(item) for item in raw)
+        plugins = tuple(PluginSpec.model_validate(item) for item in plugins_raw)
+    except ValidationError:
+        return None
+    return RevisionData(roles, scheduler, plugins)
+
+
+def revisions_to_prune(
+    revisions: Sequence[KubeObject], live: Collection[str], ms_name: str, history_limit: int
+) -> list[KubeObject]:
+    """Choose the ControllerRevisions beyond ``revisionHistoryLimit``.
+
+    Args:
+        revisions: The observed ControllerRevisions of the ModelServing.
+        live: Revision strings still in use (current, update, and every revision label on a pod).
+        ms_name: The ModelServing name (a revision is named ``<ms>-<revision>``).
+        history_limit: How many non-live revisions to keep (the newest by ``revision`` number).
+
+    Returns:
+        The objects to delete, oldest first.
+    """
+    live_names = {naming.revision_name(ms_name, rev) for rev in live}
+    dead = [obj for obj in revisions if obj.get("metadata", {}).get("name") not in live_names]
+
+    def number(obj: KubeObject) -> tuple[int, str]:
+        value = obj.get("revision")
+        count = value if isinstance(value, int) and not isinstance(value, bool) else 0
+        return count, str(obj.get("metadata", {}).get("name", ""))
+
+    dead.sort(key=number)
+    return dead[: max(0, len(dead) - max(0, history_limit))]

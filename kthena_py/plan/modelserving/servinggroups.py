@@ -1,0 +1,347 @@
+"""Plan the ServingGroups of a ModelServing: revisions, creation, scaling, recovery and status.
+
+:func:`plan_servinggroups` is the ModelServing controller's main planner. It guarantees:
+
+* Order of ``creates``: the ControllerRevision of the update revision first (when missing), then groups by
+  ordinal, roles in spec order, instances by ordinal; per instance its headless Service, then its workers
+  ``1..W``, then its entry pod (the order :mod:`kthena_py.plan.modelserving.recovery` relies on).
+* Scaling follows :mod:`kthena_py.plan.modelserving.scaling` for groups and for the role instances of each
+  group: ordinals are never renumbered, missing ones are filled lowest first, scale-down removes not-ready,
+  then cheap, then high ordinals. A removed unit's pods and Service are deleted.
+* Recovery follows :mod:`kthena_py.plan.modelserving.recovery` (``recoveryPolicy`` and the restart grace).
+* Nothing is created for a unit while one of its pods is terminating: names are reused, so the unit is
+  re-created once they are gone. Deletions carry observed UIDs and skip objects already terminating.
+* With gang scheduling (``schedulerName: volcano`` and the PodGroup CRD served) no pod of a group is created
+  before its PodGroup is observed; the group is skipped and a short requeue asked for (the PodGroup planner
+  creates it).
+* Templates: new groups use the current spec. Missing instances and pods of an existing group are rendered
+  from the revision that group (or instance) is on, read from its ControllerRevision (fallback: the current
+  spec). Rolling updates are out of scope: groups on an older revision are left as they are.
+* ControllerRevisions beyond ``revisionHistoryLimit`` that no pod, nor the current or update revision, uses
+  are deleted.
+
+Raises :class:`~kthena_py.plan.modelserving.plugins.PluginError` when a plugin is unknown or misconfigured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Literal
+
+from kthena_py.api.modelserving import ModelServing, Role
+from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.groups import GroupState, InstanceState
+from kthena_py.plan.modelserving.plugins import validate_plugins
+from kthena_py.plan.modelserving.pods import RenderContext, build_pod, build_service, needs_service
+from kthena_py.plan.modelserving.recovery import DesiredInstance, Recovery, missing_indices, plan_group_recovery
+from kthena_py.plan.modelserving.revision import (
+    build_controller_revision,
+    revisions_to_prune,
+    role_template_hash,
+)
+from kthena_py.plan.modelserving.scaling import UnitScore, plan_ordinals
+from kthena_py.plan.modelserving.state import PlanningState, build_state
+from kthena_py.plan.modelserving.status import compute_status
+from kthena_py.plan.modelserving.types import (
+    Delete,
+    KubeObject,
+    MSRef,
+    Observed,
+    Plan,
+    PlannedEvent,
+    PodGroupSupport,
+)
+
+__all__ = ["PODGROUP_WAIT_SECONDS", "plan_servinggroups"]
+
+PODGROUP_WAIT_SECONDS = 1.0
+"""Requeue delay while a group waits for its PodGroup."""
+
+
+_Kind = Literal["Pod", "Service", "PodGroup", "ControllerRevision"]
+
+
+@dataclass
+class _Builder:
+    """Accumulates the decisions of one planning pass."""
+
+    state: PlanningState
+    podgroups: frozenset[str]
+    creates: list[KubeObject] = field(default_factory=list)
+    deletes: dict[tuple[str, str, str], Delete] = field(default_factory=dict)
+    events: list[PlannedEvent] = field(default_factory=list)
+    reasons: list[str] = field(default_factory=list)
+    activity: dict[str, str] = field(default_factory=dict)
+    requeue: float | None = None
+
+    def requeue_after(self, seconds: float | None) -> None:
+        if seconds is not None:
+            self.requeue = seconds if self.requeue is None else min(self.requeue, seconds)
+
+    def delete(self, kind: _Kind, name: str, uid: str, reason: str) -> None:
+        self.deletes.setdefault((kind, name, uid), Delete(kind, name, uid, reason))
+
+    def delete_instance(self, instance: InstanceState, reason: str) -> bool:
+        """Delete an instance's non-terminating pods and its Service; return whether anything was deleted."""
+        found = False
+        for pod in instance.sorted_pods():
+            if not pod.terminating:
+                self.delete("Pod", pod.name, pod.uid, reason)
+                found = True
+        if instance.service is not None and not instance.service.terminating:
+            self.delete("Service", instance.service.name, instance.service.uid, reason)
+            found = True
+        return found
+
+    def event(self, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
+        self.events.append(PlannedEvent(type_, reason, message))
+
+    def can_create_pods(self, group: int) -> bool:
+        """Whether pods of a group may be created now (its PodGroup is observed, or no gang scheduling)."""
+        name = naming.podgroup_name(self.state.ref.name, group)
+        if not self.state.gang or name in self.podgroups:
+            return True
+        self.reasons.append(f"ServingGroup {name}: waiting for its PodGroup before creating pods")
+        self.activity.setdefault(naming.group_name(self.state.ref.name, group), "waiting for PodGroup")
+        self.requeue_after(PODGROUP_WAIT_SECONDS)
+        return False
+
+
+def _role_message(role: str, role_id: str, group: str, what: str) -> str:
+    return f"Role {role}/{role_id} in ServingGroup {group} is now {what}"
+
+
+def _create_instance(
+    b: _Builder,
+    ctx: RenderContext,
+    role: Role,
+    group: int,
+    ordinal: int,
+    instance: InstanceState | None,
+    skip: Collection[int] = (),
+) -> int:
+    """Create what an instance lacks (Service, then workers, then entry); return the number of pods created."""
+    if needs_service(role) and (instance is None or instance.service is None):
+        b.creates.append(build_service(b.state.ref, group, role.name, ordinal))
+    indices = [*range(1, role.worker_replicas + 1), naming.ENTRY_INDEX]
+    if instance is not None:
+        indices = missing_indices(instance, role.worker_replicas)
+    indices = [index for index in indices if index not in skip]
+    role_hash = role_template_hash(ctx.data, role)
+    b.creates.extend(build_pod(ctx, role, group, ordinal, index, role_hash) for index in indices)
+    return len(indices)
+
+
+def _render_context(state: PlanningState, revision: str | None) -> RenderContext:
+    rev, data = state.resolve(revision)
+    owners = tuple(o for o in (state.ms.metadata or {}).get("ownerReferences") or [] if isinstance(o, dict))
+    return RenderContext(state.ref, rev, data, state.gang, owners)
+
+
+def _new_group(b: _Builder, ordinal: int, group: GroupState | None) -> None:
+    """Create a group that has no live pod (new, or re-created once all its pods are gone)."""
+    state = b.state
+    name = naming.group_name(state.ref.name, ordinal)
+    if group is not None and group.has_pods:
+        b.activity[name] = "waiting for terminating pods"
+        b.reasons.append(f"ServingGroup {name}: waiting for its terminating pods before re-creating it")
+        return
+    ctx = _render_context(state, None)
+    roles = [role for role in state.effective_roles(ctx.data) if role.replicas > 0]
+    if not roles or not b.can_create_pods(ordinal):
+        return
+    b.event("Normal", "ServingGroupCreating", f"ServingGroup {name} is now Creating")
+    b.activity[name] = "creating"
+    b.reasons.append(f"create ServingGroup {name} at revision {ctx.revision}")
+    wanted: set[tuple[str, int]] = set()
+    for role in roles:
+        for ordinal_r in range(role.replicas):
+            wanted.add((role.name, ordinal_r))
+            instance = group.instances.get((role.name, ordinal_r)) if group is not None else None
+            _create_instance(b, ctx, role, ordinal, ordinal_r, instance)
+            role_id = naming.role_id(role.name, ordinal_r)
+            b.event("Normal", "RoleCreating", _role_message(role.name, role_id, name, "Creating"))
+    for key, instance in sorted(group.instances.items()) if group is not None else ():
+        if key not in wanted:
+            b.delete_instance(instance, "not in the template")
+
+
+def _apply_recovery(b: _Builder, group: GroupState, recovery: Recovery) -> None:
+    for pod in recovery.deletes:
+        b.delete("Pod", pod.name, pod.uid, "recovery")
+    b.events.extend(recovery.events)
+    b.reasons.extend(recovery.reasons)
+    b.requeue_after(recovery.requeue_after)
+    if recovery.recreating or recovery.group_blocked:
+        b.activity[group.name] = "recreating"
+
+
+def _instance_render(
+    state: PlanningState, instance: InstanceState | None, group_revision: str, role: Role
+) -> tuple[RenderContext, Role]:
+    """The render context and role definition of an instance: its own revision, else its group's."""
+    revision = instance.revision() if instance is not None and instance.pods else group_revision
+    ctx = _render_context(state, revision)
+    return ctx, ctx.data.role(role.name) or role
+
+
+def _scale_roles(b: _Builder, group: GroupState, roles: tuple[Role, ...]) -> list[tuple[Role, int]]:
+    """Delete instances of unknown roles and scaled-away instances; return the desired ``(role, ordinal)``."""
+    state = b.state
+    names = {role.name for role in roles}
+    for (role_name, ordinal), instance in sorted(group.instances.items()):
+        if role_name not in names and b.delete_instance(instance, "role not in the template"):
+            b.activity[group.name] = "scaling"
+            b.reasons.append(f"delete {group.name}/{naming.role_id(role_name, ordinal)}: role not in its revision")
+    desired: list[tuple[Role, int]] = []
+    for role in roles:
+        instances = group.role_instances(role.name)
+        live = [
+            UnitScore(r, inst.complete_and_ready(state.instance_workers(inst, role)), inst.cost)
+            for r, inst in instances.items()
+            if inst.live
+        ]
+        plan = plan_ordinals(live, role.replicas)
+        for ordinal in plan.remove:
+            role_id = naming.role_id(role.name, ordinal)
+            b.delete_instance(instances[ordinal], "scale down")
+            b.event("Normal", "RoleDeleting", _role_message(role.name, role_id, group.name, "Deleting"))
+            b.activity[group.name] = "scaling"
+            b.reasons.append(f"scale down: delete role instance {group.name}/{role_id}")
+        for ordinal, instance in instances.items():
+            if not instance.live and ordinal not in plan.desired and b.delete_instance(instance, "scale down"):
+                b.activity.setdefault(group.name, "scaling")
+        desired.extend((role, ordinal) for ordinal in plan.desired)
+    return desired
+
+
+def _live_group(b: _Builder, group: GroupState, now: float) -> None:
+    state = b.state
+    revision, data = state.group_revision(group)
+    desired = _scale_roles(b, group, state.effective_roles(data))
+    renders = {
+        (role.name, r): _instance_render(state, group.instances.get((role.name, r)), revision, role)
+        for role, r in desired
+    }
+    items = [DesiredInstance(name, r, renders[name, r][1].worker_replicas) for name, r in renders]
+    spec = state.ms.spec
+    recovery = plan_group_recovery(spec.recovery_policy, spec.template.restart_grace_period_seconds, group, items, now)
+    _apply_recovery(b, group, recovery)
+    if recovery.group_blocked:
+        return
+    for key, (ctx, role) in renders.items():
+        instance = group.instances.get(key)
+        if key in recovery.blocked_instances:
+            continue
+        skip = {index for (name, r, index) in recovery.blocked_pods if (name, r) == key}
+        if instance is not None:
+            skip |= {index for index, pod in instance.pods.items() if pod.terminating}
+        missing = missing_indices(instance, role.worker_replicas) if instance is not None else [0]
+        service_missing = needs_service(role) and (instance is None or instance.service is None)
+        if not service_missing and all(index in skip for index in missing):
+            continue
+        if not b.can_create_pods(group.ordinal):
+            return
+        created = _create_instance(b, ctx, role, group.ordinal, key[1], instance, skip)
+        if created:
+            role_id = naming.role_id(role.name, key[1])
+            fresh = instance is None or not instance.pods
+            b.event("Normal", "RoleCreating", _role_message(role.name, role_id, group.name, "Creating"))
+            b.activity.setdefault(group.name, "creating" if fresh else "recreating")
+            b.reasons.append(f"create {created} pod(s) of {group.name}/{role_id} at revision {ctx.revision}")
+
+
+def _delete_group(b: _Builder, group: GroupState, reason: str) -> bool:
+    found = False
+    for key in sorted(group.instances):
+        found = b.delete_instance(group.instances[key], reason) or found
+    return found
+
+
+def _revision_history(b: _Builder) -> None:
+    state = b.state
+    live = {state.revision}
+    if state.ms.status is not None and state.ms.status.current_revision:
+        live.add(state.ms.status.current_revision)
+    live.update(pod.revision for group in state.groups.sorted() for pod in group.pods())
+    owned = [
+        obj
+        for name, obj in sorted(state.revision_objects.items())
+        if name.startswith(f"{state.ref.name}-") and _owned_by(obj, state.ref.uid)
+    ]
+    for obj in revisions_to_prune(owned, live, state.ref.name, state.ms.spec.revision_history_limit):
+        metadata = obj.get("metadata", {})
+        if metadata.get("deletionTimestamp") is None:
+            b.delete("ControllerRevision", str(metadata.get("name")), str(metadata.get("uid", "")), "history limit")
+
+
+def _owned_by(obj: KubeObject, uid: str) -> bool:
+    owners = obj.get("metadata", {}).get("ownerReferences") or []
+    return any(isinstance(o, dict) and o.get("controller") and o.get("uid") == uid for o in owners)
+
+
+def _ensure_revision(b: _Builder, observed: Observed) -> None:
+    state = b.state
+    name = naming.revision_name(state.ref.name, state.revision)
+    existing = state.revision_objects.get(name)
+    if existing is None:
+        b.creates.append(build_controller_revision(state.ref, state.data, state.revision, observed.revisions))
+        b.reasons.append(f"create ControllerRevision {name}")
+    elif state.ref.uid and not _owned_by(existing, state.ref.uid):
+        b.reasons.append(f"ControllerRevision {name} belongs to another owner; waiting for it to go")
+        b.requeue_after(PODGROUP_WAIT_SECONDS)
+
+
+def plan_servinggroups(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport, now: float) -> Plan:
+    """Plan one reconcile of a ModelServing's ServingGroups (see the module docstring).
+
+    Args:
+        ms: The ModelServing (parsed, defaulted).
+        ref: Its identity (name, namespace, uid, generation).
+        observed: The pods, Services, PodGroups and ControllerRevisions it owns, as cached.
+        support: PodGroup support of the cluster.
+        now: The current time (epoch seconds), for grace periods and condition transitions.
+
+    Returns:
+        The plan, including the full desired status.
+
+    Raises:
+        PluginError: If a plugin is unknown or misconfigured.
+    """
+    validate_plugins(ms.spec.plugins)
+    state = build_state(ms, ref, observed, support)
+    podgroups = frozenset(
+        str(pg.get("metadata", {}).get("name"))
+        for pg in observed.podgroups
+        if pg.get("metadata", {}).get("deletionTimestamp") is None
+    )
+    b = _Builder(state, podgroups)
+    _ensure_revision(b, observed)
+    plan = state.group_plan
+    for ordinal in plan.remove:
+        group = state.groups.groups[ordinal]
+        _delete_group(b, group, "scale down")
+        b.event("Normal", "ServingGroupDeleting", f"ServingGroup {group.name} is now Deleting")
+        b.activity[group.name] = "deleting"
+        b.reasons.append(f"scale down: delete ServingGroup {group.name}")
+    desired = set(plan.desired)
+    for group in state.groups.sorted():
+        leftover = group.ordinal not in desired and group.ordinal not in plan.remove
+        if leftover and (_delete_group(b, group, "scale down") or group.has_pods):
+            b.activity[group.name] = "deleting"
+    for ordinal in plan.desired:
+        existing = state.groups.get(ordinal)
+        if existing is not None and existing.live:
+            _live_group(b, existing, now)
+        else:
+            _new_group(b, ordinal, existing)
+    _revision_history(b)
+    return Plan(
+        creates=tuple(b.creates),
+        deletes=tuple(b.deletes.values()),
+        status=compute_status(state, b.activity, now),
+        events=tuple(b.events),
+        requeue_after=b.requeue,
+        reasons=tuple(b.reasons),
+    )

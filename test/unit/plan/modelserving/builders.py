@@ -1,0 +1,241 @@
+"""Test helpers: ModelServing documents, pod status edits and a tiny in-memory cluster that applies plans."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from kthena_py.api.modelserving import ModelServing
+from kthena_py.plan.modelserving.podgroups import plan_podgroups
+from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.status import format_time
+from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, Plan, PodGroupSupport
+
+NOW = 1_700_000_000.0
+MS_UID = "ms-uid-1"
+VOLCANO = PodGroupSupport(crd_served=True, sub_group_policy=True)
+VOLCANO_OLD = PodGroupSupport(crd_served=True, sub_group_policy=False)
+NO_VOLCANO = PodGroupSupport()
+
+
+def container(name: str = "main", image: str = "img:1", requests: dict[str, Any] | None = None) -> dict[str, Any]:
+    doc: dict[str, Any] = {"name": name, "image": image}
+    if requests:
+        doc["resources"] = {"requests": requests}
+    return doc
+
+
+def role_doc(
+    name: str,
+    replicas: int = 1,
+    workers: int = 0,
+    image: str = "img:1",
+    requests: dict[str, Any] | None = None,
+    worker_requests: dict[str, Any] | None = None,
+    labels: dict[str, str] | None = None,
+    worker_template: bool | None = None,
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {"spec": {"containers": [container(image=image, requests=requests)]}}
+    if labels:
+        entry["metadata"] = {"labels": labels}
+    doc: dict[str, Any] = {"name": name, "replicas": replicas, "workerReplicas": workers, "entryTemplate": entry}
+    if workers > 0 or worker_template:
+        doc["workerTemplate"] = {"spec": {"containers": [container(image=image, requests=worker_requests)]}}
+    return doc
+
+
+def ms_doc(
+    *roles: dict[str, Any],
+    name: str = "llama",
+    replicas: int = 1,
+    scheduler: str | None = None,
+    policy: str | None = None,
+    grace: int | None = None,
+    plugins: list[dict[str, Any]] | None = None,
+    annotations: dict[str, str] | None = None,
+    gang: dict[str, int] | None = None,
+    topology: dict[str, Any] | None = None,
+    generation: int = 1,
+    status: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    template: dict[str, Any] = {"roles": list(roles) or [role_doc("prefill")]}
+    if grace is not None:
+        template["restartGracePeriodSeconds"] = grace
+    if gang is not None:
+        template["gangPolicy"] = {"minRoleReplicas": gang}
+    if topology is not None:
+        template["networkTopology"] = topology
+    spec: dict[str, Any] = {"replicas": replicas, "template": template}
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
+    if policy is not None:
+        spec["recoveryPolicy"] = policy
+    if plugins is not None:
+        spec["plugins"] = plugins
+    metadata: dict[str, Any] = {"name": name, "namespace": "ns", "uid": MS_UID, "generation": generation}
+    if annotations:
+        metadata["annotations"] = annotations
+    doc: dict[str, Any] = {"metadata": metadata, "spec": spec}
+    if status is not None:
+        doc["status"] = status
+    return doc
+
+
+def parse(doc: dict[str, Any]) -> ModelServing:
+    return ModelServing.model_validate(doc)
+
+
+def ref_of(ms: ModelServing) -> MSRef:
+    return MSRef(ms.name, ms.namespace, ms.uid, ms.generation)
+
+
+def merge_patch(target: Any, patch: Any) -> Any:
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    result = dict(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = merge_patch(result.get(key), value)
+    return result
+
+
+def ready_status(now: float, restarts: int = 0) -> dict[str, Any]:
+    return {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": format_time(now)}],
+        "containerStatuses": [{"name": "main", "restartCount": restarts}],
+    }
+
+
+_KINDS = {"Pod": "pods", "Service": "services", "PodGroup": "podgroups", "ControllerRevision": "revisions"}
+
+
+@dataclass
+class Cluster:
+    """Objects owned by one ModelServing, keyed by kind and name."""
+
+    objects: dict[str, dict[str, KubeObject]] = field(
+        default_factory=lambda: {kind: {} for kind in ("pods", "services", "podgroups", "revisions")}
+    )
+    uids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    ready: bool = True
+    """Whether created pods come up Running and Ready."""
+
+    def observed(self) -> Observed:
+        return Observed(**{kind: tuple(copy.deepcopy(list(objs.values()))) for kind, objs in self.objects.items()})
+
+    def all_uids(self) -> set[tuple[str, str, str]]:
+        return {
+            (kind, name, obj["metadata"]["uid"])
+            for kind, plural in _KINDS.items()
+            for name, obj in self.objects[plural].items()
+        }
+
+    def pods(self) -> dict[str, KubeObject]:
+        return self.objects["pods"]
+
+    def apply(self, plan: Plan, now: float = NOW, graceful: bool = False) -> None:
+        """Apply a plan: creations get fresh UIDs (pods Running+Ready), deletions need the observed UID."""
+        for delete in plan.deletes:
+            store = self.objects[_KINDS[delete.kind]]
+            obj = store.get(delete.name)
+            if obj is None or obj["metadata"]["uid"] != delete.uid:
+                continue  # precondition failed: never delete a replacement
+            if graceful and delete.kind == "Pod":
+                obj["metadata"]["deletionTimestamp"] = format_time(now)
+            else:
+                del store[delete.name]
+        for update in plan.updates:
+            store = self.objects[_KINDS[update.kind]]
+            obj = store.get(update.name)
+            if obj is not None and obj["metadata"]["uid"] == update.uid:
+                store[update.name] = merge_patch(obj, update.patch)
+        for created in plan.creates:
+            store = self.objects[_KINDS[created["kind"]]]
+            name = created["metadata"]["name"]
+            if name in store:
+                continue  # AlreadyExists
+            obj = copy.deepcopy(created)
+            obj["metadata"]["uid"] = f"uid-{next(self.uids)}"
+            obj["metadata"]["creationTimestamp"] = format_time(now)
+            if created["kind"] == "Pod":
+                obj["status"] = ready_status(now) if self.ready else {"phase": "Pending"}
+            store[name] = obj
+
+    def finish_terminating(self) -> None:
+        for store in self.objects.values():
+            for name in [n for n, obj in store.items() if obj["metadata"].get("deletionTimestamp")]:
+                del store[name]
+
+    def reconcile(self, ms: ModelServing, support: PodGroupSupport = VOLCANO, now: float = NOW) -> tuple[Plan, Plan]:
+        """One controller pass: PodGroups, then ServingGroups (each applied before the next)."""
+        ref = ref_of(ms)
+        pg_plan = plan_podgroups(ms, ref, self.observed(), support)
+        self.apply(pg_plan, now)
+        sg_plan = plan_servinggroups(ms, ref, self.observed(), support, now)
+        self.apply(sg_plan, now)
+        return pg_plan, sg_plan
+
+    def converge(self, ms: ModelServing, support: PodGroupSupport = VOLCANO, now: float = NOW, rounds: int = 8) -> int:
+        """Reconcile until a pass changes nothing; return the number of passes that changed something."""
+        for attempt in range(rounds):
+            pg_plan, sg_plan = self.reconcile(ms, support, now)
+            if is_noop(pg_plan) and is_noop(sg_plan):
+                return attempt
+        raise AssertionError("did not converge")
+
+    # --- pod status edits ---------------------------------------------------------------------------------------
+
+    def set_status(self, name: str, **fields: Any) -> None:
+        self.pods()[name]["status"].update(fields)
+
+    def fail(self, name: str, since: float) -> None:
+        self.pods()[name]["status"] = {
+            "phase": "Failed",
+            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": format_time(since)}],
+        }
+
+    def restart(self, name: str, since: float, ready: bool = False, count: int = 1) -> None:
+        status = ready_status(since, restarts=count)
+        status["conditions"][0]["status"] = "True" if ready else "False"
+        self.pods()[name]["status"] = status
+
+    def not_ready(self, name: str, since: float) -> None:
+        status = ready_status(since)
+        status["conditions"][0]["status"] = "False"
+        self.pods()[name]["status"] = status
+
+    def terminate(self, name: str, now: float = NOW) -> None:
+        self.pods()[name]["metadata"]["deletionTimestamp"] = format_time(now)
+
+    def remove(self, name: str) -> None:
+        del self.pods()[name]
+
+    def set_cost(self, name: str, cost: str) -> None:
+        self.pods()[name]["metadata"].setdefault("annotations", {})[
+            "controller.kubernetes.io/pod-deletion-cost"
+        ] = cost
+
+
+def is_noop(plan: Plan) -> bool:
+    return not plan.creates and not plan.deletes and not plan.updates
+
+
+def names(objects: Any, kind: str | None = None) -> list[str]:
+    return [o["metadata"]["name"] for o in objects if kind is None or o["kind"] == kind]
+
+
+def pod_names(ms: str, group: int, role: str, ordinal: int, workers: int) -> list[str]:
+    return [f"{ms}-{group}-{role}-{ordinal}-{i}" for i in range(workers + 1)]
+
+
+def deleted(plan: Plan, kind: str = "Pod") -> list[str]:
+    return sorted(d.name for d in plan.deletes if d.kind == kind)
+
+
+def created(plan: Plan, kind: str = "Pod") -> list[str]:
+    return [o["metadata"]["name"] for o in plan.creates if o["kind"] == kind]

@@ -1,0 +1,124 @@
+"""Revision hashing, ControllerRevision building/parsing and history pruning."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from kthena_py.plan.modelserving.revision import (
+    HASH_ALPHABET,
+    build_controller_revision,
+    parse_controller_revision,
+    revision_data,
+    revision_hash,
+    revisions_to_prune,
+    role_template_hash,
+)
+
+from .builders import parse, ref_of, role_doc, ms_doc
+
+
+def _base() -> dict[str, Any]:
+    return ms_doc(role_doc("prefill", replicas=2, workers=1), role_doc("decode", replicas=1))
+
+
+def _rev(doc: dict[str, Any]) -> str:
+    return revision_hash(revision_data(parse(doc).spec))
+
+
+def _edit(path: str, value: Any) -> dict[str, Any]:
+    doc = _base()
+    target: Any = doc
+    keys = path.split(".")
+    for key in keys[:-1]:
+        target = target[int(key)] if key.isdigit() else target[key]
+    target[keys[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("spec.replicas", 7),
+        ("spec.template.roles.0.replicas", 5),
+        ("spec.template.roles.0.maxUnavailable", 3),
+        ("spec.template.roles.0.partition", 1),
+        ("spec.template.roles.1.maxSurge", "50%"),
+        ("spec.template.restartGracePeriodSeconds", 30),
+        ("spec.recoveryPolicy", "None"),
+        ("spec.template.gangPolicy", {"minRoleReplicas": {"prefill": 1}}),
+    ],
+)
+def test_revision_ignores_what_does_not_shape_pods(path: str, value: Any) -> None:
+    assert _rev(_edit(path, value)) == _rev(_base())
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("spec.template.roles.0.entryTemplate", {"spec": {"containers": [{"name": "main", "image": "img:2"}]}}),
+        ("spec.template.roles.0.workerReplicas", 2),
+        ("spec.template.roles.1.name", "dec"),
+        ("spec.schedulerName", "default-scheduler"),
+        ("spec.plugins", [{"name": "demo-pod-tweaks", "config": {"runtimeClassName": "nvidia"}}]),
+    ],
+)
+def test_revision_changes_with_pod_shape(path: str, value: Any) -> None:
+    assert _rev(_edit(path, value)) != _rev(_base())
+
+
+def test_revision_is_deterministic_and_well_formed() -> None:
+    first, second = _rev(_base()), _rev(copy.deepcopy(_base()))
+    assert first == second
+    assert len(first) == 10
+    assert set(first) <= set(HASH_ALPHABET)
+
+
+def test_role_hash_changes_only_for_the_changed_role() -> None:
+    before = revision_data(parse(_base()).spec)
+    after = revision_data(parse(_edit("spec.template.roles.1.entryTemplate", {"spec": {"containers": []}})).spec)
+    assert role_template_hash(before, before.roles[0]) == role_template_hash(after, after.roles[0])
+    assert role_template_hash(before, before.roles[1]) != role_template_hash(after, after.roles[1])
+
+
+def test_role_hash_covers_only_plugins_in_scope() -> None:
+    scoped = _edit("spec.plugins", [{"name": "pod-tweaks", "config": {"labels": {"a": "b"}}, "scope": {"roles": ["decode"]}}])
+    before, after = revision_data(parse(_base()).spec), revision_data(parse(scoped).spec)
+    assert role_template_hash(before, before.roles[0]) == role_template_hash(after, after.roles[0])
+    assert role_template_hash(before, before.roles[1]) != role_template_hash(after, after.roles[1])
+
+
+def test_controller_revision_round_trip() -> None:
+    ms = parse(_edit("spec.plugins", [{"name": "pod-tweaks", "config": {"labels": {"a": "b"}}}]))
+    data = revision_data(ms.spec)
+    rev = revision_hash(data)
+    existing = [{"metadata": {"name": "llama-old"}, "revision": 4}, {"metadata": {"name": "x"}, "revision": True}]
+    obj = build_controller_revision(ref_of(ms), data, rev, existing)
+    assert obj["apiVersion"] == "apps/v1" and obj["kind"] == "ControllerRevision"
+    assert obj["metadata"]["name"] == f"llama-{rev}"
+    assert obj["metadata"]["labels"] == {"modelserving.volcano.sh/name": "llama", "modelserving.volcano.sh/revision": rev}
+    assert obj["metadata"]["ownerReferences"][0]["controller"] is True
+    assert obj["revision"] == 5
+    parsed = parse_controller_revision(obj, "ignored")
+    assert parsed is not None
+    assert revision_hash(parsed) == rev
+    assert [r.replicas for r in parsed.roles] == [2, 1]
+
+
+def test_parse_kthena_bare_array_and_garbage() -> None:
+    roles = [role_doc("a")]
+    parsed = parse_controller_revision({"data": roles}, "volcano")
+    assert parsed is not None and parsed.scheduler_name == "volcano" and parsed.roles[0].name == "a"
+    assert parse_controller_revision({"data": {"data": [{"bogus": 1}]}}, "volcano") is None
+    assert parse_controller_revision({"data": "nope"}, "volcano") is None
+    assert parse_controller_revision({}, "volcano") is None
+
+
+def test_prune_keeps_live_and_newest() -> None:
+    objs = [{"metadata": {"name": f"ms-r{i}"}, "revision": i} for i in range(1, 7)]
+    pruned = revisions_to_prune(objs, {"r6", "r1"}, "ms", history_limit=2)
+    assert [o["metadata"]["name"] for o in pruned] == ["ms-r2", "ms-r3"]
+    assert revisions_to_prune(objs, set(), "ms", history_limit=10) == []
+    assert len(revisions_to_prune(objs, {"r3"}, "ms", history_limit=0)) == 5

@@ -1,0 +1,48 @@
+"""The controller engine's outcome handling, with a virtual clock and no API server."""
+
+from __future__ import annotations
+
+import asyncio
+
+from kthena_py.runtime.clock import FakeClock
+from kthena_py.runtime.controller import Controller
+from kthena_py.runtime.reconcile import Request, Result, TerminalError
+
+
+class _NoCache:
+    def informer(self, *a: object, **k: object) -> None:  # pragma: no cover - never called
+        raise AssertionError
+
+
+async def test_outcomes_map_to_queue_actions() -> None:
+    clock = FakeClock()
+    calls: list[str] = []
+
+    class Rec:
+        async def reconcile(self, request: Request) -> Result | None:
+            calls.append(request.name)
+            if request.name == "boom":
+                raise KeyError("bug")
+            if request.name == "stop":
+                raise TerminalError("no")
+            if request.name == "later":
+                return Result(requeue_after=30)
+            return None
+
+    ctrl = Controller("contract", Rec(), _NoCache(), workers=2, clock=clock)  # type: ignore[arg-type]
+    await ctrl.start()
+    for n in ("ok", "boom", "stop", "later"):
+        ctrl.enqueue(Request("ns", n))
+    await clock.run_until_idle()
+    await asyncio.sleep(0)
+    assert sorted(calls) == ["boom", "later", "ok", "stop"]
+    assert ctrl.queue.num_requeues(Request("ns", "boom")) == 1
+    assert ctrl.queue.num_requeues(Request("ns", "stop")) == 0
+    # The failing key comes back after its backoff (5 ms), the requeue_after key after 30 s.
+    await clock.run_for(0.01)
+    assert calls.count("boom") == 2
+    assert calls.count("later") == 1
+    await clock.run_for(30)
+    assert calls.count("later") == 2
+    assert calls.count("stop") == 1 and calls.count("ok") == 1
+    await ctrl.stop(drain=False)
