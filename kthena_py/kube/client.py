@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -25,6 +26,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config.config_exception import ConfigException
 
 from .errors import ApiError, ApiUnavailable, error_from_response
+from .metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS
 from .objects import KubeObject
 from .resources import ResourceType
 
@@ -135,6 +137,8 @@ class KubeClient:
         timeout: float | None = None,
     ) -> Any:
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
+        host = self.host
+        started = time.monotonic()
         try:
             resp = await self._api.call_api(
                 path,
@@ -147,7 +151,10 @@ class KubeClient:
                 _request_timeout=timeout,
             )
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            REST_CLIENT_REQUESTS.labels("<error>", method, host).inc()
             raise ApiUnavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        REST_CLIENT_REQUESTS.labels(str(resp.status), method, host).inc()
+        REST_CLIENT_LATENCY.labels(method, host).observe(time.monotonic() - started)
         if not 200 <= resp.status <= 299:
             try:
                 text = await resp.text()
@@ -171,9 +178,7 @@ class KubeClient:
         Raises:
             ApiError: The server answered with an error, or could not be reached.
         """
-        resp = await self._open(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout
-        )
+        resp = await self._open(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
         try:
             raw = await resp.read()
         except (TimeoutError, aiohttp.ClientError) as exc:

@@ -29,9 +29,7 @@ class ResourceType:
         """A readable ``group/version, Kind=kind`` identifier, as client-go prints it."""
         return f"{self.api_version}, Kind={self.kind}"
 
-    def path(
-        self, namespace: str | None = None, name: str | None = None, subresource: str | None = None
-    ) -> str:
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str | None = None) -> str:
         """The REST path for the collection, one object, or one of its subresources.
 
         Args:

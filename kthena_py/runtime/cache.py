@@ -139,10 +139,12 @@ class SharedCache:
 
     # -- reads -------------------------------------------------------------------------------
 
-    def get(self, rt: ResourceType, name: str, namespace: str | None = None) -> KubeObject | None:
-        """Return the cached object, or ``None``."""
+    def get(
+        self, rt: ResourceType, name: str, namespace: str | None = None, *, field_selector: str | None = None
+    ) -> KubeObject | None:
+        """Return the cached object, or ``None`` (from the informer with ``field_selector``, if given)."""
         key = f"{namespace}/{name}" if namespace and rt.namespaced else name
-        return self.informer(rt).store.get(key)
+        return self.informer(rt, field_selector=field_selector).store.get(key)
 
     def list(
         self, rt: ResourceType, namespace: str | None = None, labels: Mapping[str, str] | None = None

@@ -116,6 +116,7 @@ class Informer:
     async def run(self) -> None:
         """List and watch until cancelled."""
         backoff = 0.5
+        failures = 0
         need_list = True
         while True:
             try:
@@ -124,6 +125,7 @@ class Informer:
                     need_list = False
                 await self._watch()
                 backoff = 0.5
+                failures = 0
             except asyncio.CancelledError:
                 raise
             except Gone:
@@ -146,11 +148,15 @@ class Informer:
             except (ApiError, ValueError) as exc:
                 # Keep the resourceVersion: a transient failure resumes the watch where it stopped;
                 # if that version has been compacted meanwhile, the server answers 410 and we relist.
+                # Some servers answer a watch from exactly the compacted revision with a 500 instead,
+                # so repeated failures to resume also fall back to a relist.
+                failures += 1
                 log.warning("list/watch failed, retrying", resource=self.rt.plural, error=str(exc), backoff=backoff)
                 await self._clock.sleep(backoff)
                 backoff = min(backoff * 2, 30.0)
-                if not self._resource_version:
+                if not self._resource_version or failures >= 3:
                     need_list = True
+                    failures = 0
 
     async def _relist(self) -> None:
         page = await self._client.list_all(

@@ -45,6 +45,8 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
+from kthena_py.kube.metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS
+
 if TYPE_CHECKING:
     from kthena_py.runtime.workqueue import InProgressSource
 
@@ -164,6 +166,9 @@ class _InProgressCollector:
 
 _IN_PROGRESS: Final = _InProgressCollector()
 REGISTRY.register(_IN_PROGRESS)
+# The client layer's request metrics (rest_client_*), counted for every API call the process makes.
+REGISTRY.register(REST_CLIENT_REQUESTS)
+REGISTRY.register(REST_CLIENT_LATENCY)
 
 
 class PrometheusQueueMetrics:

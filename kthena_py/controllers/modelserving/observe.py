@@ -81,7 +81,7 @@ def observe(cache: SharedCache, ref: MSRef) -> Observed:
 
 def podgroup_support(cache: SharedCache) -> PodGroupSupport:
     """Whether Volcano's PodGroup CRD is served, and whether it has ``spec.subGroupPolicy``."""
-    crd = cache.get(CRDS, PODGROUP_CRD_NAME)
+    crd = cache.get(CRDS, PODGROUP_CRD_NAME, field_selector=PODGROUP_CRD_SELECTOR)
     if crd is None:
         return PodGroupSupport(crd_served=False)
     sub_group = False

@@ -239,7 +239,7 @@ class ClusterTier(EnvTest):
         b = self.binaries
         self._nodes = {}
         kubeconfig = str(self.kubeconfig_path)
-        kcm = self._spawn(
+        self._spawn(
             "kube-controller-manager",
             [
                 str(b.kube_controller_manager),
@@ -255,7 +255,7 @@ class ClusterTier(EnvTest):
         )
         kwok_conf = self.run_dir / "kwok.yaml"
         kwok_conf.write_text(self._kwok_config())
-        kwok = self._spawn(
+        self._spawn(
             "kwok",
             [
                 str(b.kwok),
@@ -274,7 +274,7 @@ class ClusterTier(EnvTest):
                 "kube-controller-manager (ServiceAccount default/default)",
                 lambda: self._exists("/api/v1/namespaces/default/serviceaccounts/default"),
                 timeout=self.start_timeout,
-                processes=[kcm],
+                processes=self._processes,
             )
         for node in self._initial_nodes:
             self.add_node(node, wait=False)
@@ -282,7 +282,7 @@ class ClusterTier(EnvTest):
             self._wait_node_ready(node.name)
         sched_conf = self.run_dir / "volcano-scheduler.conf"
         sched_conf.write_text(self._scheduler_conf)
-        sched = self._spawn(
+        self._spawn(
             "vc-scheduler",
             [
                 str(b.vc_scheduler),
@@ -301,13 +301,12 @@ class ClusterTier(EnvTest):
                 f"-v={self._scheduler_verbosity}",
             ],
         )
-        procs = [kcm, kwok, sched]
         for queue in ("root", "default"):
             wait_for(
                 f"vc-scheduler (Queue {queue})",
                 functools.partial(self._exists, f"{_QUEUES}/{queue}"),
                 timeout=self.start_timeout,
-                processes=procs,
+                processes=self._processes,
             )
             self.open_queue(queue)
 

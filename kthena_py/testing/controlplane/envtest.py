@@ -57,6 +57,8 @@ CRDSource = str | Path | Mapping[str, Any]
 
 _CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 _ETCD_PREFIX = "/registry"
+# etcd is on loopback: never route its requests through an HTTP(S)_PROXY from the environment.
+_LOOPBACK_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def load_crds(sources: Iterable[CRDSource]) -> list[dict[str, Any]]:
@@ -337,7 +339,7 @@ class EnvTest:
     # ----------------------------------------------------------------------------- probes
 
     def _etcd_healthy(self) -> bool | None:
-        with urllib.request.urlopen(f"{self.etcd_endpoint}/health", timeout=2) as resp:
+        with _LOOPBACK_OPENER.open(f"{self.etcd_endpoint}/health", timeout=2) as resp:
             body = json.loads(resp.read())
         return True if body.get("health") == "true" else None
 
@@ -493,7 +495,7 @@ class EnvTest:
                 headers={"Content-Type": "application/json"},
                 method="POST",
             )
-            with urllib.request.urlopen(req, timeout=30) as resp:
+            with _LOOPBACK_OPENER.open(req, timeout=30) as resp:
                 return dict(json.loads(resp.read()))
 
         key = base64.b64encode(_ETCD_PREFIX.encode()).decode()

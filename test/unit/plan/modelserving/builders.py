@@ -216,9 +216,7 @@ class Cluster:
         del self.pods()[name]
 
     def set_cost(self, name: str, cost: str) -> None:
-        self.pods()[name]["metadata"].setdefault("annotations", {})[
-            "controller.kubernetes.io/pod-deletion-cost"
-        ] = cost
+        self.pods()[name]["metadata"].setdefault("annotations", {})["controller.kubernetes.io/pod-deletion-cost"] = cost
 
 
 def is_noop(plan: Plan) -> bool:

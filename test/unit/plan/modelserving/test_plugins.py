@@ -129,7 +129,9 @@ def test_host_network_ports() -> None:
     assert 31000 <= port <= 31009
     for container in spec["containers"] + spec["initContainers"]:
         assert {"name": "KTHENA_HTTP_PORT", "value": str(port)} in container["env"]
-    assert {"name": "kthena-http", "containerPort": port, "hostPort": port, "protocol": "TCP"} in spec["containers"][0]["ports"]
+    assert {"name": "kthena-http", "containerPort": port, "hostPort": port, "protocol": "TCP"} in spec["containers"][0][
+        "ports"
+    ]
     assert "ports" not in spec["containers"][1]
     again = _pod()
     apply_plugins(again, [_plugin("host-network-ports", config={"startPort": 31000, "endPort": 31009})], _ctx())

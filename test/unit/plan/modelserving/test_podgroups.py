@@ -41,7 +41,9 @@ def _plan(doc: dict[str, Any], support: PodGroupSupport = VOLCANO, cluster: Clus
         ({"prefill": 9}, 11, {"cpu": "12500m", "memory": "10752Mi", "nvidia.com/gpu": "6"}),  # capped at replicas
     ],
 )
-def test_min_member_and_resources(gang: dict[str, int] | None, min_member: int, resources: dict[str, str] | None) -> None:
+def test_min_member_and_resources(
+    gang: dict[str, int] | None, min_member: int, resources: dict[str, str] | None
+) -> None:
     (pg,) = _plan(_fixture(gang)).creates
     assert pg["spec"]["minMember"] == min_member
     assert pg["spec"].get("minResources") == resources
@@ -65,7 +67,9 @@ def test_podgroup_shape_with_sub_group_policy() -> None:
     assert spec["subGroupPolicy"] == [
         {
             "name": "prefill",
-            "labelSelector": {"matchLabels": {"modelserving.volcano.sh/name": "llama", "modelserving.volcano.sh/role": "prefill"}},
+            "labelSelector": {
+                "matchLabels": {"modelserving.volcano.sh/name": "llama", "modelserving.volcano.sh/role": "prefill"}
+            },
             "matchLabelKeys": ["modelserving.volcano.sh/role-id"],
             "subGroupSize": 3,
             "minSubGroups": 1,
@@ -73,7 +77,9 @@ def test_podgroup_shape_with_sub_group_policy() -> None:
         },
         {
             "name": "decode",
-            "labelSelector": {"matchLabels": {"modelserving.volcano.sh/name": "llama", "modelserving.volcano.sh/role": "decode"}},
+            "labelSelector": {
+                "matchLabels": {"modelserving.volcano.sh/name": "llama", "modelserving.volcano.sh/role": "decode"}
+            },
             "matchLabelKeys": ["modelserving.volcano.sh/role-id"],
             "subGroupSize": 1,
             "minSubGroups": 5,
@@ -98,7 +104,10 @@ def test_priority_class_from_templates() -> None:
 
 def test_limits_stand_in_for_missing_requests() -> None:
     role = role_doc("r")
-    role["entryTemplate"]["spec"]["containers"][0]["resources"] = {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "1"}}
+    role["entryTemplate"]["spec"]["containers"][0]["resources"] = {
+        "limits": {"cpu": "2", "memory": "1Gi"},
+        "requests": {"cpu": "1"},
+    }
     (pg,) = _plan(ms_doc(role)).creates
     assert pg["spec"]["minResources"] == {"cpu": "1", "memory": "1Gi"}
 
@@ -143,7 +152,9 @@ def test_existing_equivalent_podgroup_is_not_updated() -> None:
 
 def test_drift_is_patched_minimally() -> None:
     cluster = Cluster()
-    doc = _fixture(annotations={"scheduling.volcano.sh/queue-name": "q1"}, topology={"groupPolicy": {"highestTierAllowed": 1}})
+    doc = _fixture(
+        annotations={"scheduling.volcano.sh/queue-name": "q1"}, topology={"groupPolicy": {"highestTierAllowed": 1}}
+    )
     cluster.converge(parse(doc))
     changed = copy.deepcopy(doc)
     del changed["metadata"]["annotations"]

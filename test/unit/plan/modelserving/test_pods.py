@@ -31,7 +31,9 @@ def _role(**overrides: Any) -> Role:
             },
             "spec": {
                 "schedulerName": "other",
-                "initContainers": [{"name": "init", "image": "busybox", "env": [{"name": "WORKER_INDEX", "value": "9"}]}],
+                "initContainers": [
+                    {"name": "init", "image": "busybox", "env": [{"name": "WORKER_INDEX", "value": "9"}]}
+                ],
                 "containers": [
                     {
                         "name": "main",
@@ -51,11 +53,17 @@ def _role(**overrides: Any) -> Role:
     return Role.model_validate(doc)
 
 
-def _ctx(role: Role, gang: bool = True, scheduler: str = "volcano", plugins: list[dict[str, Any]] | None = None) -> RenderContext:
+def _ctx(
+    role: Role, gang: bool = True, scheduler: str = "volcano", plugins: list[dict[str, Any]] | None = None
+) -> RenderContext:
     from kthena_py.api.modelserving import ModelServingSpec
 
     spec = ModelServingSpec.model_validate(
-        {"schedulerName": scheduler, "template": {"roles": [role.model_dump(by_alias=True, exclude_none=True)]}, "plugins": plugins}
+        {
+            "schedulerName": scheduler,
+            "template": {"roles": [role.model_dump(by_alias=True, exclude_none=True)]},
+            "plugins": plugins,
+        }
     )
     return RenderContext(REF, "rev1", revision_data(spec), gang)
 
@@ -132,7 +140,11 @@ def test_template_is_not_mutated() -> None:
 def test_role_pods_are_workers_first_entry_last() -> None:
     role = _role()
     pods = build_role_pods(_ctx(role), role, 0, 0, "h1")
-    assert [p["metadata"]["name"] for p in pods] == ["llama-0-prefill-0-1", "llama-0-prefill-0-2", "llama-0-prefill-0-0"]
+    assert [p["metadata"]["name"] for p in pods] == [
+        "llama-0-prefill-0-1",
+        "llama-0-prefill-0-2",
+        "llama-0-prefill-0-0",
+    ]
 
 
 def test_headless_service() -> None:

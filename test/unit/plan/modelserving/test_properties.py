@@ -109,7 +109,9 @@ def test_plans_only_touch_observed_objects_and_name_pods_uniquely(
                 assert group is not None and ordinal is not None
                 index = naming.parse_ordinal(obj["metadata"]["name"])
                 assert index is not None
-                assert obj["metadata"]["name"] == naming.pod_name("llama", group, labels[naming.LABEL_ROLE], ordinal, index[1])
+                assert obj["metadata"]["name"] == naming.pod_name(
+                    "llama", group, labels[naming.LABEL_ROLE], ordinal, index[1]
+                )
                 assert (labels.get(naming.LABEL_ENTRY) == "true") == (index[1] == 0)
     # stable: the same inputs give the same plan
     assert plan_servinggroups(ms, ref_of(ms), observed, support, NOW) == plan_servinggroups(
@@ -172,16 +174,20 @@ def test_applying_plans_converges_to_the_spec(
         members = [m for m in pods if m["labels"][naming.LABEL_GROUP_NAME] == group]
         if any(m["labels"][naming.LABEL_REVISION] != state.revision for m in members):
             continue
-        expected = {
-            naming.pod_name("llama", naming.parse_group_name("llama", group) or 0, r.name, o, i)
-            for r in ms.spec.template.roles
-            for o in range(r.replicas)
-            for i in range(r.worker_replicas + 1)
-        }
-        assert {m["name"] for m in members} == expected
+        ordinal = naming.parse_group_name("llama", group) or 0
+        for role in ms.spec.template.roles:
+            ids = sorted(
+                {m["labels"][naming.LABEL_ROLE_ID] for m in members if m["labels"][naming.LABEL_ROLE] == role.name}
+            )
+            assert len(ids) == role.replicas  # instance ordinals are kept, never renumbered
+            for role_id in ids:
+                r = naming.parse_role_id(role.name, role_id) or 0
+                expected = {naming.pod_name("llama", ordinal, role.name, r, i) for i in range(role.worker_replicas + 1)}
+                assert {m["name"] for m in members if m["labels"][naming.LABEL_ROLE_ID] == role_id} == expected
     if naming.gang_applies(ms.spec.scheduler_name, support):
         assert sorted(cluster.objects["podgroups"]) == sorted(
-            naming.group_name("llama", o) for o in build_state(ms, ref_of(ms), cluster.observed(), support).group_plan.desired
+            naming.group_name("llama", o)
+            for o in build_state(ms, ref_of(ms), cluster.observed(), support).group_plan.desired
         )
     else:
         assert not cluster.objects["podgroups"]

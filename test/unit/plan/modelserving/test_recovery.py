@@ -56,7 +56,9 @@ def test_role_recreate_recreates_only_the_instance(breakage: Any) -> None:
     cluster, doc = _setup("RoleRecreate")
     breakage(cluster)
     plan = _plan(cluster, doc)
-    survivors = [n for n in PREFILL0 if n in cluster.pods() and not cluster.pods()[n]["metadata"].get("deletionTimestamp")]
+    survivors = [
+        n for n in PREFILL0 if n in cluster.pods() and not cluster.pods()[n]["metadata"].get("deletionTimestamp")
+    ]
     assert deleted(plan) == sorted(survivors)
     assert created(plan) == []
     assert _reasons(plan) == ["RoleRecreating"]
@@ -179,7 +181,7 @@ def test_serving_group_recreate_full_cycle() -> None:
 
 
 def test_serving_group_recreate_role_scale_up_is_not_a_failure() -> None:
-    cluster, doc = _setup("ServingGroupRecreate")
+    cluster, _ = _setup("ServingGroupRecreate")
     plan = _plan(cluster, _doc("ServingGroupRecreate", prefill=3))
     assert plan.deletes == ()
     assert created(plan) == ["llama-0-prefill-2-1", "llama-0-prefill-2-0"]

@@ -17,7 +17,7 @@ from kthena_py.plan.modelserving.revision import (
     role_template_hash,
 )
 
-from .builders import parse, ref_of, role_doc, ms_doc
+from .builders import ms_doc, parse, ref_of, role_doc
 
 
 def _base() -> dict[str, Any]:
@@ -84,7 +84,9 @@ def test_role_hash_changes_only_for_the_changed_role() -> None:
 
 
 def test_role_hash_covers_only_plugins_in_scope() -> None:
-    scoped = _edit("spec.plugins", [{"name": "pod-tweaks", "config": {"labels": {"a": "b"}}, "scope": {"roles": ["decode"]}}])
+    scoped = _edit(
+        "spec.plugins", [{"name": "pod-tweaks", "config": {"labels": {"a": "b"}}, "scope": {"roles": ["decode"]}}]
+    )
     before, after = revision_data(parse(_base()).spec), revision_data(parse(scoped).spec)
     assert role_template_hash(before, before.roles[0]) == role_template_hash(after, after.roles[0])
     assert role_template_hash(before, before.roles[1]) != role_template_hash(after, after.roles[1])
@@ -98,7 +100,10 @@ def test_controller_revision_round_trip() -> None:
     obj = build_controller_revision(ref_of(ms), data, rev, existing)
     assert obj["apiVersion"] == "apps/v1" and obj["kind"] == "ControllerRevision"
     assert obj["metadata"]["name"] == f"llama-{rev}"
-    assert obj["metadata"]["labels"] == {"modelserving.volcano.sh/name": "llama", "modelserving.volcano.sh/revision": rev}
+    assert obj["metadata"]["labels"] == {
+        "modelserving.volcano.sh/name": "llama",
+        "modelserving.volcano.sh/revision": rev,
+    }
     assert obj["metadata"]["ownerReferences"][0]["controller"] is True
     assert obj["revision"] == 5
     parsed = parse_controller_revision(obj, "ignored")

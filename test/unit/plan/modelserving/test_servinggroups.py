@@ -98,7 +98,14 @@ def test_scale_down_prefers_not_ready_then_cheap_then_high_ordinals() -> None:
     cluster.set_cost("llama-4-p-0-0", "100")
     cluster.set_cost("llama-3-p-0-1", "-1")
     plan = _plan(cluster, ms_doc(role_doc("p", workers=1), replicas=2), NO_VOLCANO)
-    assert deleted(plan) == ["llama-1-p-0-0", "llama-1-p-0-1", "llama-2-p-0-0", "llama-2-p-0-1", "llama-3-p-0-0", "llama-3-p-0-1"]
+    assert deleted(plan) == [
+        "llama-1-p-0-0",
+        "llama-1-p-0-1",
+        "llama-2-p-0-0",
+        "llama-2-p-0-1",
+        "llama-3-p-0-0",
+        "llama-3-p-0-1",
+    ]
     assert deleted(plan, "Service") == ["llama-1-p-0-0", "llama-2-p-0-0", "llama-3-p-0-0"]
     assert [e.message for e in plan.events] == [f"ServingGroup llama-{g} is now Deleting" for g in (1, 3, 2)]
     assert plan.creates == ()
@@ -130,7 +137,12 @@ def test_old_revision_groups_are_kept_and_repaired_from_their_revision() -> None
     assert [o["kind"] for o in plan.creates] == ["ControllerRevision"]  # group 1 waits for its PodGroup
     cluster.converge(parse(v2))
     images = {n: p["spec"]["containers"][0]["image"] for n, p in cluster.pods().items()}
-    assert images == {"llama-0-p-0-0": "img:1", "llama-0-p-1-0": "img:1", "llama-1-p-0-0": "img:2", "llama-1-p-1-0": "img:2"}
+    assert images == {
+        "llama-0-p-0-0": "img:1",
+        "llama-0-p-1-0": "img:1",
+        "llama-1-p-0-0": "img:2",
+        "llama-1-p-1-0": "img:2",
+    }
     # a recreated instance of the old group is rendered from the old ControllerRevision
     cluster.remove("llama-0-p-0-0")
     cluster.converge(parse(v2))

@@ -9,7 +9,7 @@ from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.status import format_time, label_selector
 from kthena_py.plan.modelserving.types import PodGroupSupport
 
-from .builders import NOW, NO_VOLCANO, VOLCANO, Cluster, ms_doc, parse, ref_of, role_doc
+from .builders import NO_VOLCANO, NOW, VOLCANO, Cluster, ms_doc, parse, ref_of, role_doc
 
 T0 = "2023-01-01T00:00:00Z"
 
@@ -60,7 +60,12 @@ def test_steady_state() -> None:
     doc = ms_doc(role_doc("prefill", replicas=2, workers=1), replicas=3)
     cluster.converge(parse(doc))
     status = _status(cluster, doc)
-    assert (status["replicas"], status["availableReplicas"], status["updatedReplicas"], status["currentReplicas"]) == (3, 3, 3, 3)
+    assert (status["replicas"], status["availableReplicas"], status["updatedReplicas"], status["currentReplicas"]) == (
+        3,
+        3,
+        3,
+        3,
+    )
     cond = _conditions(status)
     assert (cond["Available"]["status"], cond["Available"]["reason"]) == ("True", "AllGroupsReady")
     assert (cond["Progressing"]["status"], cond["Progressing"]["reason"]) == ("False", "Idle")
@@ -72,7 +77,13 @@ def test_not_ready_group_and_transition_times() -> None:
     cluster.converge(parse(doc))
     previous = {
         "conditions": [
-            {"type": "Available", "status": "True", "reason": "AllGroupsReady", "message": "x", "lastTransitionTime": T0},
+            {
+                "type": "Available",
+                "status": "True",
+                "reason": "AllGroupsReady",
+                "message": "x",
+                "lastTransitionTime": T0,
+            },
             {"type": "Progressing", "status": "False", "reason": "Idle", "message": "y", "lastTransitionTime": T0},
             {"type": "UpdateInProgress", "status": "True", "reason": "Old", "message": "z", "lastTransitionTime": T0},
         ],

@@ -1,0 +1,28 @@
+"""Client-side request metrics, named as client-go names them.
+
+Guarantees: every request the client layer sends is counted once in
+``rest_client_requests_total{code,method,host}`` (``code`` is ``<error>`` when no answer came),
+and its latency observed in ``rest_client_request_duration_seconds{verb,host}``. The collectors
+are not registered anywhere by this module; the runtime adds them to the manager's registry.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from prometheus_client import Counter, Histogram
+
+REST_CLIENT_REQUESTS: Final = Counter(
+    "rest_client_requests_total",
+    "Number of HTTP requests, partitioned by status code, method, and host.",
+    ("code", "method", "host"),
+    registry=None,
+)
+REST_CLIENT_LATENCY: Final = Histogram(
+    "rest_client_request_duration_seconds",
+    "Request latency in seconds, broken down by verb and host.",
+    ("verb", "host"),
+    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
+    registry=None,
+)
+WRITE_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
