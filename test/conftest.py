@@ -21,9 +21,20 @@ import pytest
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_kube_config
 
+from kthena_py.kube import KubeClient
 from kthena_py.testing.controlplane import ClusterTier, EnvTest
 
 SKIP_ENV = "KTHENA_PY_SKIP_CONTROLPLANE"
+REPO = Path(__file__).resolve().parent.parent
+
+
+def project_crds() -> list[Path]:
+    """The project's generated CRDs (manifests/crd), plus any listed in KTHENA_PY_EXTRA_CRDS (os.pathsep)."""
+    paths = sorted((REPO / "manifests" / "crd").glob("workload.serving.volcano.sh_*.yaml"))
+    extra = os.environ.get("KTHENA_PY_EXTRA_CRDS")
+    if extra:
+        paths += [Path(p) for p in extra.split(os.pathsep) if p]
+    return paths
 TIER_MARKERS = ("envtest", "cluster")
 
 
@@ -46,7 +57,11 @@ def envtest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnvTest]:
         pytest.skip(f"{SKIP_ENV}=1")
     # PodTemplates are served without a watch cache so that informer tests can force 410 Gone
     # through an etcd compaction (see test/envtest/test_informer.py).
-    with EnvTest(tmp_path_factory.mktemp("envtest"), apiserver_args=["--watch-cache-sizes=podtemplates#0"]) as env:
+    with EnvTest(
+        tmp_path_factory.mktemp("envtest"),
+        crds=project_crds(),
+        apiserver_args=["--watch-cache-sizes=podtemplates#0"],
+    ) as env:
         yield env
 
 
@@ -54,7 +69,7 @@ def envtest(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EnvTest]:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterTier]:
     if _skip_requested():
         pytest.skip(f"{SKIP_ENV}=1")
-    with ClusterTier(tmp_path_factory.mktemp("cluster")) as tier:
+    with ClusterTier(tmp_path_factory.mktemp("cluster"), crds=project_crds()) as tier:
         yield tier
 
 
@@ -100,6 +115,16 @@ def make_namespace(control_plane: EnvTest, request: pytest.FixtureRequest) -> It
 def namespace(make_namespace: Callable[..., str]) -> str:
     """A fresh namespace for this test."""
     return make_namespace()
+
+
+@pytest.fixture
+async def kube(kubeconfig: Path) -> AsyncIterator[KubeClient]:
+    """kthena_py's own client, as admin, for the test's tier."""
+    client = await KubeClient.from_kubeconfig(str(kubeconfig))
+    try:
+        yield client
+    finally:
+        await client.close()
 
 
 @pytest.fixture

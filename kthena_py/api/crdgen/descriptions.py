@@ -1,0 +1,136 @@
+"""Descriptions of the API types and fields, for the CRD schemas (``kubectl explain``) and docs/api.md.
+
+Guarantees: every type and field of the API reference has the reference's own text (extracted once into
+``data/descriptions.json`` by ``hack/extract-api-descriptions.py``); the fields the reference leaves out
+(the ``metav1``-typed fields kthena_py accepts, Volcano's network-topology spec, ``metav1.Condition``) have the
+texts in :data:`EXTRA_FIELDS`. Lookups never raise: an undocumented field has the empty description, and
+:func:`missing_descriptions` lists those so a test can insist there are none.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any
+
+__all__ = [
+    "COMMON_FIELDS",
+    "EXTRA_FIELDS",
+    "EXTRA_TYPES",
+    "field_description",
+    "type_description",
+    "value_description",
+]
+
+#: Types absent from the API reference.
+EXTRA_TYPES: dict[str, str] = {
+    "NetworkTopologySpec": (
+        "NetworkTopologySpec is Volcano's network-topology constraint for a PodGroup or one of its sub-groups "
+        "(scheduling.volcano.sh/v1beta1)."
+    ),
+    "Condition": "Condition contains details for one aspect of the current state of this API resource.",
+}
+
+#: Fields absent from the API reference, by type and JSON name.
+EXTRA_FIELDS: dict[str, dict[str, str]] = {
+    "AutoscalingPolicyStablePolicy": {
+        "period": "Period is the length of the window the Instances and Percent limits apply to. Defaults to 15s.",
+        "stabilizationWindow": (
+            "StabilizationWindow is how far back recommendations are considered before acting; the most "
+            "conservative recommendation in the window wins. Unset means no stabilization."
+        ),
+    },
+    "AutoscalingPolicyPanicPolicy": {
+        "period": "Period is the length of the window the Percent limit applies to in panic mode.",
+        "panicModeHold": (
+            "PanicModeHold is how long panic mode lasts after it was last triggered. 0s disables panic mode. "
+            "Defaults to 60s."
+        ),
+    },
+    "PodMetricSource": {
+        "labelSelector": (
+            "LabelSelector narrows the target's pods that are scraped (for example the decode role only); "
+            "unset means every pod of the target."
+        ),
+    },
+    "AutoscalingPolicyStatus": {"conditions": "Conditions describe the current state of the policy."},
+    "ModelServingStatus": {"conditions": "Conditions describe the current state of the ModelServing."},
+    "ModelStatus": {"conditions": "Conditions describe the current state of the ModelBooster."},
+    "TargetScalingStatus": {"lastScaleTime": "LastScaleTime is when the unit was last scaled."},
+    "NetworkTopologySpec": {
+        "mode": (
+            "Mode is hard (the tier constraint must be met for the pods to be scheduled) or soft (best effort). "
+            "Defaults to hard."
+        ),
+        "highestTierAllowed": (
+            "HighestTierAllowed is the highest network tier the pods may span. Cannot be set together with "
+            "highestTierName."
+        ),
+        "highestTierName": (
+            "HighestTierName names the highest network tier the pods may span. Cannot be set together with "
+            "highestTierAllowed."
+        ),
+    },
+    "Condition": {
+        "type": "Type of the condition, in CamelCase or in foo.example.com/CamelCase.",
+        "status": "Status of the condition: True, False or Unknown.",
+        "observedGeneration": "The .metadata.generation the condition was set based upon.",
+        "lastTransitionTime": "The last time the condition transitioned from one status to another.",
+        "reason": "A programmatic identifier (CamelCase) of the reason for the last transition.",
+        "message": "A human-readable message with details about the transition.",
+    },
+}
+
+#: The standard texts of ``apiVersion``, ``kind`` and ``metadata`` of a top-level object.
+COMMON_FIELDS = {
+    "apiVersion": (
+        "APIVersion defines the versioned schema of this representation of an object. Servers should convert "
+        "recognized schemas to the latest internal value, and may reject unrecognized values. More info: "
+        "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"
+    ),
+    "kind": (
+        "Kind is a string value representing the REST resource this object represents. Servers may infer this "
+        "from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: "
+        "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"
+    ),
+    "metadata": (
+        "Standard object's metadata. More info: "
+        "https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"
+    ),
+}
+
+
+@functools.cache
+def _reference() -> dict[str, Any]:
+    text = resources.files("kthena_py.api.crdgen").joinpath("data", "descriptions.json").read_text("utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def type_description(type_name: str) -> str:
+    """Return the description of a type (``""`` when undocumented).
+
+    Args:
+        type_name: The type's name in the API reference, e.g. ``ServingGroup``.
+    """
+    types: dict[str, str] = _reference()["types"]
+    return types.get(type_name) or EXTRA_TYPES.get(type_name, "")
+
+
+def field_description(type_name: str, json_name: str) -> str:
+    """Return the description of a field (``""`` when undocumented).
+
+    Args:
+        type_name: The type that has the field, e.g. ``Role``.
+        json_name: The field's JSON name, e.g. ``workerReplicas``.
+    """
+    fields: dict[str, dict[str, str]] = _reference()["fields"]
+    text = fields.get(type_name, {}).get(json_name) or EXTRA_FIELDS.get(type_name, {}).get(json_name, "")
+    return text
+
+
+def value_description(type_name: str, value: str) -> str:
+    """Return the description of one value of an enum type (``""`` when undocumented)."""
+    values: dict[str, dict[str, str]] = _reference()["values"]
+    return values.get(type_name, {}).get(value, "")

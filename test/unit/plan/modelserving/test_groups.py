@@ -1,0 +1,82 @@
+"""Observed-state parsing (kthena_py.plan.modelserving.groups)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kthena_py.plan.modelserving.groups import parse_observed, parse_timestamp
+from kthena_py.plan.modelserving.types import Observed
+
+
+def _pod(name: str, group: str, role: str, role_id: str, **extra: Any) -> dict[str, Any]:
+    labels = {
+        "modelserving.volcano.sh/name": "llama",
+        "modelserving.volcano.sh/group-name": group,
+        "modelserving.volcano.sh/role": role,
+        "modelserving.volcano.sh/role-id": role_id,
+        "modelserving.volcano.sh/revision": extra.pop("revision", "r1"),
+    }
+    metadata = {"name": name, "uid": f"u-{name}", "labels": labels, **extra.pop("metadata", {})}
+    return {"metadata": metadata, "status": extra.pop("status", {})}
+
+
+def test_parse_timestamp() -> None:
+    assert parse_timestamp("1970-01-01T00:01:00Z") == 60.0
+    assert parse_timestamp("2024-01-01T00:00:00+01:00") == 1704063600.0
+    for bad in (None, "", "yesterday", 5, "2024-01-01T00:00:00"):
+        assert parse_timestamp(bad) is None
+
+
+def test_pods_are_grouped_and_foreign_ones_ignored() -> None:
+    status = {
+        "phase": "Running",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "1970-01-01T00:00:10Z"}],
+        "containerStatuses": [{"restartCount": 2}, {"restartCount": True}],
+        "initContainerStatuses": [{"restartCount": 1}],
+    }
+    pods = (
+        _pod("llama-1-p-0-0", "llama-1", "p", "p-0", status=status),
+        _pod(
+            "llama-1-p-0-1",
+            "llama-1",
+            "p",
+            "p-0",
+            revision="r2",
+            metadata={
+                "deletionTimestamp": "x",
+                "annotations": {"controller.kubernetes.io/pod-deletion-cost": "7"},
+            },
+        ),
+        _pod("llama-1-p-0-2", "llama-1", "p", "p-0", revision="r2"),
+        _pod("llama-1-p-1-0", "llama-1", "q", "p-1"),  # role id of another role
+        _pod("other-1-p-0-0", "other-1", "p", "p-0"),  # another ModelServing's group name
+        _pod("llama-2-p-0-0", "llama-1", "p", "p-0"),  # name does not match its labels
+        {"metadata": {"name": "llama-0-p-0-0", "labels": {"app": "x"}}},
+    )
+    service = {
+        "metadata": {
+            "name": "llama-1-p-0-0",
+            "uid": "s1",
+            "labels": {
+                "modelserving.volcano.sh/name": "llama",
+                "modelserving.volcano.sh/group-name": "llama-1",
+                "modelserving.volcano.sh/role": "p",
+                "modelserving.volcano.sh/role-id": "p-0",
+            },
+        }
+    }
+    groups = parse_observed("llama", Observed(pods=pods, services=(service,)))
+    assert list(groups.groups) == [1]
+    group = groups.groups[1]
+    assert list(group.instances) == [("p", 0)]
+    instance = group.instances[("p", 0)]
+    assert sorted(instance.pods) == [0, 1, 2]
+    entry = instance.pods[0]
+    assert entry.healthy_ready and entry.is_entry and entry.restarts == 3 and entry.ready_changed_at == 10.0
+    assert instance.pods[1].terminating and instance.pods[1].cost == 7 and instance.cost == 7
+    assert instance.service is not None and instance.service.uid == "s1"
+    assert instance.live and instance.terminating and group.live
+    assert not instance.complete_and_ready(2)
+    # r2 is on two pods, but only one of them is not terminating: r1 and r2 tie, the smallest wins
+    assert instance.revision() == "r1"
+    assert group.revision(prefer="r2") == "r2"
