@@ -8,6 +8,7 @@ recreation.
 from __future__ import annotations
 
 import asyncio
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,7 +17,8 @@ import pytest
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.metrics import REST_CLIENT_REQUESTS, WRITE_METHODS
-from kthena_py.kube.resources import PODGROUPS, PODS, SERVICES
+from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES
+from kthena_py.plan.modelserving.render import PLACEHOLDER_UID
 from kthena_py.testing.wait import eventually
 
 from .msutil import (
@@ -108,7 +110,9 @@ async def test_pd_lifecycle(kube: KubeClient, namespace: str, kubeconfig: Path) 
         scale = await kube.get_scale(MODELSERVINGS, "llm", namespace)
         assert scale["status"]["replicas"] == 2 and "entry=true" in scale["status"]["selector"]
         reasons = await event_reasons(kube, namespace)
-        assert "RoleCreating" in reasons and "ServingGroupCreating" in reasons
+        assert {"RoleCreating", "ServingGroupCreating", "RoleRunning", "ServingGroupRunning"} <= set(reasons)
+        # What the controller created equals what `kthena-py render` prints, server-set fields aside.
+        await _assert_matches_render(kube, namespace, ms)
         # Deletion cascades to everything through ownerReferences (garbage collector).
         await kube.delete(MODELSERVINGS, "llm", namespace)
         await eventually(lambda: _none_left(kube, namespace), timeout=120, description="children garbage-collected")
@@ -363,3 +367,45 @@ async def test_other_scheduler_gets_no_podgroups(kube: KubeClient, namespace: st
         pod = (await pods(kube, namespace, "ds"))[0]
         assert "scheduling.k8s.io/group-name" not in (pod["metadata"].get("annotations") or {})
         assert pod["spec"]["schedulerName"] == "default-scheduler"
+
+
+def _subset(want: object, have: object, path: str = "") -> list[str]:
+    """Where ``want`` is not contained in ``have`` (dicts: keys of want; lists: same length, elementwise)."""
+    if isinstance(want, dict):
+        if not isinstance(have, dict):
+            return [f"{path}: {have!r} is not an object"]
+        return [d for k, v in want.items() for d in _subset(v, have.get(k), f"{path}.{k}")]
+    if isinstance(want, list):
+        if not isinstance(have, list) or len(want) != len(have):
+            return [f"{path}: {have!r} != {want!r}"]
+        return [d for i, (w, h) in enumerate(zip(want, have, strict=True)) for d in _subset(w, h, f"{path}[{i}]")]
+    return [] if want == have else [f"{path}: {have!r} != {want!r}"]
+
+
+async def _assert_matches_render(kube: KubeClient, namespace: str, ms: dict[str, object]) -> None:
+    doc = modelserving("llm", replicas=2)
+    doc["metadata"]["namespace"] = namespace
+    doc.update(apiVersion="workload.serving.volcano.sh/v1alpha1", kind="ModelServing")
+    proc = await asyncio.create_subprocess_exec(
+        "kthena-py",
+        "render",
+        "-f",
+        "-",
+        "-o",
+        "json",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate(json.dumps(doc).encode())
+    assert proc.returncode == 0, err.decode()
+    rendered = json.loads(out.replace(PLACEHOLDER_UID.encode(), ms["metadata"]["uid"].encode()))["items"]  # type: ignore[index]
+    kinds = {"Pod": PODS, "Service": SERVICES, "PodGroup": PODGROUPS, "ControllerRevision": CONTROLLER_REVISIONS}
+    live: dict[tuple[str, str], dict[str, object]] = {}
+    for kind, rt in kinds.items():
+        for o in (await kube.list(rt, namespace)).items:
+            live[(kind, o["metadata"]["name"])] = o
+    assert {(o["kind"], o["metadata"]["name"]) for o in rendered} == set(live)
+    for o in rendered:
+        diffs = _subset(o, live[(o["kind"], o["metadata"]["name"])])
+        assert not diffs, f"{o['kind']}/{o['metadata']['name']}: {diffs[:5]}"

@@ -18,6 +18,7 @@ __all__ = [
     "COMMON_FIELDS",
     "EXTRA_FIELDS",
     "EXTRA_TYPES",
+    "OVERRIDES",
     "field_description",
     "type_description",
     "value_description",
@@ -82,6 +83,13 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
     },
 }
 
+#: Reference texts replaced because they contradict the API kthena_py implements (see ``DIFFERENCES``).
+OVERRIDES: dict[str, dict[str, str]] = {
+    "PluginScope": {
+        "target": "Target limits the plugin to specific pod targets (All, Entry or Worker). Unset means All.",
+    },
+}
+
 #: The standard texts of ``apiVersion``, ``kind`` and ``metadata`` of a top-level object.
 COMMON_FIELDS = {
     "apiVersion": (
@@ -125,6 +133,9 @@ def field_description(type_name: str, json_name: str) -> str:
         type_name: The type that has the field, e.g. ``Role``.
         json_name: The field's JSON name, e.g. ``workerReplicas``.
     """
+    override = OVERRIDES.get(type_name, {}).get(json_name)
+    if override:
+        return override
     fields: dict[str, dict[str, str]] = _reference()["fields"]
     text = fields.get(type_name, {}).get(json_name) or EXTRA_FIELDS.get(type_name, {}).get(json_name, "")
     return text

@@ -12,6 +12,7 @@ from kthena_py.runtime.reconcile import Request
 
 from ..resources import MODELSERVINGS
 from .gang import PodGroupReconciler
+from .notify import RunningNotifier
 from .observe import PODGROUP_CRD_SELECTOR, register_informers
 from .servinggroups import ServingGroupReconciler
 
@@ -24,9 +25,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     register_informers(cache)
 
     def every_modelserving(_: KubeObject) -> Iterable[Request]:
-        return [
-            Request(o["metadata"]["namespace"], o["metadata"]["name"]) for o in cache.list(MODELSERVINGS)
-        ]
+        return [Request(o["metadata"]["namespace"], o["metadata"]["name"]) for o in cache.list(MODELSERVINGS)]
 
     groups = (
         Controller(
@@ -55,4 +54,5 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     )
     for c in (groups, gang):
         manager.add_controller(c)
+    cache.informer(PODS).add_handler(RunningNotifier(cache, manager.recorder, manager.leading.is_set))
     return [groups, gang]

@@ -16,6 +16,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Iterable
 from typing import Any
 
@@ -94,18 +95,14 @@ class PlanApplier:
 
     async def _create(self, obj: KubeObject) -> None:
         rt = RESOURCES[str(obj.get("kind"))]
-        try:
+        with contextlib.suppress(AlreadyExists):
             await self.client.create(rt, obj, field_manager=self.field_manager)
-        except AlreadyExists:
-            pass
 
     async def _delete(self, d: Delete, namespace: str) -> None:
-        try:
+        with contextlib.suppress(NotFound, Conflict):
             await self.client.delete(
                 RESOURCES[d.kind], d.name, namespace, uid=d.uid or None, propagation_policy="Background"
             )
-        except (NotFound, Conflict):
-            pass
 
     async def _update(self, u: Update, namespace: str) -> None:
         rt = RESOURCES[u.kind]
@@ -114,10 +111,8 @@ class PlanApplier:
         if u.uid:
             md["uid"] = u.uid
         patch["metadata"] = md
-        try:
+        with contextlib.suppress(NotFound, Conflict):
             await self.client.patch(rt, u.name, patch, namespace, field_manager=self.field_manager)
-        except (NotFound, Conflict):
-            pass
 
     async def _write_status(self, ms: KubeObject, status: KubeObject) -> bool:
         current = ms.get("status") or {}

@@ -53,10 +53,10 @@ from kthena_py.plan.modelserving.types import (
     PodGroupSupport,
 )
 
-__all__ = ["PODGROUP_WAIT_SECONDS", "plan_servinggroups"]
+__all__ = ["SHORT_REQUEUE_SECONDS", "plan_servinggroups"]
 
-PODGROUP_WAIT_SECONDS = 1.0
-"""Requeue delay while a group waits for its PodGroup."""
+SHORT_REQUEUE_SECONDS = 1.0
+"""Requeue delay while waiting for a PodGroup to be observed or a foreign ControllerRevision to go."""
 
 
 _Kind = Literal["Pod", "Service", "PodGroup", "ControllerRevision"]
@@ -104,7 +104,7 @@ class _Builder:
             return True
         self.reasons.append(f"ServingGroup {name}: waiting for its PodGroup before creating pods")
         self.activity.setdefault(naming.group_name(self.state.ref.name, group), "waiting for PodGroup")
-        self.requeue_after(PODGROUP_WAIT_SECONDS)
+        self.requeue_after(SHORT_REQUEUE_SECONDS)
         return False
 
 
@@ -290,7 +290,7 @@ def _ensure_revision(b: _Builder, observed: Observed) -> None:
         b.reasons.append(f"create ControllerRevision {name}")
     elif state.ref.uid and not _owned_by(existing, state.ref.uid):
         b.reasons.append(f"ControllerRevision {name} belongs to another owner; waiting for it to go")
-        b.requeue_after(PODGROUP_WAIT_SECONDS)
+        b.requeue_after(SHORT_REQUEUE_SECONDS)
 
 
 def plan_servinggroups(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport, now: float) -> Plan:

@@ -1,0 +1,232 @@
+"""Assemble the three CustomResourceDefinitions of ``workload.serving.volcano.sh/v1alpha1``.
+
+Guarantees: :func:`build_crds` is deterministic and pure (the vendored data is package data); each CRD has
+the full schema of :func:`kthena_py.api.crdgen.schema.kind_schema`, a ``status`` subresource, printer columns,
+short names and the ``kthena`` category; ModelServing also has the ``scale`` subresource (``spec.replicas``,
+``status.replicas``, ``status.labelSelector``) so ``kubectl scale``, HPA and KEDA work. :func:`render_yaml`
+renders the files under ``manifests/crd/`` byte for byte.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from kthena_py.api.autoscaling import AutoscalingPolicy
+from kthena_py.api.common import (
+    AUTOSCALING_POLICY_KIND,
+    AUTOSCALING_POLICY_LIST_KIND,
+    AUTOSCALING_POLICY_PLURAL,
+    GROUP,
+    MODEL_BOOSTER_KIND,
+    MODEL_BOOSTER_LIST_KIND,
+    MODEL_BOOSTER_PLURAL,
+    MODEL_SERVING_KIND,
+    MODEL_SERVING_LIST_KIND,
+    MODEL_SERVING_PLURAL,
+    VERSION,
+    KthenaObject,
+)
+from kthena_py.api.crdgen.k8s import kubernetes_version
+from kthena_py.api.crdgen.schema import kind_schema
+from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING, ModelBooster
+from kthena_py.api.modelserving import ModelServing
+
+__all__ = ["KIND_SPECS", "KindSpec", "build_crd", "build_crds", "file_name", "render_yaml"]
+
+CRD = dict[str, Any]
+
+_AGE = {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+
+
+@dataclass(frozen=True)
+class KindSpec:
+    """How one kind is published.
+
+    Attributes:
+        model: The pydantic model of the kind.
+        kind: The kind, e.g. ``ModelServing``.
+        list_kind: The list kind.
+        plural: The resource name.
+        short_names: ``kubectl`` abbreviations.
+        printer_columns: ``additionalPrinterColumns`` (``Age`` is appended).
+        scale: Whether the kind has a ``scale`` subresource.
+        deprecation_warning: Marks the kind's version deprecated; the API server sends this warning with every
+            request for the kind.
+    """
+
+    model: type[KthenaObject]
+    kind: str
+    list_kind: str
+    plural: str
+    short_names: tuple[str, ...]
+    printer_columns: tuple[dict[str, Any], ...] = field(default=())
+    scale: bool = False
+    deprecation_warning: str | None = None
+
+    @property
+    def singular(self) -> str:
+        """The singular resource name (the lower-cased kind)."""
+        return self.kind.lower()
+
+
+KIND_SPECS: tuple[KindSpec, ...] = (
+    KindSpec(
+        ModelServing,
+        MODEL_SERVING_KIND,
+        MODEL_SERVING_LIST_KIND,
+        MODEL_SERVING_PLURAL,
+        ("ms",),
+        (
+            {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas", "description": "Desired ServingGroups"},
+            {
+                "name": "Available",
+                "type": "integer",
+                "jsonPath": ".status.availableReplicas",
+                "description": "ServingGroups that are ready",
+            },
+            {
+                "name": "Updated",
+                "type": "integer",
+                "jsonPath": ".status.updatedReplicas",
+                "description": "ServingGroups on the current revision",
+            },
+            {
+                "name": "Current",
+                "type": "integer",
+                "jsonPath": ".status.currentReplicas",
+                "priority": 1,
+                "description": "ServingGroups on the current (not yet updated) revision",
+            },
+            {
+                "name": "Revision",
+                "type": "string",
+                "jsonPath": ".status.updateRevision",
+                "priority": 1,
+                "description": "Revision the spec asks for",
+            },
+        ),
+        scale=True,
+    ),
+    KindSpec(
+        AutoscalingPolicy,
+        AUTOSCALING_POLICY_KIND,
+        AUTOSCALING_POLICY_LIST_KIND,
+        AUTOSCALING_POLICY_PLURAL,
+        ("asp",),
+        (
+            {
+                "name": "Tolerance",
+                "type": "integer",
+                "jsonPath": ".spec.tolerancePercent",
+                "priority": 1,
+                "description": "Tolerated deviation in percent",
+            },
+        ),
+    ),
+    KindSpec(
+        ModelBooster,
+        MODEL_BOOSTER_KIND,
+        MODEL_BOOSTER_LIST_KIND,
+        MODEL_BOOSTER_PLURAL,
+        ("mb",),
+        (
+            {
+                "name": "Active",
+                "type": "string",
+                "jsonPath": ".status.conditions[?(@.type=='Active')].status",
+                "description": "Whether the ModelBooster is active",
+            },
+        ),
+        deprecation_warning=MODEL_BOOSTER_DEPRECATION_WARNING,
+    ),
+)
+
+
+def file_name(spec: KindSpec) -> str:
+    """The file the CRD is written to, e.g. ``workload.serving.volcano.sh_modelservings.yaml``."""
+    return f"{GROUP}_{spec.plural}.yaml"
+
+
+def build_crd(spec: KindSpec) -> CRD:
+    """Build the CRD of one kind.
+
+    Args:
+        spec: The kind's publishing settings (one of :data:`KIND_SPECS`).
+
+    Returns:
+        The ``apiextensions.k8s.io/v1`` CustomResourceDefinition as a dict.
+    """
+    subresources: dict[str, Any] = {"status": {}}
+    if spec.scale:
+        subresources["scale"] = {
+            "specReplicasPath": ".spec.replicas",
+            "statusReplicasPath": ".status.replicas",
+            "labelSelectorPath": ".status.labelSelector",
+        }
+    version: dict[str, Any] = {
+        "name": VERSION,
+        "served": True,
+        "storage": True,
+        "schema": {"openAPIV3Schema": kind_schema(spec.model)},
+        "subresources": subresources,
+        "additionalPrinterColumns": [*spec.printer_columns, _AGE],
+    }
+    if spec.deprecation_warning:
+        # Each CRD serves one kind, so deprecating its version deprecates the kind alone.
+        version["deprecated"] = True
+        version["deprecationWarning"] = spec.deprecation_warning
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{spec.plural}.{GROUP}"},
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": spec.kind,
+                "listKind": spec.list_kind,
+                "plural": spec.plural,
+                "singular": spec.singular,
+                "shortNames": list(spec.short_names),
+                "categories": ["kthena"],
+            },
+            "scope": "Namespaced",
+            "versions": [version],
+        },
+    }
+
+
+def build_crds() -> dict[str, CRD]:
+    """Build every CRD, keyed by its file name under ``manifests/crd/``."""
+    return {file_name(spec): build_crd(spec) for spec in KIND_SPECS}
+
+
+class _Dumper(yaml.SafeDumper):
+    """A SafeDumper that writes multi-line strings as literal blocks."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def render_yaml(crd: CRD) -> str:
+    """Render a CRD as the YAML file committed under ``manifests/crd/``.
+
+    Args:
+        crd: A CRD from :func:`build_crd`.
+
+    Returns:
+        A comment naming the generator and the Kubernetes version of the embedded schemas, then the YAML.
+    """
+    header = (
+        "# Generated by `kthena-py crds` from kthena_py's API models (embedded Kubernetes schemas: "
+        f"{kubernetes_version()}). Do not edit.\n"
+    )
+    body = yaml.dump(crd, Dumper=_Dumper, sort_keys=True, width=120, allow_unicode=True, default_flow_style=False)
+    return header + body

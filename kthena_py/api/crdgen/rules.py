@@ -1,0 +1,177 @@
+"""CEL rules (``x-kubernetes-validations``) and list types of the generated CRDs.
+
+These are the cross-field rules the API server can enforce by itself, so they hold even for a request that
+reaches the server while no webhook answers (``failurePolicy: Fail`` still stops it, but a webhook can be
+misconfigured or deleted). Each rule mirrors a rule of :mod:`kthena_py.api.validation` and uses the same
+message, field path and error type where CEL can express them:
+
+* ``reason`` renders like the validator's error type (``Forbidden: ...``, ``Required value: ...``);
+  without ``reason`` the server renders ``Invalid value: "object": <message>`` at the rule's path.
+* ``fieldPath`` moves the error to the field the validator reports.
+
+Rules that need more than CEL offers (DNS-1035 role names, percentage parsing, dependency cycles, budgets
+resolved against replicas, ModelBooster's engine configuration) and rules whose list has no length bound
+(CEL cost limits) are left to the webhook. Transition rules (those using ``oldSelf``) only run on UPDATE.
+
+``minRoleReplicas`` values are deliberately mutable (see ``DIFFERENCES``: "min-role-replicas-mutable"), so
+Kthena's ``self == oldSelf`` rule on it is not generated.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from kthena_py.api.autoscaling import (
+    AutoscalingPolicySpec,
+    PrometheusMetricSource,
+    AutoscalingPolicyStatus,
+    DisaggregatedTarget,
+    MetricSource,
+    RoleRatioConstraint,
+)
+from kthena_py.api.modelbooster import ModelStatus
+from kthena_py.api.modelserving import (
+    GangPolicy,
+    ModelServingSpec,
+    ModelServingStatus,
+    Role,
+    RoleCoordination,
+    RolloutStrategy,
+    ServingGroup,
+)
+from kthena_py.api.networktopology import NetworkTopologySpec
+
+__all__ = ["FIELD_EXTENSIONS", "FIELD_RULES", "TYPE_RULES"]
+
+Rule = dict[str, Any]
+
+_PAIR_MESSAGE = (
+    "incompatible recoveryPolicy and rolloutStrategy.type after applying defaults: "
+    "recoveryPolicy=ServingGroupRecreate, rolloutStrategy.type=RoleRollingUpdate; valid pairs: "
+    "(ServingGroupRecreate,ServingGroupRollingUpdate) or (RoleRecreate,RoleRollingUpdate)"
+)
+
+#: Rules attached to the object schema of a model.
+TYPE_RULES: dict[type[BaseModel], list[Rule]] = {
+    ModelServingSpec: [
+        {
+            "rule": (
+                "!(self.recoveryPolicy == 'ServingGroupRecreate' && has(self.rolloutStrategy) && "
+                "self.rolloutStrategy.type == 'RoleRollingUpdate')"
+            ),
+            "message": _PAIR_MESSAGE,
+            "fieldPath": ".rolloutStrategy.type",
+        },
+        {
+            "rule": (
+                "(has(self.rolloutStrategy) && has(self.rolloutStrategy.roleCoordination)) == "
+                "(has(oldSelf.rolloutStrategy) && has(oldSelf.rolloutStrategy.roleCoordination))"
+            ),
+            "message": "roleCoordination cannot be added or removed after creation",
+            "fieldPath": ".rolloutStrategy.roleCoordination",
+            "reason": "FieldValueForbidden",
+        },
+    ],
+    ServingGroup: [
+        {"rule": "!has(oldSelf.gangPolicy) || has(self.gangPolicy)", "message": "gangPolicy is required once set"},
+        {
+            "rule": (
+                "self.roles.all(r, oldSelf.roles.exists(o, o.name == r.name)) && "
+                "oldSelf.roles.all(o, self.roles.exists(r, r.name == o.name))"
+            ),
+            "messageExpression": (
+                "'role names are immutable; existing role names are [' + oldSelf.roles.map(r, r.name).join(' ') + ']'"
+            ),
+            "fieldPath": ".roles",
+        },
+        {
+            "rule": (
+                "has(self.networkTopology) == has(oldSelf.networkTopology) && "
+                "(!has(self.networkTopology) || self.networkTopology == oldSelf.networkTopology)"
+            ),
+            "message": "field is immutable",
+            "fieldPath": ".networkTopology",
+        },
+    ],
+    GangPolicy: [
+        {
+            "rule": "!has(oldSelf.minRoleReplicas) || has(self.minRoleReplicas)",
+            "message": "minRoleReplicas is required once set",
+        },
+    ],
+    Role: [
+        {
+            "rule": "self.workerReplicas <= 0 || has(self.workerTemplate)",
+            "message": "workerTemplate is required when workerReplicas is greater than 0",
+            "fieldPath": ".workerTemplate",
+            "reason": "FieldValueRequired",
+        },
+    ],
+    NetworkTopologySpec: [
+        {
+            "rule": "!(has(self.highestTierAllowed) && has(self.highestTierName))",
+            "message": "highestTierName and highestTierAllowed cannot be set simultaneously",
+            "fieldPath": ".highestTierName",
+            "reason": "FieldValueForbidden",
+        },
+    ],
+    RolloutStrategy: [
+        {
+            "rule": "!has(self.rollingUpdateConfiguration) || self.type != 'RoleRollingUpdate'",
+            "message": "rollingUpdateConfiguration is only valid when rolloutStrategy.type is ServingGroupRollingUpdate",
+            "fieldPath": ".rollingUpdateConfiguration",
+            "reason": "FieldValueForbidden",
+        },
+        {
+            "rule": "!has(self.roleCoordination) || self.type == 'RoleRollingUpdate'",
+            "message": "coordination is only valid when rolloutStrategy.type is RoleRollingUpdate",
+            "fieldPath": ".roleCoordination",
+            "reason": "FieldValueForbidden",
+        },
+    ],
+    RoleCoordination: [{"rule": "self == oldSelf", "message": "field is immutable"}],
+    AutoscalingPolicySpec: [
+        {
+            "rule": (
+                "[has(self.homogeneousTarget), has(self.heterogeneousTarget), has(self.disaggregatedTarget)]"
+                ".filter(x, x).size() <= 1"
+            ),
+            "message": "at most one of homogeneousTarget, heterogeneousTarget, or disaggregatedTarget may be set",
+        },
+    ],
+    DisaggregatedTarget: [
+        {
+            "rule": "!has(self.ratioConstraint) || size(self.roles) >= 2",
+            "message": "roles must contain at least two entries when ratioConstraint is configured",
+        },
+    ],
+    RoleRatioConstraint: [
+        {"rule": "self.numeratorRole != self.denominatorRole", "message": "numeratorRole and denominatorRole must differ"},
+    ],
+    MetricSource: [
+        {"rule": "has(self.pod) || has(self.prometheus)", "message": "one metric source backend config is required"},
+        {
+            "rule": "!(has(self.pod) && has(self.prometheus))",
+            "message": "pod and prometheus configs are mutually exclusive",
+        },
+    ],
+}
+
+#: Rules attached to one field's schema, by (model, JSON name).
+FIELD_RULES: dict[tuple[type[BaseModel], str], list[Rule]] = {
+    (ServingGroup, "roles"): [
+        {"rule": "self.all(x, self.exists_one(y, y.name == x.name))", "message": "roles name must be unique"},
+    ],
+}
+
+_CONDITIONS = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
+
+#: Extra schema keys of one field (list types, formats the models do not carry), by (model, JSON name).
+FIELD_EXTENSIONS: dict[tuple[type[BaseModel], str], dict[str, Any]] = {
+    (ModelServingStatus, "conditions"): _CONDITIONS,
+    (AutoscalingPolicyStatus, "conditions"): _CONDITIONS,
+    (ModelStatus, "conditions"): _CONDITIONS,
+    (PrometheusMetricSource, "serverURL"): {"format": "uri"},
+}

@@ -1,0 +1,76 @@
+"""``RoleRunning`` / ``ServingGroupRunning`` events when the last pod of a unit becomes Ready.
+
+Guarantees: an event is recorded only on an observed transition (a pod update from not Ready to
+Ready that completes its role instance or ServingGroup), only while this replica leads, and never
+from a cache replay, so a restarted manager records nothing for units that were already running.
+Recording never blocks the informer (the recorder writes in the background).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
+from kthena_py.kube.resources import PODS
+from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.events import EventRecorder
+
+from ..resources import MODELSERVINGS
+
+NAME = "modelserving.volcano.sh/name"
+GROUP = "modelserving.volcano.sh/group-name"
+ROLE = "modelserving.volcano.sh/role"
+ROLE_ID = "modelserving.volcano.sh/role-id"
+
+
+def pod_ready(pod: KubeObject) -> bool:
+    """Running with condition Ready=True and not terminating."""
+    status = pod.get("status") or {}
+    return (
+        status.get("phase") == "Running"
+        and not is_deleting(pod)
+        and any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    )
+
+
+class RunningNotifier:
+    """An informer handler on Pods that records Running transitions on the owning ModelServing."""
+
+    def __init__(self, cache: SharedCache, recorder: EventRecorder, leading: Callable[[], bool]) -> None:
+        self.cache = cache
+        self.recorder = recorder
+        self.leading = leading
+        cache.index_label(PODS, GROUP)
+
+    def on_add(self, obj: KubeObject) -> None:
+        """Adds (including cache replays) are not transitions."""
+
+    def on_delete(self, obj: KubeObject) -> None:
+        """Deletions are reported by the reconcilers."""
+
+    def on_update(self, old: KubeObject, new: KubeObject) -> None:
+        """Record RoleRunning (and ServingGroupRunning) when ``new`` completes its unit."""
+        if not self.leading() or pod_ready(old) or not pod_ready(new):
+            return
+        labels = labels_of(new)
+        ns = namespace_of(new)
+        ms = self.cache.get(MODELSERVINGS, labels.get(NAME, ""), ns)
+        if ms is None or not labels.get(GROUP) or not labels.get(ROLE_ID):
+            return
+        roles: list[dict[str, Any]] = ((ms.get("spec") or {}).get("template") or {}).get("roles") or []
+        group_pods = [p for p in self.cache.by_label(PODS, GROUP, labels[GROUP], ns) if not is_deleting(p)]
+        spec = next((r for r in roles if r.get("name") == labels.get(ROLE)), None)
+        if spec is None:
+            return
+        instance = [p for p in group_pods if labels_of(p).get(ROLE_ID) == labels[ROLE_ID]]
+        if len(instance) == int(spec.get("workerReplicas") or 0) + 1 and all(pod_ready(p) for p in instance):
+            self.recorder.event(
+                ms,
+                "Normal",
+                "RoleRunning",
+                f"Role {labels.get(ROLE)}/{labels[ROLE_ID]} in ServingGroup {labels[GROUP]} is now Running",
+            )
+            expected = sum((int(r.get("replicas", 1)) * (int(r.get("workerReplicas") or 0) + 1)) for r in roles)
+            if len(group_pods) == expected and all(pod_ready(p) for p in group_pods):
+                self.recorder.event(ms, "Normal", "ServingGroupRunning", f"ServingGroup {labels[GROUP]} is now Running")
