@@ -53,6 +53,12 @@ _PAIR_MESSAGE = (
     "(ServingGroupRecreate,ServingGroupRollingUpdate) or (RoleRecreate,RoleRollingUpdate)"
 )
 
+# The names spelled out one by one (roles has at most 4 items): join() over a list has no cost bound.
+_OLD_NAMES = " + ".join(
+    ["oldSelf.roles[0].name"] + [f"(size(oldSelf.roles) > {i} ? ' ' + oldSelf.roles[{i}].name : '')" for i in range(1, 4)]
+)
+_ROLE_NAMES_MESSAGE = f"'role names are immutable; existing role names are [' + {_OLD_NAMES} + ']'"
+
 #: Rules attached to the object schema of a model.
 TYPE_RULES: dict[type[BaseModel], list[Rule]] = {
     ModelServingSpec: [
@@ -81,9 +87,7 @@ TYPE_RULES: dict[type[BaseModel], list[Rule]] = {
                 "self.roles.all(r, oldSelf.roles.exists(o, o.name == r.name)) && "
                 "oldSelf.roles.all(o, self.roles.exists(r, r.name == o.name))"
             ),
-            "messageExpression": (
-                "'role names are immutable; existing role names are [' + oldSelf.roles.map(r, r.name).join(' ') + ']'"
-            ),
+            "messageExpression": _ROLE_NAMES_MESSAGE,
             "fieldPath": ".roles",
         },
         {

@@ -215,8 +215,11 @@ def _model_schema(model: type[BaseModel], description: str = "") -> Schema:
     required: list[str] = []
     for json_name, info in model_fields(model):
         if issubclass(model, KthenaObject) and json_name in COMMON_FIELDS:
-            properties[json_name] = {"type": "object" if json_name == "metadata" else "string"}
-            properties[json_name]["description"] = COMMON_FIELDS[json_name]
+            # The API server forbids anything but a type on metadata (it has its own schema).
+            common: Schema = {"type": "object"} if json_name == "metadata" else {"type": "string"}
+            if json_name != "metadata":
+                common["description"] = COMMON_FIELDS[json_name]
+            properties[json_name] = common
             continue
         properties[json_name] = _field_schema(model, json_name, info)
         if info.is_required():
