@@ -80,7 +80,12 @@ KIND_SPECS: tuple[KindSpec, ...] = (
         MODEL_SERVING_PLURAL,
         ("ms",),
         (
-            {"name": "Replicas", "type": "integer", "jsonPath": ".spec.replicas", "description": "Desired ServingGroups"},
+            {
+                "name": "Replicas",
+                "type": "integer",
+                "jsonPath": ".spec.replicas",
+                "description": "Desired ServingGroups",
+            },
             {
                 "name": "Available",
                 "type": "integer",

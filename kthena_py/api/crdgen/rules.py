@@ -25,10 +25,10 @@ from pydantic import BaseModel
 
 from kthena_py.api.autoscaling import (
     AutoscalingPolicySpec,
-    PrometheusMetricSource,
     AutoscalingPolicyStatus,
     DisaggregatedTarget,
     MetricSource,
+    PrometheusMetricSource,
     RoleRatioConstraint,
 )
 from kthena_py.api.modelbooster import ModelStatus
@@ -53,9 +53,14 @@ _PAIR_MESSAGE = (
     "(ServingGroupRecreate,ServingGroupRollingUpdate) or (RoleRecreate,RoleRollingUpdate)"
 )
 
+_ROLLING_CONFIG_MESSAGE = (
+    "rollingUpdateConfiguration is only valid when rolloutStrategy.type is ServingGroupRollingUpdate"
+)
+
 # The names spelled out one by one (roles has at most 4 items): join() over a list has no cost bound.
 _OLD_NAMES = " + ".join(
-    ["oldSelf.roles[0].name"] + [f"(size(oldSelf.roles) > {i} ? ' ' + oldSelf.roles[{i}].name : '')" for i in range(1, 4)]
+    ["oldSelf.roles[0].name"]
+    + [f"(size(oldSelf.roles) > {i} ? ' ' + oldSelf.roles[{i}].name : '')" for i in range(1, 4)]
 )
 _ROLE_NAMES_MESSAGE = f"'role names are immutable; existing role names are [' + {_OLD_NAMES} + ']'"
 
@@ -124,7 +129,7 @@ TYPE_RULES: dict[type[BaseModel], list[Rule]] = {
     RolloutStrategy: [
         {
             "rule": "!has(self.rollingUpdateConfiguration) || self.type != 'RoleRollingUpdate'",
-            "message": "rollingUpdateConfiguration is only valid when rolloutStrategy.type is ServingGroupRollingUpdate",
+            "message": _ROLLING_CONFIG_MESSAGE,
             "fieldPath": ".rollingUpdateConfiguration",
             "reason": "FieldValueForbidden",
         },
@@ -152,7 +157,10 @@ TYPE_RULES: dict[type[BaseModel], list[Rule]] = {
         },
     ],
     RoleRatioConstraint: [
-        {"rule": "self.numeratorRole != self.denominatorRole", "message": "numeratorRole and denominatorRole must differ"},
+        {
+            "rule": "self.numeratorRole != self.denominatorRole",
+            "message": "numeratorRole and denominatorRole must differ",
+        },
     ],
     MetricSource: [
         {"rule": "has(self.pod) || has(self.prometheus)", "message": "one metric source backend config is required"},

@@ -20,7 +20,8 @@ Guarantees:
 from __future__ import annotations
 
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 import annotated_types
@@ -39,61 +40,75 @@ from kthena_py.api.modelbooster import ModelBackend, ModelBoosterSpec, ModelWork
 from kthena_py.api.modelserving import PluginSpec, PodTemplateSpec
 from kthena_py.api.quantity import Quantity
 
-__all__ = ["EMBEDDED", "json_default", "kind_schema", "model_fields", "reachable_models", "unwrap"]
+__all__ = [
+    "EMBEDDED",
+    "Embedded",
+    "field_schema",
+    "json_default",
+    "kind_schema",
+    "model_fields",
+    "reachable_models",
+    "unwrap",
+]
 
 Schema = dict[str, Any]
 
 
-def _core(name: str) -> Callable[[str], Schema]:
-    return lambda description: k8s.core_schema(name, description or None)
+@dataclass(frozen=True)
+class Embedded:
+    """The schema of a field the models keep opaque.
 
+    Attributes:
+        core: The vendored Kubernetes schema (e.g. :data:`~kthena_py.api.crdgen.k8s.POD_SPEC`), or ``None``.
+        array: The field is a list of ``core``.
+        extra: Further schema keys (list types, or the whole schema when ``core`` is ``None``).
+        label: How docs/api.md names a field without ``core``.
+    """
 
-def _core_list(name: str, **extra: Any) -> Callable[[str], Schema]:
-    def build(description: str) -> Schema:
-        schema: Schema = {"type": "array", "items": k8s.core_schema(name), **extra}
+    core: str | None = None
+    array: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    def build(self, description: str) -> Schema:
+        """Return the field's schema with ``description`` (the embedding field's text)."""
+        schema: Schema
+        if self.core is None:
+            schema = dict(self.extra)
+        elif self.array:
+            schema = {"type": "array", "items": k8s.core_schema(self.core), **self.extra}
+        else:
+            schema = {**k8s.core_schema(self.core), **self.extra}
         if description:
             schema["description"] = description
         return schema
 
-    return build
 
-
-def _opaque(object_type: bool) -> Callable[[str], Schema]:
-    def build(description: str) -> Schema:
-        schema: Schema = {"x-kubernetes-preserve-unknown-fields": True}
-        if object_type:
-            schema["type"] = "object"
-        if description:
-            schema["description"] = description
-        return schema
-
-    return build
-
-
-def _date_time(description: str) -> Schema:
-    schema: Schema = {"type": "string", "format": "date-time"}
-    if description:
-        schema["description"] = description
-    return schema
-
+_ANY = Embedded(extra={"x-kubernetes-preserve-unknown-fields": True}, label="JSON (any value)")
+_ANY_OBJECT = Embedded(
+    extra={"type": "object", "x-kubernetes-preserve-unknown-fields": True}, label="object (any fields)"
+)
+_DATE_TIME = Embedded(extra={"type": "string", "format": "date-time"}, label="string (date-time)")
 
 #: Schemas of fields the models keep as opaque JSON (or as plain strings with a known format), by
 #: (model, JSON name).
-EMBEDDED: dict[tuple[type[BaseModel], str], Callable[[str], Schema]] = {
-    (PodTemplateSpec, "spec"): _core(k8s.POD_SPEC),
-    (Target, "targetRef"): _core(k8s.OBJECT_REFERENCE),
-    (DisaggregatedTarget, "targetRef"): _core(k8s.OBJECT_REFERENCE),
-    (PodMetricSource, "labelSelector"): _core(k8s.LABEL_SELECTOR),
-    (ModelWorker, "resources"): _core(k8s.RESOURCE_REQUIREMENTS),
-    (ModelWorker, "affinity"): _core(k8s.AFFINITY),
-    (ModelWorker, "tolerations"): _core_list(k8s.TOLERATION),
-    (ModelWorker, "config"): _opaque(object_type=False),
-    (ModelBackend, "env"): _core_list(k8s.ENV_VAR, **{"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}),
-    (ModelBackend, "envFrom"): _core_list(k8s.ENV_FROM_SOURCE),
-    (ModelBoosterSpec, "modelMatch"): _opaque(object_type=True),
-    (PluginSpec, "config"): _opaque(object_type=False),
-    (Condition, "lastTransitionTime"): _date_time,
-    (TargetScalingStatus, "lastScaleTime"): _date_time,
+EMBEDDED: dict[tuple[type[BaseModel], str], Embedded] = {
+    (PodTemplateSpec, "spec"): Embedded(k8s.POD_SPEC),
+    (Target, "targetRef"): Embedded(k8s.OBJECT_REFERENCE),
+    (DisaggregatedTarget, "targetRef"): Embedded(k8s.OBJECT_REFERENCE),
+    (PodMetricSource, "labelSelector"): Embedded(k8s.LABEL_SELECTOR),
+    (ModelWorker, "resources"): Embedded(k8s.RESOURCE_REQUIREMENTS),
+    (ModelWorker, "affinity"): Embedded(k8s.AFFINITY),
+    (ModelWorker, "tolerations"): Embedded(k8s.TOLERATION, array=True),
+    (ModelWorker, "config"): _ANY,
+    (ModelBackend, "env"): Embedded(
+        k8s.ENV_VAR, array=True, extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
+    ),
+    (ModelBackend, "envFrom"): Embedded(k8s.ENV_FROM_SOURCE, array=True),
+    (ModelBoosterSpec, "modelMatch"): _ANY_OBJECT,
+    (PluginSpec, "config"): _ANY,
+    (Condition, "lastTransitionTime"): _DATE_TIME,
+    (TargetScalingStatus, "lastScaleTime"): _DATE_TIME,
 }
 
 
@@ -185,11 +200,16 @@ def _type_schema(annotation: Any, description: str) -> Schema:
     return schema
 
 
-def _field_schema(model: type[BaseModel], json_name: str, info: FieldInfo) -> Schema:
+def field_schema(model: type[BaseModel], json_name: str, info: FieldInfo) -> Schema:
+    """Return the schema of one field of ``model`` (see the module docstring).
+
+    Raises:
+        TypeError: The field has no structural schema.
+    """
     description = field_description(model.__name__, json_name)
     embedded = EMBEDDED.get((model, json_name))
     if embedded is not None:
-        schema = embedded(description)
+        schema = embedded.build(description)
     else:
         try:
             schema = _type_schema(info.annotation, description)
@@ -221,7 +241,7 @@ def _model_schema(model: type[BaseModel], description: str = "") -> Schema:
                 common["description"] = COMMON_FIELDS[json_name]
             properties[json_name] = common
             continue
-        properties[json_name] = _field_schema(model, json_name, info)
+        properties[json_name] = field_schema(model, json_name, info)
         if info.is_required():
             required.append(json_name)
     if properties:

@@ -31,17 +31,28 @@ from kthena_py.api.validation.autoscaling import validate_autoscalingpolicy
 from kthena_py.api.validation.errors import aggregate_message
 from kthena_py.kube import ApiError, KubeClient
 from kthena_py.kube.objects import KubeObject, annotations_of, is_deleting, meta
+from kthena_py.kube.resources import PODS
 from kthena_py.plan.autoscaling import ExternalReading, Mode, ScalingSpec, WindowState
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.reconcile import Request, Result
 
 from ..resources import AUTOSCALINGPOLICIES
-from .collector import Collection, PodScraper
-from .convert import PolicyError, parse_policy, target_refs
+from .collector import NAME_LABEL, Collection, PodScraper
+from .convert import PolicyError, TargetKey, parse_policy, target_refs
 from .history import HISTORY_ANNOTATION, HistoryStore, PolicyMemory
 from .metrics import COLLECT_SECONDS, SCRAPE_ERRORS, PolicySeries
-from .status import READY, ConditionUpdate, build_status, condition_of, rfc3339, write_status
+from .status import (
+    METRICS_AVAILABLE,
+    READY,
+    TARGET_FOUND,
+    ConditionUpdate,
+    build_status,
+    condition_of,
+    problem_status,
+    rfc3339,
+    write_status,
+)
 
 __all__ = [
     "DEFAULT_SYNC_PERIOD",
@@ -51,6 +62,13 @@ __all__ = [
     "PolicyReconciler",
     "Settings",
     "describe_metrics",
+    "metrics_condition",
+    "pods_of",
+    "reconciled",
+    "spec_replicas",
+    "target_found",
+    "target_invalid",
+    "target_missing",
 ]
 
 DEFAULT_SYNC_PERIOD = 15.0
@@ -125,6 +143,78 @@ class Outcome:
     conditions: list[ConditionUpdate]
     target: dict[str, Any] | None = None
     requeue: bool = True
+
+
+def spec_replicas(obj: Mapping[str, Any] | None) -> int:
+    """``spec.replicas`` of a ModelServing, or ``replicas`` of a role entry (absent counts as 1, like Kthena)."""
+    value = (obj or {}).get("replicas")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 1
+
+
+def pods_of(cache: SharedCache, key: TargetKey) -> list[KubeObject]:
+    """Pods of the target's namespace labelled with its name (from the cache's label index)."""
+    return cache.by_label(PODS, NAME_LABEL, key.name, key.namespace)
+
+
+def target_found() -> ConditionUpdate:
+    """``TargetFound=True``."""
+    return ConditionUpdate(TARGET_FOUND, "True", "TargetFound", "target model serving and roles found")
+
+
+def reconciled() -> ConditionUpdate:
+    """``Ready=True``."""
+    return ConditionUpdate(READY, "True", "Reconciled", "autoscaling policy reconciled")
+
+
+def target_missing(keys: list[TargetKey]) -> Outcome:
+    """The outcome when a target ModelServing does not exist (come back at the next period)."""
+    names = ", ".join(str(k) for k in keys)
+    message = f"model serving {names} not found"
+    return Outcome(
+        [
+            ConditionUpdate(TARGET_FOUND, "False", "TargetNotFound", message),
+            ConditionUpdate(READY, "False", "TargetNotFound", message),
+        ],
+        target={},
+    )
+
+
+def target_invalid(message: str, *, requeue: bool = True) -> Outcome:
+    """The outcome when a target exists but cannot be scaled as configured (or its reference is unusable)."""
+    return Outcome(
+        [
+            ConditionUpdate(TARGET_FOUND, "False", "TargetInvalid", message),
+            ConditionUpdate(READY, "False", "TargetInvalid", message),
+        ],
+        target={},
+        requeue=requeue,
+    )
+
+
+def metrics_condition(units: Mapping[str, Collection | None]) -> ConditionUpdate:
+    """``MetricsAvailable`` over the units of a pass (``None``: a fixed unit that needs no metrics).
+
+    Messages name the missing metrics and why, never values, so that a steady state writes nothing.
+    """
+    collected = {unit: c for unit, c in units.items() if c is not None}
+    if not collected:
+        return ConditionUpdate(METRICS_AVAILABLE, "True", "FixedReplicas", "no scaling unit needs metrics")
+    empty: list[str] = []
+    partial: list[str] = []
+    for unit, collection in sorted(collected.items()):
+        prefix = f"{unit}: " if unit else ""
+        missing = [r for r in collection.reports if r.sample is None]
+        why = "; ".join(f"{r.name}: {r.error or r.detail}" for r in missing)
+        if missing and len(missing) == len(collection.reports):
+            empty.append(f"{prefix}no metric has data ({why})")
+        elif missing:
+            partial.append(f"{prefix}{why}")
+    if empty:
+        return ConditionUpdate(METRICS_AVAILABLE, "False", "NoMetrics", "; ".join(empty + partial))
+    if partial:
+        return ConditionUpdate(METRICS_AVAILABLE, "True", "SomeMetricsMissing", "; ".join(partial))
+    count = sum(len(c.reports) for c in collected.values())
+    return ConditionUpdate(METRICS_AVAILABLE, "True", "AllMetricsAvailable", f"all {count} metrics have data")
 
 
 def describe_metrics(spec: ScalingSpec, state: WindowState, now: float, mode: Mode) -> tuple[str, dict[str, float]]:
@@ -210,10 +300,11 @@ class PolicyReconciler(ABC):
         )
         reasons: set[str] = set()
         for update in outcome.conditions:
-            if update.status != "False" or update.reason in reasons:
+            bad = problem_status(update.type)
+            if update.status != bad or update.reason in reasons:
                 continue
             before = condition_of(old, update.type)
-            if before is None or before.get("status") != "False" or before.get("reason") != update.reason:
+            if before is None or before.get("status") != bad or before.get("reason") != update.reason:
                 reasons.add(update.reason)
                 self.deps.recorder.event(obj, "Warning", update.reason, update.message)
         try:
@@ -239,7 +330,10 @@ class PolicyReconciler(ABC):
     async def checkpoint(self, obj: KubeObject, memory: PolicyMemory) -> None:
         """Write the history annotation if it is due (a failure is retried by the next pass)."""
         value = self.store.due(memory)
-        if value is None or annotations_of(obj).get(HISTORY_ANNOTATION) == value:
+        if value is None:
+            return
+        if annotations_of(obj).get(HISTORY_ANNOTATION) == value:
+            self.store.written(memory, value)
             return
         md = meta(obj)
         try:

@@ -15,6 +15,9 @@ Conditions and their reasons:
 * ``MetricsAvailable``: ``True`` with ``AllMetricsAvailable`` (or ``FixedReplicas`` when nothing needs metrics);
   ``True``/``SomeMetricsMissing`` when at least one metric of every unit has data; ``False``/``NoMetrics``
   when a unit has none (it then holds its replica count).
+* ``RatioConstraintViolated`` (disaggregated targets with a ratio constraint; Kthena documents it but never sets
+  it): ``False``/``RatioSatisfied``, or ``True``/``RatioUnsatisfiable`` when no pair within the roles' bounds
+  satisfies the constraint.
 
 Guarantees:
 
@@ -38,12 +41,14 @@ from ..resources import AUTOSCALINGPOLICIES
 
 __all__ = [
     "METRICS_AVAILABLE",
+    "RATIO_VIOLATED",
     "READY",
     "TARGET_FOUND",
     "ConditionUpdate",
     "build_status",
     "condition_of",
     "merge_conditions",
+    "problem_status",
     "rfc3339",
     "scaling_entry",
     "write_status",
@@ -52,6 +57,8 @@ __all__ = [
 READY = "Ready"
 TARGET_FOUND = "TargetFound"
 METRICS_AVAILABLE = "MetricsAvailable"
+RATIO_VIOLATED = "RatioConstraintViolated"
+_NEGATIVE = frozenset({RATIO_VIOLATED})
 _TARGET_FIELDS = ("homogeneousStatus", "heterogeneousStatus", "disaggregatedStatus")
 _MAX_MESSAGE = 2048
 
@@ -69,6 +76,11 @@ class ConditionUpdate:
     status: Literal["True", "False", "Unknown"]
     reason: str
     message: str
+
+
+def problem_status(type_: str) -> str:
+    """The status that signals a problem for a condition type (``True`` for negative-polarity types)."""
+    return "True" if type_ in _NEGATIVE else "False"
 
 
 def condition_of(status: Mapping[str, Any] | None, type_: str) -> Mapping[str, Any] | None:
