@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from kthena_py.runtime.manager import Manager
 
-from . import modelserving
+from . import autoscaling, modelserving
 
 
 def register_all(manager: Manager, *, workers: int = 4) -> list[str]:
     """Register every controller with ``manager``; return their names."""
     modelserving.register(manager, workers=workers)
+    autoscaling.register(manager, workers=workers)
     return [c.name for c in manager.controllers]

@@ -38,7 +38,7 @@ from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.reconcile import Request, Result
 
 from ..resources import AUTOSCALINGPOLICIES
-from .collector import NAME_LABEL, Collection, PodScraper
+from .collector import NAME_LABEL, Collected, PodScraper
 from .convert import PolicyError, TargetKey, parse_policy, target_refs
 from .history import HISTORY_ANNOTATION, HistoryStore, PolicyMemory
 from .metrics import COLLECT_SECONDS, SCRAPE_ERRORS, PolicySeries
@@ -191,7 +191,7 @@ def target_invalid(message: str, *, requeue: bool = True) -> Outcome:
     )
 
 
-def metrics_condition(units: Mapping[str, Collection | None]) -> ConditionUpdate:
+def metrics_condition(units: Mapping[str, Collected | None]) -> ConditionUpdate:
     """``MetricsAvailable`` over the units of a pass (``None``: a fixed unit that needs no metrics).
 
     Messages name the missing metrics and why, never values, so that a steady state writes nothing.
@@ -296,7 +296,11 @@ class PolicyReconciler(ABC):
         old = obj.get("status") or {}
         now = rfc3339(self.deps.wall_clock())
         status = build_status(
-            old, generation=int(md.get("generation") or 0), conditions=outcome.conditions, now=now, target=outcome.target
+            old,
+            generation=int(md.get("generation") or 0),
+            conditions=outcome.conditions,
+            now=now,
+            target=outcome.target,
         )
         reasons: set[str] = set()
         for update in outcome.conditions:
@@ -314,7 +318,7 @@ class PolicyReconciler(ABC):
 
     # -- helpers for subclasses -----------------------------------------------------------------------------
 
-    def collected(self, obj: KubeObject, collection: Collection, seconds: float) -> None:
+    def collected(self, obj: KubeObject, collection: Collected, seconds: float) -> None:
         """Account for one collection in the Prometheus metrics and the log."""
         md = meta(obj)
         namespace, name = str(md.get("namespace", "")), str(md.get("name", ""))

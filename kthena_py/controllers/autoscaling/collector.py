@@ -49,6 +49,7 @@ from kthena_py.api.autoscaling import MetricSource
 from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, meta, uid_of
 from kthena_py.plan.autoscaling import (
     ExpositionError,
+    ExternalSample,
     FamilyValue,
     Histogram,
     MetricSample,
@@ -71,7 +72,7 @@ __all__ = [
     "ROLE_ID_LABEL",
     "ROLE_LABEL",
     "Backend",
-    "Collection",
+    "Collected",
     "MetricReport",
     "PodScraper",
     "ScrapeMemory",
@@ -405,7 +406,7 @@ class MetricReport:
 
 
 @dataclass(frozen=True)
-class Collection:
+class Collected:
     """The outcome of one collection.
 
     Attributes:
@@ -486,7 +487,7 @@ async def collect(
     *,
     deadline: float = 10.0,
     query_timeout: float = 3.0,
-) -> Collection:
+) -> Collected:
     """Collect one pass of every metric of one scaling unit over its backends.
 
     Args:
@@ -583,7 +584,7 @@ async def collect(
         previous: dict[str, Scrape] = {}
         unready = 0
         problems: list[str] = []
-        for index, backend in enumerate(backends):
+        for index in range(len(backends)):
             gkey, family = pod_family[(name, index)]
             group = groups[gkey]
             if group.error is not None:
@@ -617,11 +618,12 @@ async def collect(
             reports.append(MetricReport(name, "pods", None, "selector error", "; ".join(sorted(set(problems)))))
             continue
         sample = pod_sample(name, ready, previous, unready)
-        usable = sample.reporting > 0
+        reporting, missing = (0, 0) if isinstance(sample, ExternalSample) else (sample.reporting, sample.missing)
+        usable = reporting > 0
         samples[name] = sample  # with nobody reporting, the window reads "no data" (not an older pass's value)
-        detail = f"{sample.reporting} reporting, {sample.missing} missing, {unready} unready replicas"
+        detail = f"{reporting} reporting, {missing} missing, {unready} unready replicas"
         if not ready and not unready:
             problems.append("no entry pods selected")
         error = "; ".join(problems[:5]) + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else "")
         reports.append(MetricReport(name, "pods", sample if usable else None, detail, error or None))
-    return Collection(samples, tuple(reports), pod_errors, query_errors, new_memory)
+    return Collected(samples, tuple(reports), pod_errors, query_errors, new_memory)
