@@ -11,9 +11,11 @@ Guarantees:
 
 from __future__ import annotations
 
+from kthena_py.api.plugins import BUILTIN_PLUGINS
+
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.api.validation.common import is_dns1035_label, validate_pod_template
-from kthena_py.api.validation.errors import FieldError, duplicate, forbidden, invalid, required
+from kthena_py.api.validation.errors import FieldError, duplicate, forbidden, invalid, not_supported, required
 from kthena_py.api.validation.modelserving_update import validate_modelserving_update
 from kthena_py.api.validation.rollout import (
     validate_eviction_strategy,
@@ -126,6 +128,8 @@ def _plugins(ms: ModelServing) -> list[FieldError]:
     for index, plugin in enumerate(ms.spec.plugins or []):
         if plugin.name in seen:
             errors.append(duplicate(f"spec.plugins[{index}].name", plugin.name))
+        elif plugin.name not in BUILTIN_PLUGINS:
+            errors.append(not_supported(f"spec.plugins[{index}].name", plugin.name, sorted(BUILTIN_PLUGINS)))
         seen.add(plugin.name)
     return errors
 

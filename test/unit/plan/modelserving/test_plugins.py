@@ -162,3 +162,10 @@ def test_lws_standard_labels_only_with_lws_owner() -> None:
     assert labels["leaderworkerset.sigs.k8s.io/group-index"] == "2"
     assert labels["leaderworkerset.sigs.k8s.io/worker-index"] == "1"
     assert len(labels["leaderworkerset.sigs.k8s.io/group-key"]) == 40
+
+
+def test_admission_knows_exactly_the_registered_plugins() -> None:
+    from kthena_py.api.plugins import BUILTIN_PLUGINS
+    from kthena_py.plan.modelserving.plugins import KNOWN_PLUGINS
+
+    assert BUILTIN_PLUGINS == KNOWN_PLUGINS
