@@ -13,7 +13,8 @@ import signal
 import structlog
 
 from kthena_py import __version__
-from kthena_py.controllers import register_all
+from kthena_py.controllers import admission, register_all
+from kthena_py.controllers.admission import CERT_MODES
 from kthena_py.kube import ApiError, KubeClient
 from kthena_py.runtime import logconfig
 from kthena_py.runtime.httpserver import parse_address
@@ -63,6 +64,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     m.add_argument("--webhook-port", type=int, default=9443, help="admission webhook port (0 disables)")
     m.add_argument("--webhook-cert-dir", default=None, help="directory with tls.crt/tls.key for the webhook")
+    m.add_argument(
+        "--webhook-cert-mode",
+        choices=CERT_MODES,
+        default="self",
+        help="self: create, rotate and inject the webhook certificate (Secret kthena-py-webhook-server-cert); "
+        "cert-manager: serve --webhook-cert-dir as it is and touch nothing (default: %(default)s)",
+    )
+    m.add_argument("--webhook-bind-address", default="0.0.0.0", help="host the webhook server binds (default: all)")
     m.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles per controller")
     m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
     m.add_argument("--log-level", choices=logconfig.LEVELS, default="info")
@@ -104,6 +113,16 @@ async def _run_manager(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         names = register_all(manager, workers=args.workers)
+        try:
+            admission.register(
+                manager,
+                args.webhook_port,
+                args.webhook_cert_dir,
+                args.webhook_cert_mode,
+                bind_address=args.webhook_bind_address,
+            )
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
         log.info(
             "starting manager",
             version=__version__,
@@ -127,6 +146,10 @@ async def _run_manager(args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace) -> int:
     """Run the manager until SIGTERM/SIGINT (0) or loss of leadership (1)."""
+    if not 0 <= args.webhook_port <= 65535:
+        raise CommandError(f"--webhook-port must be 0 (disabled) or a port number: {args.webhook_port}")
+    if args.webhook_port and args.webhook_cert_mode == "cert-manager" and not args.webhook_cert_dir:
+        raise CommandError("--webhook-cert-mode=cert-manager needs --webhook-cert-dir")
     if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:
         raise CommandError("need 0 < --retry-period < --renew-deadline < --lease-duration")
     logconfig.configure(args.log_level, json=args.log_format == "json")

@@ -169,7 +169,8 @@ def new_serving_cert(
 
     Args:
         ca: The signing CA.
-        hosts: DNS names and IP addresses (the first is also the CN); at least one.
+        hosts: DNS names and IP addresses (the first one of at most 64 characters is also the CN); at least
+            one.
         now: Start of validity (backdated five minutes).
         validity: Lifetime from ``now``; capped at the CA's end of validity.
 
@@ -187,9 +188,11 @@ def new_serving_cert(
         raise ValueError("the CA key must be an ECDSA key")
     key = ec.generate_private_key(ec.SECP256R1())
     not_after = min(now + validity, ca_cert.not_valid_after_utc)
+    # The CN is informational (clients match the SANs) and limited to 64 characters.
+    common_name = next((host for host in hosts if len(host) <= 64), "webhook")
     cert = (
         x509.CertificateBuilder()
-        .subject_name(_name(hosts[0]))
+        .subject_name(_name(common_name))
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
@@ -528,7 +531,11 @@ class CertificateManager:
         await self.inject_ca_bundle(certificates.ca_bundle)
 
     async def run(self) -> None:
-        """Repeat :meth:`run_once` every ``check_interval`` seconds until cancelled; errors are logged and retried."""
+        """Repeat :meth:`run_once` every ``check_interval`` seconds until cancelled.
+
+        Failures (API errors and unexpected ones alike) are logged and retried with exponential backoff from 1 s
+        up to ``check_interval``.
+        """
         delay = 1.0
         while True:
             try:
@@ -539,5 +546,9 @@ class CertificateManager:
                 raise
             except ApiError as exc:
                 log.warning("webhook certificate pass failed; retrying", error=str(exc), retry_in=delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.check_interval)
+            except Exception:  # a bug must not stop certificate upkeep for the life of the process
+                log.exception("webhook certificate pass failed unexpectedly; retrying", retry_in=delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, self.check_interval)

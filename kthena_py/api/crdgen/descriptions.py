@@ -1,10 +1,11 @@
 """Descriptions of the API types and fields, for the CRD schemas (``kubectl explain``) and docs/api.md.
 
-Guarantees: every type and field of the API reference has the reference's own text (extracted once into
-``data/descriptions.json`` by ``hack/extract-api-descriptions.py``); the fields the reference leaves out
-(the ``metav1``-typed fields kthena_py accepts, Volcano's network-topology spec, ``metav1.Condition``) have the
-texts in :data:`EXTRA_FIELDS`. Lookups never raise: an undocumented field has the empty description, and
-:func:`missing_descriptions` lists those so a test can insist there are none.
+Guarantees: every type and field of the API reference has the reference's own text, extracted once into
+``data/descriptions.json`` by ``hack/extract-api-descriptions.py``. Where the reference has no text, or no
+entry at all (the ``metav1``-typed fields kthena_py accepts, Volcano's network-topology spec,
+``metav1.Condition``), :data:`EXTRA_TYPES` and :data:`EXTRA_FIELDS` provide it; :data:`OVERRIDES` replaces
+reference texts that contradict what kthena_py implements. Lookups never raise: an undocumented field has the
+empty description (a unit test insists there are none).
 """
 
 from __future__ import annotations
@@ -31,6 +32,9 @@ EXTRA_TYPES: dict[str, str] = {
         "(scheduling.volcano.sh/v1beta1)."
     ),
     "Condition": "Condition contains details for one aspect of the current state of this API resource.",
+    "RoleRolloutDependency": (
+        "RoleRolloutDependency declares that a Role starts its target version only after the Roles it depends on."
+    ),
 }
 
 #: Fields absent from the API reference, by type and JSON name.
@@ -59,6 +63,11 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
     "ModelServingStatus": {"conditions": "Conditions describe the current state of the ModelServing."},
     "ModelStatus": {"conditions": "Conditions describe the current state of the ModelBooster."},
     "TargetScalingStatus": {"lastScaleTime": "LastScaleTime is when the unit was last scaled."},
+    "RoleRatioStatus": {
+        "numeratorRole": "NumeratorRole is the role on the numerator side of the ratio.",
+        "denominatorRole": "DenominatorRole is the role on the denominator side of the ratio.",
+        "currentRatio": "CurrentRatio is the observed replicas[numeratorRole] / replicas[denominatorRole].",
+    },
     "NetworkTopologySpec": {
         "mode": (
             "Mode is hard (the tier constraint must be met for the pods to be scheduled) or soft (best effort). "

@@ -206,6 +206,10 @@ def field_schema(model: type[BaseModel], json_name: str, info: FieldInfo) -> Sch
     Raises:
         TypeError: The field has no structural schema.
     """
+    if issubclass(model, KthenaObject) and json_name in COMMON_FIELDS:
+        if json_name == "metadata":
+            return {"type": "object"}  # the API server forbids more: metadata has its own schema
+        return {"type": "string", "description": COMMON_FIELDS[json_name]}
     description = field_description(model.__name__, json_name)
     embedded = EMBEDDED.get((model, json_name))
     if embedded is not None:
@@ -234,13 +238,6 @@ def _model_schema(model: type[BaseModel], description: str = "") -> Schema:
     properties: Schema = {}
     required: list[str] = []
     for json_name, info in model_fields(model):
-        if issubclass(model, KthenaObject) and json_name in COMMON_FIELDS:
-            # The API server forbids anything but a type on metadata (it has its own schema).
-            common: Schema = {"type": "object"} if json_name == "metadata" else {"type": "string"}
-            if json_name != "metadata":
-                common["description"] = COMMON_FIELDS[json_name]
-            properties[json_name] = common
-            continue
         properties[json_name] = field_schema(model, json_name, info)
         if info.is_required():
             required.append(json_name)

@@ -1,0 +1,104 @@
+r"""Kthena's admission handlers: validation of the three kinds, defaulting of AutoscalingPolicy.
+
+Guarantees:
+
+* Validation runs :func:`kthena_py.api.validation.validate_document` (the validators ``kthena-py validate``
+  uses) on CREATE and UPDATE; an UPDATE also gets the immutability rules against the stored object. A stored
+  object that our schema no longer accepts (written before this webhook, or by Kthena) is not held against the
+  update: the new object is then validated as on CREATE.
+* A denial is ``422 Invalid`` whose message is Kthena's (``validation failed:\n  - <path>: <error>``), with one
+  ``details.causes`` entry per error (``field`` = the path, ``message`` = the error in Kubernetes field-error
+  form, ``reason`` = ``FieldValueInvalid``, ``FieldValueRequired``, ...), so clients see the same structure as
+  for a schema error.
+* Updates that cannot break a rule are admitted without evaluation: the object is being deleted
+  (``deletionTimestamp`` set, e.g. finalizer removal), or ``spec`` is unchanged (metadata-only updates of
+  objects admitted under older rules keep working).
+* ModelBooster creates and spec updates carry Kthena's deprecation warning.
+* Mutation: AutoscalingPolicy CREATE/UPDATE get the patch of
+  :func:`kthena_py.controllers.admission.defaults.autoscaling_policy_patch`; nothing is ever denied there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kthena_py.api.common import GROUP, MODEL_BOOSTER_KIND
+from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING
+from kthena_py.api.validation import ErrorType, FieldError, aggregate_message, validate_document
+from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse, Handler, StatusCause
+
+from .defaults import autoscaling_policy_patch
+
+__all__ = ["CAUSE_TYPES", "denial", "mutate_autoscaling_policy", "validator"]
+
+#: ``metav1.CauseType`` of each field error type.
+CAUSE_TYPES: dict[ErrorType, str] = {
+    ErrorType.INVALID: "FieldValueInvalid",
+    ErrorType.REQUIRED: "FieldValueRequired",
+    ErrorType.DUPLICATE: "FieldValueDuplicate",
+    ErrorType.FORBIDDEN: "FieldValueForbidden",
+    ErrorType.NOT_SUPPORTED: "FieldValueNotSupported",
+    ErrorType.NOT_FOUND: "FieldValueNotFound",
+    ErrorType.TOO_LONG: "FieldValueTooLong",
+    ErrorType.TOO_MANY: "FieldValueTooMany",
+}
+_WRITES = ("CREATE", "UPDATE")
+
+
+def denial(kind: str, name: str, errors: list[FieldError], warnings: tuple[str, ...] = ()) -> AdmissionResponse:
+    """Build the ``422 Invalid`` denial for ``errors``.
+
+    Args:
+        kind: The object's kind.
+        name: The object's name.
+        errors: The field errors (at least one).
+        warnings: Warnings to pass on.
+    """
+    causes = [StatusCause(CAUSE_TYPES[error.type], error.body(), error.path) for error in errors]
+    return AdmissionResponse.deny(
+        aggregate_message(errors),
+        code=422,
+        reason="Invalid",
+        causes=causes,
+        details={"name": name, "group": GROUP, "kind": kind},
+        warnings=warnings,
+    )
+
+
+def _field(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, dict) else None
+
+
+def _deleting(obj: Any) -> bool:
+    return bool(_field(_field(obj, "metadata"), "deletionTimestamp"))
+
+
+def validator(kind: str) -> Handler:
+    """Return the validating handler of ``kind`` (``ModelServing``, ``AutoscalingPolicy`` or ``ModelBooster``)."""
+
+    async def validate(request: AdmissionRequest) -> AdmissionResponse:
+        if request.operation not in _WRITES or request.sub_resource:
+            return AdmissionResponse.allow()
+        new, old = request.object, request.old_object if request.operation == "UPDATE" else None
+        spec_changed = old is None or _field(new, "spec") != _field(old, "spec")
+        warnings: tuple[str, ...] = ()
+        if kind == MODEL_BOOSTER_KIND and spec_changed:
+            warnings = (MODEL_BOOSTER_DEPRECATION_WARNING,)
+        if old is not None and (_deleting(new) or not spec_changed):
+            return AdmissionResponse.allow(warnings=warnings)
+        errors = validate_document(new, old=old)
+        if old is not None and any(error.path.startswith("oldObject") for error in errors):
+            errors = validate_document(new)
+        if not errors:
+            return AdmissionResponse.allow(warnings=warnings)
+        name = str(_field(_field(new, "metadata"), "name") or request.name)
+        return denial(kind, name, errors, warnings)
+
+    return validate
+
+
+async def mutate_autoscaling_policy(request: AdmissionRequest) -> AdmissionResponse:
+    """Add the CRD-default ``spec.behavior`` sections an AutoscalingPolicy lacks."""
+    if request.operation not in _WRITES or request.sub_resource:
+        return AdmissionResponse.allow()
+    return AdmissionResponse.allow(patch=autoscaling_policy_patch(request.object))
