@@ -35,6 +35,8 @@ def project_crds() -> list[Path]:
     if extra:
         paths += [Path(p) for p in extra.split(os.pathsep) if p]
     return paths
+
+
 TIER_MARKERS = ("envtest", "cluster")
 
 

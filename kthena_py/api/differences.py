@@ -48,13 +48,6 @@ DIFFERENCES: tuple[Difference, ...] = (
         "The reference documents panicPolicy without it, so a reference-valid object must be accepted.",
     ),
     Difference(
-        "min-role-replicas-mutable",
-        "ModelServing spec.template.gangPolicy.minRoleReplicas",
-        "CEL rule 'minRoleReplicas is immutable'.",
-        "Values may change on UPDATE; 'gangPolicy/minRoleReplicas is required once set' are kept.",
-        "The reference does not make the values immutable.",
-    ),
-    Difference(
         "both-zero-budget",
         "ModelServing rollingUpdateConfiguration and role maxUnavailable",
         "MAIN: 'maxUnavailable cannot be 0' whenever it resolves to 0.",

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from kthena_py.api.crdgen import build_crds, render_api_docs, render_yaml
+from kthena_py.api.crdgen import render_api_docs, rendered_crds
 
 from .common import CommandError
 
@@ -35,7 +35,7 @@ def expected_files(output_dir: Path, api_docs: Path | None) -> dict[Path, str]:
         output_dir: Directory of the CRD files.
         api_docs: Path of the API reference, or ``None`` to leave it out.
     """
-    files = {output_dir / name: render_yaml(crd) for name, crd in build_crds().items()}
+    files = {output_dir / name: text for name, text in rendered_crds().items()}
     if api_docs is not None:
         files[api_docs] = render_api_docs()
     return files
@@ -44,7 +44,7 @@ def expected_files(output_dir: Path, api_docs: Path | None) -> dict[Path, str]:
 def run(args: argparse.Namespace) -> int:
     """Write, check or print the generated files."""
     if args.stdout:
-        sys.stdout.write("---\n".join(render_yaml(crd) for crd in build_crds().values()))
+        sys.stdout.write("---\n".join(rendered_crds().values()))
         return 0
     files = expected_files(Path(args.output_dir), Path(args.api_docs) if args.api_docs else None)
     stale = []

@@ -299,6 +299,8 @@ class WebhookServer:
         self._context: ssl.SSLContext | None = None
         self._loaded: tuple[bytes, bytes] | None = None
         self._runner: web.AppRunner | None = None
+        self.started = asyncio.Event()
+        """Set once the server listens (cleared again by :meth:`stop`)."""
 
     def add_handler(self, path: str, handler: Handler) -> None:
         """Serve ``handler`` at ``path`` (must be called before :meth:`start`)."""
@@ -337,6 +339,7 @@ class WebhookServer:
         context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         self._context = context
+        waited = 0.0
         while True:
             try:
                 if self.reload():
@@ -345,7 +348,10 @@ class WebhookServer:
                 log.warning("webhook certificate unusable; waiting for another", error=str(exc))
             if self._loaded is not None:
                 break
+            if waited % 60.0 < poll:  # at the start, then about once a minute
+                log.info("webhook server waiting for its certificate")
             await asyncio.sleep(poll)
+            waited += poll
         app = web.Application(client_max_size=self.max_body_bytes)
         for path in self.handlers:
             app.router.add_post(path, self._serve)
@@ -356,10 +362,12 @@ class WebhookServer:
         self._runner = runner
         sockets = getattr(site._server, "sockets", None) or []
         self.port = int(sockets[0].getsockname()[1]) if sockets else self.requested_port
+        self.started.set()
         log.info("webhook server listening", host=self.host, port=self.port, paths=sorted(self.handlers))
 
     async def stop(self) -> None:
         """Stop listening."""
+        self.started.clear()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

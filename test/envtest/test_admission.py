@@ -95,7 +95,10 @@ SERVER_EXPECT: dict[str, tuple[str | None, str]] = {
     ),
     # The server checks quantities with the CRD pattern instead of parsing them.
     "asp-target-value-not-quantity": ("spec.metrics[0].targetValue", QUANTITY),
-    "ms-resource-quantity": ("spec.template.roles[1].entryTemplate.spec.containers[0].resources.requests.memory", QUANTITY),
+    "ms-resource-quantity": (
+        "spec.template.roles[1].entryTemplate.spec.containers[0].resources.requests.memory",
+        QUANTITY,
+    ),
     # CEL rules run before the webhook and say it their way.
     "asp-two-targets": (
         "spec",
@@ -186,8 +189,7 @@ async def admission(envtest: EnvTest) -> AsyncIterator[Admission]:
     server = WebhookServer(lambda: pair, host="127.0.0.1", port=0)
     add_handlers(server)
     task = asyncio.create_task(server.run())
-    while not server.serving:
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(server.started.wait(), 30)
     assert server.port is not None
     configs = _webhook_configurations(label, server.port, certs.ca_bundle)
     try:
@@ -222,9 +224,7 @@ def _place(document: dict[str, Any], namespace: str, name: str | None) -> dict[s
 
 
 async def _create(client: KubeClient, resource: ResourceType, document: dict[str, Any], namespace: str) -> Any:
-    return await client.request(
-        "POST", resource.path(namespace), body=document, query={"fieldValidation": "Strict"}
-    )
+    return await client.request("POST", resource.path(namespace), body=document, query={"fieldValidation": "Strict"})
 
 
 def _matches(error: ApiError, path: str | None, fragment: str) -> bool:
@@ -257,7 +257,9 @@ async def test_invalid_manifest_is_rejected_by_the_api_server(admission: Admissi
         if old is None:
             await _create(admission.client, resource, new, admission.namespace)
         else:
-            stored = await _create(admission.client, resource, _place(old, admission.namespace, name), admission.namespace)
+            stored = await _create(
+                admission.client, resource, _place(old, admission.namespace, name), admission.namespace
+            )
             new["metadata"]["resourceVersion"] = stored["metadata"]["resourceVersion"]
             await admission.client.request(
                 "PUT",
@@ -366,7 +368,9 @@ async def test_update_is_checked_against_the_stored_object(admission: Admission)
     updated["spec"]["template"]["roles"][0]["name"] = "prefill2"
     with pytest.raises(Invalid) as caught:
         await admission.client.replace(MODELSERVINGS, updated, admission.namespace)
-    assert _matches(caught.value, "spec.template.roles", "role names are immutable; existing role names are [prefill decode]")
+    assert _matches(
+        caught.value, "spec.template.roles", "role names are immutable; existing role names are [prefill decode]"
+    )
     # Metadata-only updates and status writes are not blocked.
     fresh = await admission.client.get(MODELSERVINGS, "updates", admission.namespace)
     fresh["metadata"]["labels"] = {"team": "llm"}
@@ -389,7 +393,9 @@ def _template(name: str) -> st.SearchStrategy[dict[str, Any]]:
         {"name": st.just(name), "image": images},
         optional={
             "args": st.lists(st.sampled_from(["--a", "1", "x y"]), max_size=2),
-            "resources": st.fixed_dictionaries({"requests": st.fixed_dictionaries({"cpu": st.sampled_from(["1", "500m", 2])})}),
+            "resources": st.fixed_dictionaries(
+                {"requests": st.fixed_dictionaries({"cpu": st.sampled_from(["1", "500m", 2])})}
+            ),
         },
     )
     return st.fixed_dictionaries(
@@ -417,7 +423,13 @@ def modelservings(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         template["gangPolicy"] = {"minRoleReplicas": {names[0]: 1}}
     if draw(st.booleans()):
-        template["networkTopology"] = {"groupPolicy": draw(st.fixed_dictionaries({}, optional={"mode": st.sampled_from(["hard", "soft"]), "highestTierAllowed": small}))}
+        template["networkTopology"] = {
+            "groupPolicy": draw(
+                st.fixed_dictionaries(
+                    {}, optional={"mode": st.sampled_from(["hard", "soft"]), "highestTierAllowed": small}
+                )
+            )
+        }
     spec: dict[str, Any] = {"template": template}
     optional = {
         "replicas": st.integers(0, 4),
@@ -430,7 +442,11 @@ def modelservings(draw: st.DrawFn) -> dict[str, Any]:
             optional={
                 "updateMethod": st.sampled_from(["Recreate", "InPlace"]),
                 "rollingUpdateConfiguration": st.fixed_dictionaries(
-                    {}, optional={"maxUnavailable": st.sampled_from([1, 2, "50%"]), "maxSurge": st.sampled_from([0, 1, "25%"])}
+                    {},
+                    optional={
+                        "maxUnavailable": st.sampled_from([1, 2, "50%"]),
+                        "maxSurge": st.sampled_from([0, 1, "25%"]),
+                    },
                 ),
             },
         ),
@@ -457,7 +473,16 @@ def autoscalingpolicies(draw: st.DrawFn) -> dict[str, Any]:
     target = {
         "minReplicas": minimum,
         "maxReplicas": minimum + draw(st.integers(1, 5)),
-        "target": {"targetRef": {"kind": "ModelServing", "name": "ms"}, "metricSources": {"rps": {"pod": draw(st.fixed_dictionaries({}, optional={"port": st.integers(1, 65535), "uri": st.just("/stats")}))}}},
+        "target": {
+            "targetRef": {"kind": "ModelServing", "name": "ms"},
+            "metricSources": {
+                "rps": {
+                    "pod": draw(
+                        st.fixed_dictionaries({}, optional={"port": st.integers(1, 65535), "uri": st.just("/stats")})
+                    )
+                }
+            },
+        },
     }
     behavior = draw(
         st.fixed_dictionaries(
@@ -468,7 +493,10 @@ def autoscalingpolicies(draw: st.DrawFn) -> dict[str, Any]:
                     {},
                     optional={
                         "stablePolicy": stable_policies,
-                        "panicPolicy": st.fixed_dictionaries({}, optional={"percent": st.integers(0, 1000), "panicThresholdPercent": st.integers(110, 1000)}),
+                        "panicPolicy": st.fixed_dictionaries(
+                            {},
+                            optional={"percent": st.integers(0, 1000), "panicThresholdPercent": st.integers(110, 1000)},
+                        ),
                     },
                 ),
             },
@@ -482,7 +510,12 @@ def autoscalingpolicies(draw: st.DrawFn) -> dict[str, Any]:
         spec["behavior"] = behavior
     if draw(st.booleans()):
         spec["tolerancePercent"] = draw(st.integers(0, 100))
-    return {"apiVersion": "workload.serving.volcano.sh/v1alpha1", "kind": "AutoscalingPolicy", "metadata": {}, "spec": spec}
+    return {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "AutoscalingPolicy",
+        "metadata": {},
+        "spec": spec,
+    }
 
 
 @st.composite
@@ -490,10 +523,20 @@ def modelboosters(draw: st.DrawFn) -> dict[str, Any]:
     worker = draw(
         st.fixed_dictionaries(
             {"image": images},
-            optional={"replicas": small, "pods": small, "config": st.fixed_dictionaries({}, optional={"port": st.integers(1, 65535)})},
+            optional={
+                "replicas": small,
+                "pods": small,
+                "config": st.fixed_dictionaries({}, optional={"port": st.integers(1, 65535)}),
+            },
         )
     )
-    backend = {"name": "backend", "type": "vLLM", "modelURI": "hf://Qwen/Qwen2.5", "replicas": draw(small), "workers": [worker]}
+    backend = {
+        "name": "backend",
+        "type": "vLLM",
+        "modelURI": "hf://Qwen/Qwen2.5",
+        "replicas": draw(small),
+        "workers": [worker],
+    }
     if draw(st.booleans()):
         backend["cacheURI"] = "hostpath://tmp/cache"
     spec: dict[str, Any] = {"backend": backend}
@@ -508,7 +551,9 @@ def modelboosters(draw: st.DrawFn) -> dict[str, Any]:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture, HealthCheck.filter_too_much],
 )
 @given(document=st.one_of(modelservings(), autoscalingpolicies(), modelboosters()))
-async def test_accepted_documents_round_trip_except_for_defaults(admission: Admission, document: dict[str, Any]) -> None:
+async def test_accepted_documents_round_trip_except_for_defaults(
+    admission: Admission, document: dict[str, Any]
+) -> None:
     assume(validate_document(document) == [])
     document = _place(document, admission.namespace, f"rt-{uuid.uuid4().hex[:10]}")
     stored = await _create(admission.client, RESOURCES[document["kind"]], document, admission.namespace)
@@ -549,7 +594,10 @@ class Clock:
 
 async def _ca_bundles(client: KubeClient) -> set[str]:
     bundles = set()
-    for resource, name in ((VALIDATING_WEBHOOKS, VALIDATING_CONFIGURATION), (MUTATING_WEBHOOKS, MUTATING_CONFIGURATION)):
+    for resource, name in (
+        (VALIDATING_WEBHOOKS, VALIDATING_CONFIGURATION),
+        (MUTATING_WEBHOOKS, MUTATING_CONFIGURATION),
+    ):
         config = await client.get(resource, name)
         bundles.update(hook["clientConfig"].get("caBundle", "") for hook in config["webhooks"])
     return bundles

@@ -94,7 +94,12 @@ async def test_scale_status_and_printer_columns(
     envtest: EnvTest, crds: list[dict[str, Any]], kube: KubeClient, namespace: str
 ) -> None:
     await kube.create(MODELSERVINGS, _base("modelserving-pd", namespace), namespace)
-    status = {"replicas": 4, "availableReplicas": 3, "updatedReplicas": 2, "labelSelector": "modelserving.volcano.sh/name=llama-pd"}
+    status = {
+        "replicas": 4,
+        "availableReplicas": 3,
+        "updatedReplicas": 2,
+        "labelSelector": "modelserving.volcano.sh/name=llama-pd",
+    }
     await kube.patch(MODELSERVINGS, "llama-pd", {"status": status}, namespace, subresource="status")
     scale = await kube.get_scale(MODELSERVINGS, "llama-pd", namespace)
     assert scale["spec"]["replicas"] == 4
@@ -123,10 +128,12 @@ async def test_cel_rules_hold_without_the_webhook(crds: list[dict[str, Any]], ku
     with pytest.raises(Invalid) as caught:
         await kube.replace(MODELSERVINGS, no_gang, namespace)
     assert "gangPolicy is required once set" in caught.value.causes[0].message
-    # minRoleReplicas values may change (DIFFERENCES: min-role-replicas-mutable).
+    # minRoleReplicas is immutable (Kthena's CEL rule), enforced by the API server itself.
     changed = copy.deepcopy(stored)
     changed["spec"]["template"]["gangPolicy"]["minRoleReplicas"]["prefill"] = 2
-    await kube.replace(MODELSERVINGS, changed, namespace)
+    with pytest.raises(Invalid) as caught:
+        await kube.replace(MODELSERVINGS, changed, namespace)
+    assert any("minRoleReplicas is immutable" in c.message for c in caught.value.causes)
     workerless = _base("modelserving-pd", namespace)
     workerless["metadata"]["name"] = "workerless"
     del workerless["spec"]["template"]["roles"][0]["workerTemplate"]

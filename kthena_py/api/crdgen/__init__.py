@@ -12,7 +12,15 @@ is the job of ``kthena-py crds`` (:mod:`kthena_py.cli.crds`).
   schemas (used by ``hack/vendor-openapi.py``).
 """
 
-from kthena_py.api.crdgen.crd import KIND_SPECS, KindSpec, build_crd, build_crds, file_name, render_yaml
+from kthena_py.api.crdgen.crd import (
+    KIND_SPECS,
+    KindSpec,
+    build_crd,
+    build_crds,
+    file_name,
+    render_yaml,
+    rendered_crds,
+)
 from kthena_py.api.crdgen.docs import render_api_docs
 from kthena_py.api.crdgen.schema import kind_schema
 
@@ -25,4 +33,5 @@ __all__ = [
     "kind_schema",
     "render_api_docs",
     "render_yaml",
+    "rendered_crds",
 ]

@@ -9,6 +9,7 @@ renders the files under ``manifests/crd/`` byte for byte.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,7 +35,7 @@ from kthena_py.api.crdgen.schema import kind_schema
 from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING, ModelBooster
 from kthena_py.api.modelserving import ModelServing
 
-__all__ = ["KIND_SPECS", "KindSpec", "build_crd", "build_crds", "file_name", "render_yaml"]
+__all__ = ["KIND_SPECS", "KindSpec", "build_crd", "build_crds", "file_name", "render_yaml", "rendered_crds"]
 
 CRD = dict[str, Any]
 
@@ -218,6 +219,12 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(str, _str)
+
+
+@functools.cache
+def rendered_crds() -> dict[str, str]:
+    """Every CRD rendered by :func:`render_yaml`, keyed by file name (computed once per process)."""
+    return {name: render_yaml(crd) for name, crd in build_crds().items()}
 
 
 def render_yaml(crd: CRD) -> str:

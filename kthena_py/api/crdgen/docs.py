@@ -36,21 +36,20 @@ from kthena_py.api.quantity import Quantity
 
 __all__ = ["render_api_docs"]
 
-_ENUMS: dict[frozenset[str], str] = {
-    frozenset(get_args(alias)): name
-    for name, alias in {
-        "RecoveryPolicy": RecoveryPolicy,
-        "RolloutStrategyType": RolloutStrategyType,
-        "UpdateMethod": UpdateMethod,
-        "ProtectionLevelType": ProtectionLevelType,
-        "PluginType": PluginType,
-        "PluginTarget": PluginTarget,
-        "SelectPolicyType": SelectPolicyType,
-        "ModelBackendType": ModelBackendType,
-        "ModelWorkerType": ModelWorkerType,
-        "NetworkTopologyMode": NetworkTopologyMode,
-    }.items()
+#: The enum types of the API, by their reference names.
+_ENUM_TYPES: dict[str, Any] = {
+    "RecoveryPolicy": RecoveryPolicy,
+    "RolloutStrategyType": RolloutStrategyType,
+    "UpdateMethod": UpdateMethod,
+    "ProtectionLevelType": ProtectionLevelType,
+    "PluginType": PluginType,
+    "PluginTarget": PluginTarget,
+    "SelectPolicyType": SelectPolicyType,
+    "ModelBackendType": ModelBackendType,
+    "ModelWorkerType": ModelWorkerType,
+    "NetworkTopologyMode": NetworkTopologyMode,
 }
+_ENUMS: dict[frozenset[str], str] = {frozenset(get_args(alias)): name for name, alias in _ENUM_TYPES.items()}
 _K8S_DOCS = "https://kubernetes.io/docs/reference/kubernetes-api/"
 _EMBEDDED_NAMES = {
     k8s.POD_SPEC: ("PodSpec", "workload-resources/pod-v1/#PodSpec"),
@@ -174,31 +173,15 @@ def _model_section(model: type[BaseModel]) -> list[str]:
     return [*lines, ""]
 
 
-def _enum_section(name: str, values: frozenset[str]) -> list[str]:
+def _enum_section(name: str) -> list[str]:
     lines = [f"### {name}", ""]
     description = type_description(name)
     if description:
         lines += [description, ""]
     lines += ["| Value | Description |", "|---|---|"]
-    order = next(get_args(alias) for alias in _enum_aliases() if frozenset(get_args(alias)) == values)
-    for value in order:
+    for value in get_args(_ENUM_TYPES[name]):
         lines.append(f"| `{value}` | {_cell(value_description(name, str(value)))} |")
     return [*lines, ""]
-
-
-def _enum_aliases() -> list[Any]:
-    return [
-        RecoveryPolicy,
-        RolloutStrategyType,
-        UpdateMethod,
-        ProtectionLevelType,
-        PluginType,
-        PluginTarget,
-        SelectPolicyType,
-        ModelBackendType,
-        ModelWorkerType,
-        NetworkTopologyMode,
-    ]
 
 
 def render_api_docs() -> str:
@@ -232,7 +215,7 @@ def render_api_docs() -> str:
         for model in reachable_models(spec.model):
             if model not in seen:
                 seen.append(model)
-    enums: list[tuple[str, frozenset[str]]] = []
+    enums: list[str] = []
     for model in seen:
         lines += _model_section(model)
         for _, info in model_fields(model):
@@ -242,10 +225,10 @@ def render_api_docs() -> str:
             if get_origin(annotation) is Literal:
                 values = frozenset(str(value) for value in get_args(annotation))
                 name = _ENUMS.get(values)
-                if name and (name, values) not in enums:
-                    enums.append((name, values))
+                if name and name not in enums:
+                    enums.append(name)
     if enums:
         lines += ["## Enumerations", ""]
-        for name, values in enums:
-            lines += _enum_section(name, values)
+        for name in enums:
+            lines += _enum_section(name)
     return "\n".join(lines).rstrip() + "\n"

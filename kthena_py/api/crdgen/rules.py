@@ -13,8 +13,8 @@ Rules that need more than CEL offers (DNS-1035 role names, percentage parsing, d
 resolved against replicas, ModelBooster's engine configuration) and rules whose list has no length bound
 (CEL cost limits) are left to the webhook. Transition rules (those using ``oldSelf``) only run on UPDATE.
 
-``minRoleReplicas`` values are deliberately mutable (see ``DIFFERENCES``: "min-role-replicas-mutable"), so
-Kthena's ``self == oldSelf`` rule on it is not generated.
+``minRoleReplicas`` is immutable once set, as in Kthena (a gang minimum changed under running PodGroups
+would silently change what "all or nothing" means for existing groups).
 """
 
 from __future__ import annotations
@@ -108,6 +108,14 @@ TYPE_RULES: dict[type[BaseModel], list[Rule]] = {
         {
             "rule": "!has(oldSelf.minRoleReplicas) || has(self.minRoleReplicas)",
             "message": "minRoleReplicas is required once set",
+        },
+        {
+            "rule": (
+                "!has(oldSelf.minRoleReplicas) || !has(self.minRoleReplicas) || "
+                "self.minRoleReplicas == oldSelf.minRoleReplicas"
+            ),
+            "message": "minRoleReplicas is immutable",
+            "fieldPath": ".minRoleReplicas",
         },
     ],
     Role: [

@@ -11,9 +11,8 @@ Guarantees:
 
 from __future__ import annotations
 
-from kthena_py.api.plugins import BUILTIN_PLUGINS
-
 from kthena_py.api.modelserving import ModelServing
+from kthena_py.api.plugins import BUILTIN_PLUGINS
 from kthena_py.api.validation.common import is_dns1035_label, validate_pod_template
 from kthena_py.api.validation.errors import FieldError, duplicate, forbidden, invalid, not_supported, required
 from kthena_py.api.validation.modelserving_update import validate_modelserving_update

@@ -5,8 +5,8 @@ Guarantees (each rule compares the stored ``old`` object with the new one, both 
 * Role names are immutable as a set (no rename, addition or removal; reordering is allowed).
 * ``spec.template.networkTopology`` is immutable.
 * ``rolloutStrategy.roleCoordination`` cannot be added or removed, and its content cannot change.
-* ``gangPolicy`` and ``gangPolicy.minRoleReplicas`` are required once set (Kthena's CEL rules). The values of
-  ``minRoleReplicas`` may change: the API reference does not make them immutable (see ``DIFFERENCES``).
+* ``gangPolicy`` and ``gangPolicy.minRoleReplicas`` are required once set, and ``minRoleReplicas`` is
+  immutable (Kthena's CEL rules).
 * With role coordination, a changed dependency Role must keep target-version capacity outside its partition
   and, while old callers remain, room for one old plus one new replica (Kthena's update-time capacity checks);
   "changed" compares the role's template (name, entry/worker templates, workerReplicas), which is what
@@ -63,6 +63,8 @@ def _immutable_fields(ms: ModelServing, old: ModelServing) -> list[FieldError]:
         errors.append(invalid("spec.template", "object", "gangPolicy is required once set"))
     elif had_minimums and new_gang is not None and new_gang.min_role_replicas is None:
         errors.append(invalid("spec.template.gangPolicy", "object", "minRoleReplicas is required once set"))
+    elif had_minimums and new_gang is not None and new_gang.min_role_replicas != old_gang.min_role_replicas:  # type: ignore[union-attr]
+        errors.append(invalid("spec.template.gangPolicy.minRoleReplicas", OMITTED, "minRoleReplicas is immutable"))
     return errors
 
 

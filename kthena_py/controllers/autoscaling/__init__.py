@@ -8,11 +8,12 @@ cache and the HTTP connection pool):
 * ``autoscaling-heterogeneous`` (:class:`~.heterogeneous.HeterogeneousReconciler`): heterogeneous targets
   (the total, then the cost optimizer).
 
-Each reconciles a policy periodically (every ``sync_period`` seconds: the ``sync_period`` argument, else
-``$KTHENA_PY_AUTOSCALER_SYNC_PERIOD``, else 15) and when its ``metadata.generation`` changes, when it is deleted,
-or when a ModelServing it targets appears or disappears. Writes of their own (status, the history annotation,
-ModelServing replicas) do not trigger extra passes. The AutoscalingPolicy CRD is optional: without it both
-controllers stay idle. See ``docs/autoscaling.md``.
+Each reconciles up to ``max(workers, 16)`` policies at once (a pass mostly waits on the network, and one
+policy's slow pods must not delay the others). A policy is reconciled periodically (every ``sync_period``
+seconds: the ``sync_period`` argument, else ``$KTHENA_PY_AUTOSCALER_SYNC_PERIOD``, else 15), and when its
+``metadata.generation`` changes, when it is deleted, or when a ModelServing it targets appears or disappears.
+Writes of their own (status, the history annotation, ModelServing replicas) do not trigger extra passes. The
+AutoscalingPolicy CRD is optional: without it both controllers stay idle. See ``docs/autoscaling.md``.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ from .convert import TargetKey, target_refs
 from .heterogeneous import HeterogeneousReconciler
 from .homogeneous import TargetReconciler
 
-__all__ = ["ENV_SYNC_PERIOD", "Settings", "register"]
+__all__ = ["ENV_SYNC_PERIOD", "MIN_WORKERS", "Settings", "register"]
+
+MIN_WORKERS = 16
+"""Policies reconciled concurrently per controller, at least: a pass mostly waits on the network."""
 
 
 def _added_or_deleted(old: KubeObject | None, new: KubeObject) -> bool:
@@ -60,7 +64,7 @@ def register(
 
     Args:
         manager: The manager (its cache, client and event recorder are used).
-        workers: Policies reconciled concurrently, per controller.
+        workers: Policies reconciled concurrently, per controller (at least :data:`MIN_WORKERS`).
         sync_period: Seconds between passes (default: ``$KTHENA_PY_AUTOSCALER_SYNC_PERIOD``, else 15).
         settings: Full settings (overrides ``sync_period``).
 
@@ -78,7 +82,7 @@ def register(
     controllers = []
     for reconciler in (TargetReconciler(deps), HeterogeneousReconciler(deps)):
         controller = (
-            Controller(reconciler.controller, reconciler, cache, workers=workers)
+            Controller(reconciler.controller, reconciler, cache, workers=max(workers, MIN_WORKERS))
             .for_(AUTOSCALINGPOLICIES, generation_changed)
             .watches(MODELSERVINGS, _policies_targeting(deps, reconciler.target_types), _added_or_deleted)
         )

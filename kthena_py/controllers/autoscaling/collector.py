@@ -410,8 +410,9 @@ class Collected:
     """The outcome of one collection.
 
     Attributes:
-        samples: Window samples by metric key (``None``: no data).
-        reports: One report per metric, in spec order.
+        samples: Window samples by metric key (``None``: no source or a failed query; a pod sample with nobody
+            reporting is kept, so the window reads "no data" rather than an older pass's value).
+        reports: One report per metric, in spec order (``sample`` is ``None`` whenever there is no usable data).
         pod_errors: Failed pod scrapes.
         query_errors: Failed Prometheus queries.
         memory: Previous scrapes for the next pass.

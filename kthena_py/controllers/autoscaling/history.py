@@ -20,8 +20,9 @@ Guarantees:
   limits and panic mode continue from the checkpoint. With no usable annotation the planners seed an empty
   history the same way.
 * Writes are rare: a checkpoint is due only when the history changed in substance (the sequence of
-  recommendation values, the applied counts or the panic end), never merely because time passed; so a policy
-  whose load and replicas are steady makes no writes at all.
+  recommendation values, the applied counts or the panic end), never merely because a repeated recommendation got
+  a newer time; so a policy whose load and replicas are steady makes no writes at all once its last change has
+  left the longest behaviour window.
 * A checkpoint is written only after the pass's scaling patch succeeded (the caller's duty); a failed
   checkpoint write is retried by the next pass (it is still due).
 * Degraded behaviour when the memory is lost (restart): metric windows restart empty, so the first pass

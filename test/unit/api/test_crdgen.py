@@ -37,7 +37,8 @@ def test_generation_is_deterministic_and_names_follow_the_convention() -> None:
     first, second = build_crds(), build_crds()
     assert first == second
     assert sorted(first) == sorted(
-        f"workload.serving.volcano.sh_{plural}.yaml" for plural in ("modelservings", "autoscalingpolicies", "modelboosters")
+        f"workload.serving.volcano.sh_{plural}.yaml"
+        for plural in ("modelservings", "autoscalingpolicies", "modelboosters")
     )
     kustomization = yaml.safe_load((ROOT / "manifests" / "crd" / "kustomization.yaml").read_text())
     assert sorted(kustomization["resources"]) == sorted(first)
@@ -84,7 +85,11 @@ def test_modelserving_scale_subresource_columns_and_pod_schema() -> None:
         "statusReplicasPath": ".status.replicas",
         "labelSelectorPath": ".status.labelSelector",
     }
-    assert [column["name"] for column in version["additionalPrinterColumns"][:3]] == ["Replicas", "Available", "Updated"]
+    assert [column["name"] for column in version["additionalPrinterColumns"][:3]] == [
+        "Replicas",
+        "Available",
+        "Updated",
+    ]
     role = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["template"]["properties"]["roles"]
     for template in ("entryTemplate", "workerTemplate"):
         pod = role["items"]["properties"][template]["properties"]["spec"]
@@ -139,9 +144,9 @@ def test_cel_messages_follow_the_validators() -> None:
         "one metric source backend config is required",
         "pod and prometheus configs are mutually exclusive",
         "role names are immutable; existing role names are [",
+        "minRoleReplicas is immutable",
     ):
         assert message in text
-    assert "minRoleReplicas is immutable" not in text  # DIFFERENCES: min-role-replicas-mutable
 
 
 # -- the seed: every default, enum, bound, pattern and length is in the CRDs ------------------------------
@@ -271,7 +276,10 @@ def test_inliner_resolves_refs_and_cleans_up() -> None:
     schema = inline_schema(components, "A")
     assert schema["properties"]["b"] == {"type": "string", "description": "the b"}
     assert schema["properties"]["q"]["pattern"] == QUANTITY_PATTERN
-    assert schema["properties"]["n"] == {"anyOf": [{"type": "integer"}, {"type": "string"}], "x-kubernetes-int-or-string": True}
+    assert schema["properties"]["n"] == {
+        "anyOf": [{"type": "integer"}, {"type": "string"}],
+        "x-kubernetes-int-or-string": True,
+    }
     item = schema["properties"]["items"]["items"]
     assert "default" not in item and "x-kubernetes-patch-strategy" not in schema["properties"]["items"]
     assert "default" not in item["properties"]["name"]  # required: its zero default goes
@@ -281,3 +289,12 @@ def test_inliner_resolves_refs_and_cleans_up() -> None:
         inline_schema({"R": {"type": "object", "properties": {"r": {"$ref": "#/components/schemas/R"}}}}, "R")
     with pytest.raises(ValueError, match="unknown"):
         inline_schema(components, "Missing")
+
+
+def test_compatibility_doc_lists_every_difference() -> None:
+    from kthena_py.api.differences import DIFFERENCES
+
+    text = (ROOT / "docs" / "compatibility.md").read_text(encoding="utf-8")
+    assert "\n## API and validation\n" in text
+    missing = [difference.key for difference in DIFFERENCES if f"**`{difference.key}`**" not in text]
+    assert missing == [], "add these DIFFERENCES entries to docs/compatibility.md"

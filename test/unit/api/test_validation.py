@@ -44,9 +44,13 @@ def test_role_max_unavailable_is_ignored_under_group_rolling_update() -> None:
     assert _errors("modelserving-pd", patch) == []
 
 
-def test_min_role_replicas_values_may_change_on_update() -> None:
+def test_min_role_replicas_are_immutable_but_other_gang_updates_pass() -> None:
     patch = [{"op": "replace", "path": "/spec/template/gangPolicy/minRoleReplicas/prefill", "value": 2}]
-    assert _errors("modelserving-pd", patch, old_patch=[]) == []
+    (error,) = _errors("modelserving-pd", patch, old_patch=[])
+    assert error.startswith("spec.template.gangPolicy.minRoleReplicas: ")
+    assert error.endswith("minRoleReplicas is immutable")
+    scale = [{"op": "replace", "path": "/spec/replicas", "value": 5}]
+    assert _errors("modelserving-pd", scale, old_patch=[]) == []
 
 
 def test_roles_may_be_reordered_and_scaled_on_update() -> None:

@@ -84,8 +84,7 @@ async def served() -> AsyncIterator[tuple[WebhookServer, Pair, bytes]]:
     server.add_handler("/slow", slow)
     server.handler_timeout = 0.2
     task = asyncio.create_task(server.run())
-    while not server.serving:
-        await asyncio.sleep(0.01)
+    await asyncio.wait_for(server.started.wait(), 30)
     try:
         yield server, source, certs.ca_bundle
     finally:
@@ -115,7 +114,9 @@ MS = {
     "metadata": {"name": "demo", "namespace": "default"},
     "spec": {
         "template": {
-            "roles": [{"name": "decode", "workerReplicas": 0, "entryTemplate": {"spec": {"containers": [{"name": "c"}]}}}]
+            "roles": [
+                {"name": "decode", "workerReplicas": 0, "entryTemplate": {"spec": {"containers": [{"name": "c"}]}}}
+            ]
         }
     },
 }

@@ -392,3 +392,42 @@ def test_sync_period_from_environment(env: dict[str, str], period: float) -> Non
     assert settings.sync_period == period
     assert settings.scrape_timeout <= settings.collect_deadline <= 10
     assert Settings.from_env(1.0, environ=env).sync_period == 1.0
+
+
+async def test_restart_restores_the_history_from_the_annotation() -> None:
+    w = World()
+    behavior = {
+        "scaleUp": {"stablePolicy": {"period": "0s"}},
+        "scaleDown": {"instances": 10, "percent": 100, "period": "0s", "stabilizationWindow": "60s"},
+    }
+    put(w.cache, MODELSERVINGS, modelserving("ms", 2))
+    put(w.cache, PODS, pod("p0", "10.0.0.1", group="ms-0"), pod("p1", "10.0.0.2", group="ms-1"))
+    put(w.cache, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec(behavior=behavior)))
+    for ip in ("10.0.0.1", "10.0.0.2"):
+        w.scraper.bodies[ip] = gauge("load", 4)
+    for _ in range(3):
+        await w.main.reconcile(Request("ns", "p"))
+        w.tick()
+    assert w.get(MODELSERVINGS, "ms")["spec"]["replicas"] == 8
+    for _ in range(6):  # the pre-scale recommendation leaves the history (one more checkpoint)
+        w.tick()
+        await w.main.reconcile(Request("ns", "p"))
+    writes = len(w.client.calls)
+    # Steady for longer than the stabilization window: nothing is written (the checkpoint is older than 60 s).
+    for _ in range(6):
+        w.tick()
+        await w.main.reconcile(Request("ns", "p"))
+    assert len(w.client.calls) == writes
+    # A new process (empty memory) while the load drops: the history comes back from the annotation and is
+    # re-seeded with the current count, so no scale-down happens within the stabilization window.
+    w.main = TargetReconciler(w.deps)
+    for ip in ("10.0.0.1", "10.0.0.2"):
+        w.scraper.bodies[ip] = gauge("load", 0.25)
+    for _ in range(3):
+        w.tick()
+        await w.main.reconcile(Request("ns", "p"))
+    assert w.get(MODELSERVINGS, "ms")["spec"]["replicas"] == 8
+    for _ in range(3):
+        w.tick()
+        await w.main.reconcile(Request("ns", "p"))
+    assert w.get(MODELSERVINGS, "ms")["spec"]["replicas"] < 8
