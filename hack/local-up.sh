@@ -65,14 +65,19 @@ kubectl apply -f "$SAMPLE"
 name=$($PY -c 'import sys,yaml; print(next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d.get("kind")=="ModelServing")["metadata"]["name"])' "$SAMPLE")
 
 say "waiting for modelserving/$name to become Available"
-for _ in $(seq 1 180); do
-  clear 2>/dev/null || true
+show() {
   kubectl get modelserving "$name" 2>/dev/null || true
   echo
   kubectl get pods -l "modelserving.volcano.sh/name=$name" -o wide 2>/dev/null || true
   echo
   kubectl get podgroups 2>/dev/null || true
+}
+for _ in $(seq 1 180); do
+  if [ -t 1 ]; then clear; fi
+  show
   if kubectl wait --for=condition=Available "modelserving/$name" --timeout=1s >/dev/null 2>&1; then
+    [ -t 1 ] && clear
+    show
     say "modelserving/$name is Available"
     break
   fi
