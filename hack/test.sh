@@ -12,6 +12,16 @@ if [ ! -x .venv/bin/tox ]; then
   .venv/bin/python -m pip install --quiet "tox>=4"
 fi
 
+if ! command -v prometheus >/dev/null 2>&1; then
+  # The autoscaler's Prometheus metric source is tested against a real Prometheus server.
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    echo "== installing prometheus (Debian package)" >&2
+    apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends prometheus >/dev/null
+  else
+    echo "== prometheus not found and cannot be installed here; the Prometheus-source test will fail" >&2
+  fi
+fi
+
 echo "== building missing control-plane binaries" >&2
 hack/build-controlplane.sh >/dev/null
 

@@ -73,6 +73,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     m.add_argument("--webhook-bind-address", default="0.0.0.0", help="host the webhook server binds (default: all)")
     m.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles per controller")
+    m.add_argument(
+        "--autoscaler-sync-period",
+        "--autoscaling-sync-period-seconds",
+        dest="autoscaler_sync_period",
+        type=float,
+        default=None,
+        help="seconds between autoscaling passes (default 15; Kthena's flag name is accepted too)",
+    )
     m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
     m.add_argument("--log-level", choices=logconfig.LEVELS, default="info")
     m.add_argument("--log-format", choices=("json", "console"), default="json")
@@ -112,7 +120,11 @@ async def _run_manager(args: argparse.Namespace) -> int:
             manager = Manager(client, options)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        names = register_all(manager, workers=args.workers)
+        names = register_all(
+            manager,
+            workers=args.workers,
+            autoscaler_sync_period=args.autoscaler_sync_period if (args.autoscaler_sync_period or 0) > 0 else None,
+        )
         try:
             admission.register(
                 manager,

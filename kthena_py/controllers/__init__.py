@@ -7,8 +7,14 @@ from kthena_py.runtime.manager import Manager
 from . import autoscaling, modelserving
 
 
-def register_all(manager: Manager, *, workers: int = 4) -> list[str]:
-    """Register every controller with ``manager``; return their names."""
+def register_all(manager: Manager, *, workers: int = 4, autoscaler_sync_period: float | None = None) -> list[str]:
+    """Register every controller with ``manager``; return their names.
+
+    Args:
+        manager: The manager to add the controllers to.
+        workers: Concurrent reconciles per controller.
+        autoscaler_sync_period: Seconds between autoscaling passes (None: the autoscaler's default, 15).
+    """
     modelserving.register(manager, workers=workers)
-    autoscaling.register(manager, workers=workers)
+    autoscaling.register(manager, workers=workers, sync_period=autoscaler_sync_period)
     return [c.name for c in manager.controllers]

@@ -17,6 +17,7 @@ Deliberate differences (reference §7.8, §7.9):
 from __future__ import annotations
 
 import itertools
+from decimal import Decimal
 
 import pytest
 from hypothesis import given, settings
@@ -168,9 +169,10 @@ def test_repair_is_feasible_and_optimal_whenever_possible(
     high: str,
     box: tuple[int, int, int, int],
 ) -> None:
-    if float(low) > float(high) or float(high) == 0:
+    # Compare exactly: "0.70000000000000000001" and "0.7" are the same float.
+    if Decimal(low) > Decimal(high) or Decimal(high) == 0:
         low, high = high, low
-    if float(high) == 0:
+    if Decimal(high) == 0:
         return
     constraint = RatioConstraint("n", "d", low, high)
     bounds = {"n": (n_bounds[0], n_bounds[0] + n_bounds[1]), "d": (d_bounds[0], d_bounds[0] + d_bounds[1])}
