@@ -48,6 +48,35 @@ def generation_changed(old: KubeObject | None, new: KubeObject) -> bool:
     return (old.get("metadata") or {}).get("generation") != (new.get("metadata") or {}).get("generation")
 
 
+def pod_state_changed(old: KubeObject | None, new: KubeObject) -> bool:
+    """A predicate for Pods that passes only changes a workload controller acts on.
+
+    Phase, the Ready condition (status and transition time), restart counts, deletion, labels and
+    annotations; it drops the rest (binding, IPs, image IDs, timestamps of other conditions).
+    """
+    if old is None:
+        return True
+    return _pod_key(old) != _pod_key(new)
+
+
+def _pod_key(pod: KubeObject) -> tuple[object, ...]:
+    status = pod.get("status") or {}
+    md = pod.get("metadata") or {}
+    ready = next(
+        (
+            (c.get("status"), c.get("lastTransitionTime"))
+            for c in status.get("conditions") or []
+            if c.get("type") == "Ready"
+        ),
+        None,
+    )
+    restarts = tuple(
+        cs.get("restartCount", 0)
+        for cs in (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or [])
+    )
+    return (status.get("phase"), ready, restarts, md.get("deletionTimestamp"), md.get("labels"), md.get("annotations"))
+
+
 def spec_or_metadata_changed(old: KubeObject | None, new: KubeObject) -> bool:
     """Like :func:`generation_changed`, but also passes label, annotation and deletion changes."""
     if old is None or generation_changed(old, new):

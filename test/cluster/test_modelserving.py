@@ -345,11 +345,18 @@ async def test_restart_mid_creation_then_restart_is_a_no_op(kube: KubeClient, na
         await wait_available(kube, namespace, "mc", 5, timeout=180)
         all_pods = await pods(kube, namespace, "mc")
         assert sorted(p["metadata"]["name"] for p in all_pods) == sorted(expected)
+        await eventually(lambda: _idle(kube, namespace, "mc"), timeout=60, description="Progressing=False")
     # Converged: a restarted manager makes no write at all.
     before = _writes()
     async with running_manager(str(kubeconfig), namespace):
         await asyncio.sleep(10)
         assert _writes() == before, "a restarted manager wrote to the API server"
+
+
+async def _idle(kube: KubeClient, namespace: str, name: str) -> bool:
+    ms = await kube.get(MODELSERVINGS, name, namespace)
+    conds = {c["type"]: c["status"] for c in (ms.get("status") or {}).get("conditions") or []}
+    return conds.get("Progressing") == "False" and conds.get("Available") == "True"
 
 
 async def _at_least(kube: KubeClient, namespace: str, ms: str, n: int) -> bool:

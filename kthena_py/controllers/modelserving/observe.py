@@ -7,6 +7,7 @@ predecessor are ignored until the garbage collector removes them).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
 
 from kthena_py.api.modelserving import ModelServing
@@ -40,12 +41,33 @@ def ms_ref(obj: KubeObject) -> MSRef:
     )
 
 
+_PARSED: OrderedDict[tuple[str, str], ModelServing] = OrderedDict()
+_PARSED_MAX = 2048
+
+
 def parse_modelserving(obj: KubeObject) -> ModelServing:
     """Parse a cached ModelServing; an unreadable status is dropped rather than failing the spec.
+
+    Results are memoised by (uid, resourceVersion) — the identity of an object's content — in a
+    bounded LRU; this is derived data, lost harmlessly on restart, never a source of truth.
 
     Raises:
         pydantic.ValidationError: The spec itself is invalid.
     """
+    md = meta(obj)
+    key = (str(md.get("uid") or ""), str(md.get("resourceVersion") or ""))
+    if all(key) and key in _PARSED:
+        _PARSED.move_to_end(key)
+        return _PARSED[key]
+    parsed = _parse_modelserving(obj)
+    if all(key):
+        _PARSED[key] = parsed
+        if len(_PARSED) > _PARSED_MAX:
+            _PARSED.popitem(last=False)
+    return parsed
+
+
+def _parse_modelserving(obj: KubeObject) -> ModelServing:
     base: dict[str, Any] = {
         "apiVersion": obj.get("apiVersion", "workload.serving.volcano.sh/v1alpha1"),
         "kind": "ModelServing",
