@@ -13,7 +13,6 @@ B(1599, 0..5), K = 36 at P = 200: Kthena A31/B5 (3.08x), ours A34/B2 (1.83x). Co
 from __future__ import annotations
 
 import itertools
-import time
 from decimal import Decimal
 from fractions import Fraction
 
@@ -109,12 +108,11 @@ def test_rejects_duplicate_names() -> None:
         optimize([P("a", 1, 0, 1), P("a", 2, 0, 1)], 1)
 
 
-def test_large_instance_is_fast() -> None:
+def test_large_instance_keeps_the_promise() -> None:
+    # Solve time is measured in bench/optimizer.py, never asserted here.
     rng = np.random.default_rng(7)
     params = [P(f"p{i}", int(rng.integers(1, 2**31 - 1)), 0, 1_000_000) for i in range(32)]
-    started = time.perf_counter()
     result = optimize(params, 16_000_000)
-    assert time.perf_counter() - started < 2.0
     assert sum(result.values()) == 16_000_000
     assert allocation_cost(params, result) <= budget(params, 16_000_000)
 
