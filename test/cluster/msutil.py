@@ -20,6 +20,8 @@ NAME_LABEL = "modelserving.volcano.sh/name"
 
 
 def container(name: str = "engine", image: str = "nginx:1.27", gpu: int = 1) -> dict[str, Any]:
+    if gpu == 0:
+        return {"name": name, "image": image, "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
     return {
         "name": name,
         "image": image,

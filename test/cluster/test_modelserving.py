@@ -416,3 +416,28 @@ async def _assert_matches_render(kube: KubeClient, namespace: str, ms: dict[str,
     for o in rendered:
         diffs = _subset(o, live[(o["kind"], o["metadata"]["name"])])
         assert not diffs, f"{o['kind']}/{o['metadata']['name']}: {diffs[:5]}"
+
+
+async def test_burst_of_modelservings_never_recreates_healthy_units(
+    kube: KubeClient, namespace: str, kubeconfig: Path
+) -> None:
+    # Many concurrent reconciles while the informer lags behind our own writes: a pod just created
+    # must never be taken for a missing one (which would recreate a healthy role instance).
+    roles = [role("prefill", replicas=1, workers=1, gpu=0), role("decode", replicas=1, workers=1, gpu=0)]
+    n = 30
+    async with running_manager(str(kubeconfig), namespace, workers=64):
+        await asyncio.gather(
+            *(
+                kube.create(MODELSERVINGS, modelserving(f"burst-{i}", replicas=1, roles=roles), namespace)
+                for i in range(n)
+            )
+        )
+
+        async def all_available() -> bool:
+            items = (await kube.list(MODELSERVINGS, namespace)).items
+            return sum((m.get("status") or {}).get("availableReplicas") == 1 for m in items) == n
+
+        await eventually(all_available, timeout=240, description="every burst ModelServing available")
+    reasons = await event_reasons(kube, namespace)
+    assert "RoleRecreating" not in reasons and "ServingGroupRecreating" not in reasons
+    assert reasons.count("ServingGroupCreating") == n

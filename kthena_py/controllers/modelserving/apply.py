@@ -11,6 +11,10 @@ Guarantees:
 * Updates are JSON merge patches carrying ``metadata.uid``, which the API server checks.
 * The status is written only when it differs from what the cache holds (no write on a no-op).
 * Events go through the manager's recorder (never blocking, never failing the reconcile).
+* Read your own writes: before returning, the applier waits (bounded) until the informer cache
+  reflects every write it made. Workers never reconcile one key concurrently, so the next reconcile
+  of the same ModelServing plans from a cache that contains this one's effects, and never mistakes a
+  pod it just created for a missing one. Nothing is remembered across reconciles.
 """
 
 from __future__ import annotations
@@ -18,14 +22,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Iterable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import structlog
 
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
-from kthena_py.kube.objects import KubeObject, labels_of, meta
+from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, meta, resource_version_of, uid_of
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelserving.types import Delete, Plan, Update
+from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 
 from ..resources import MODELSERVINGS
@@ -64,47 +70,102 @@ def _phase(obj: KubeObject) -> int:
     return 1
 
 
+def _rv(value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        return -1
+
+
+@dataclass(frozen=True)
+class _Written:
+    """One write whose effect the cache must show before the reconcile ends."""
+
+    rt: ResourceType
+    name: str
+    namespace: str
+    uid: str
+    resource_version: str
+    expect: Literal["present", "gone"]
+
+    @classmethod
+    def of(cls, rt: ResourceType, obj: KubeObject, expect: Literal["present", "gone"]) -> _Written:
+        md = meta(obj)
+        return cls(
+            rt,
+            str(md.get("name", "")),
+            str(md.get("namespace", "")),
+            str(md.get("uid", "")),
+            str(md.get("resourceVersion", "")),
+            expect,
+        )
+
+    def observed(self, cache: SharedCache) -> bool:
+        cached = cache.get(self.rt, self.name, self.namespace or None)
+        if self.expect == "gone":
+            return cached is None or uid_of(cached) != self.uid or is_deleting(cached)
+        if cached is None or uid_of(cached) != self.uid:
+            return False
+        have, want = resource_version_of(cached), self.resource_version
+        return have == want or _rv(have) >= _rv(want)
+
+
 class PlanApplier:
     """Applies plans for one reconciler (its field manager names it in managedFields)."""
 
-    def __init__(self, client: KubeClient, recorder: EventRecorder, field_manager: str) -> None:
+    def __init__(
+        self,
+        client: KubeClient,
+        recorder: EventRecorder,
+        field_manager: str,
+        cache: SharedCache | None = None,
+        *,
+        sync_timeout: float = 10.0,
+    ) -> None:
         self.client = client
         self.recorder = recorder
         self.field_manager = field_manager
+        self.cache = cache
+        self.sync_timeout = sync_timeout
 
     async def apply(self, plan: Plan, ms: KubeObject) -> int:
         """Execute ``plan`` for the cached ModelServing ``ms``; return the number of writes made."""
         writes = 0
         namespace = str(meta(ms).get("namespace", ""))
+        written: list[_Written] = []
         for event in plan.events:
             self.recorder.event(ms, event.type, event.reason, event.message)
-        if plan.deletes:
-            await _bounded(self._delete(d, namespace) for d in plan.deletes)
-            writes += len(plan.deletes)
-        if plan.updates:
-            await _bounded(self._update(u, namespace) for u in plan.updates)
-            writes += len(plan.updates)
-        for phase in (0, 1, 2):
-            batch = [o for o in plan.creates if _phase(o) == phase]
-            if batch:
-                await _bounded(self._create(o) for o in batch)
-                writes += len(batch)
-        if plan.status is not None and await self._write_status(ms, plan.status):
-            writes += 1
+        try:
+            if plan.deletes:
+                await _bounded(self._delete(d, namespace, written) for d in plan.deletes)
+                writes += len(plan.deletes)
+            if plan.updates:
+                await _bounded(self._update(u, namespace, written) for u in plan.updates)
+                writes += len(plan.updates)
+            for phase in (0, 1, 2):
+                batch = [o for o in plan.creates if _phase(o) == phase]
+                if batch:
+                    await _bounded(self._create(o, written) for o in batch)
+                    writes += len(batch)
+            if plan.status is not None and await self._write_status(ms, plan.status, written):
+                writes += 1
+        finally:
+            await self._await_observed(written)
         return writes
 
-    async def _create(self, obj: KubeObject) -> None:
+    async def _create(self, obj: KubeObject, written: list[_Written]) -> None:
         rt = RESOURCES[str(obj.get("kind"))]
         with contextlib.suppress(AlreadyExists):
-            await self.client.create(rt, obj, field_manager=self.field_manager)
+            created = await self.client.create(rt, obj, field_manager=self.field_manager)
+            written.append(_Written.of(rt, created, "present"))
 
-    async def _delete(self, d: Delete, namespace: str) -> None:
+    async def _delete(self, d: Delete, namespace: str, written: list[_Written]) -> None:
+        rt = RESOURCES[d.kind]
         with contextlib.suppress(NotFound, Conflict):
-            await self.client.delete(
-                RESOURCES[d.kind], d.name, namespace, uid=d.uid or None, propagation_policy="Background"
-            )
+            await self.client.delete(rt, d.name, namespace, uid=d.uid or None, propagation_policy="Background")
+            written.append(_Written(rt, d.name, namespace, d.uid, "", "gone"))
 
-    async def _update(self, u: Update, namespace: str) -> None:
+    async def _update(self, u: Update, namespace: str, written: list[_Written]) -> None:
         rt = RESOURCES[u.kind]
         patch: dict[str, Any] = dict(u.patch)
         md = dict(patch.get("metadata") or {})
@@ -112,9 +173,27 @@ class PlanApplier:
             md["uid"] = u.uid
         patch["metadata"] = md
         with contextlib.suppress(NotFound, Conflict):
-            await self.client.patch(rt, u.name, patch, namespace, field_manager=self.field_manager)
+            updated = await self.client.patch(rt, u.name, patch, namespace, field_manager=self.field_manager)
+            written.append(_Written.of(rt, updated, "present"))
 
-    async def _write_status(self, ms: KubeObject, status: KubeObject) -> bool:
+    async def _await_observed(self, written: list[_Written]) -> None:
+        """Wait (bounded by ``sync_timeout``) until the cache reflects every write in ``written``."""
+        if self.cache is None or not written:
+            return
+        cache = self.cache
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.sync_timeout
+        pending = list(written)
+        while pending:
+            pending = [w for w in pending if not w.observed(cache)]
+            if not pending:
+                return
+            if loop.time() >= deadline:
+                log.warning("cache did not reflect our writes in time", pending=[w.name for w in pending][:10])
+                return
+            await asyncio.sleep(0.02)
+
+    async def _write_status(self, ms: KubeObject, status: KubeObject, written: list[_Written]) -> bool:
         current = ms.get("status") or {}
         if current == status:
             return False
@@ -122,7 +201,7 @@ class PlanApplier:
         patch.update(status)
         md = meta(ms)
         try:
-            await self.client.patch(
+            updated = await self.client.patch(
                 MODELSERVINGS,
                 str(md.get("name")),
                 {"metadata": {"uid": md.get("uid")}, "status": patch},
@@ -135,4 +214,5 @@ class PlanApplier:
         except ApiError as exc:
             log.warning("cannot write status", error=str(exc))
             raise
+        written.append(_Written.of(MODELSERVINGS, updated, "present"))
         return True

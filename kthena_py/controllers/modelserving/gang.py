@@ -30,7 +30,7 @@ class PodGroupReconciler:
 
     def __init__(self, client: KubeClient, cache: SharedCache, recorder: EventRecorder) -> None:
         self.cache = cache
-        self.applier = PlanApplier(client, recorder, FIELD_MANAGER)
+        self.applier = PlanApplier(client, recorder, FIELD_MANAGER, cache)
 
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply the PodGroups of one ModelServing."""

@@ -45,7 +45,7 @@ class ServingGroupReconciler:
     ) -> None:
         self.cache = cache
         self.recorder = recorder
-        self.applier = PlanApplier(client, recorder, FIELD_MANAGER)
+        self.applier = PlanApplier(client, recorder, FIELD_MANAGER, cache)
         self._now = wall_clock
 
     async def reconcile(self, request: Request) -> Result | None:
