@@ -77,6 +77,20 @@ def _pod_key(pod: KubeObject) -> tuple[object, ...]:
     return (status.get("phase"), ready, restarts, md.get("deletionTimestamp"), md.get("labels"), md.get("annotations"))
 
 
+def spec_changed(old: KubeObject | None, new: KubeObject) -> bool:
+    """Passes changes of ``spec``, labels, annotations, owners or deletion; ignores ``status``.
+
+    For kinds whose CRD has no status subresource (Volcano's PodGroup), where a status write also bumps
+    ``metadata.generation``, so :func:`generation_changed` would pass every status update.
+    """
+    if old is None:
+        return True
+    o, n = old.get("metadata") or {}, new.get("metadata") or {}
+    return old.get("spec") != new.get("spec") or any(
+        o.get(k) != n.get(k) for k in ("labels", "annotations", "ownerReferences", "deletionTimestamp")
+    )
+
+
 def spec_or_metadata_changed(old: KubeObject | None, new: KubeObject) -> bool:
     """Like :func:`generation_changed`, but also passes label, annotation and deletion changes."""
     if old is None or generation_changed(old, new):

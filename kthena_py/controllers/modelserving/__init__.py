@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
-from kthena_py.runtime.controller import Controller, pod_state_changed, spec_or_metadata_changed
+from kthena_py.runtime.controller import Controller, pod_state_changed, spec_changed, spec_or_metadata_changed
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
 
@@ -37,7 +37,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
         .for_(MODELSERVINGS, spec_or_metadata_changed)
         .owns(PODS, MODELSERVINGS, pod_state_changed)
         .owns(SERVICES, MODELSERVINGS, spec_or_metadata_changed)
-        .owns(PODGROUPS, MODELSERVINGS, spec_or_metadata_changed)
+        .owns(PODGROUPS, MODELSERVINGS, spec_changed)
         .owns(CONTROLLER_REVISIONS, MODELSERVINGS, spec_or_metadata_changed)
         .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
     )
@@ -49,7 +49,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
             workers=workers,
         )
         .for_(MODELSERVINGS, spec_or_metadata_changed)
-        .owns(PODGROUPS, MODELSERVINGS, spec_or_metadata_changed)
+        .owns(PODGROUPS, MODELSERVINGS, spec_changed)
         .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
     )
     for c in (groups, gang):
