@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -122,9 +121,3 @@ async def podgroups(kube: KubeClient, namespace: str) -> dict[str, KubeObject]:
 async def event_reasons(kube: KubeClient, namespace: str) -> list[str]:
     items = (await kube.list(EVENTS, namespace, field_selector="involvedObject.kind=ModelServing")).items
     return [e["reason"] for e in items]
-
-
-def with_replicas(obj: KubeObject, replicas: int) -> KubeObject:
-    out = copy.deepcopy(obj)
-    out["spec"]["replicas"] = replicas
-    return out
