@@ -512,9 +512,9 @@ async def test_prometheus_source(
                 },
             },
         }
-        current = await kube.get(AUTOSCALINGPOLICIES, "web", namespace)
-        current["spec"] = broken
-        await kube.replace(AUTOSCALINGPOLICIES, current, namespace)
+        # A merge patch, not a get-and-replace: the controller writes the policy's history annotation
+        # concurrently, so a replace guarded by a stale resourceVersion can lose the race (409).
+        await kube.patch(AUTOSCALINGPOLICIES, "web", {"spec": broken}, namespace)
 
         async def reported() -> str | None:
             for c in (await policy_status(kube, namespace, "web")).get("conditions") or []:
