@@ -28,7 +28,7 @@ from typing import Any
 
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import AlreadyExists, KubeClient
-from kthena_py.kube.resources import CONTROLLER_REVISIONS, NAMESPACES, PODGROUPS, PODS, SERVICES
+from kthena_py.kube.resources import CONTROLLER_REVISIONS, EVENTS, NAMESPACES, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.render import render
 from kthena_py.testing.controlplane import ClusterTier
 
@@ -87,16 +87,99 @@ async def baseline(n: int, concurrency: int) -> float:
                     with contextlib.suppress(AlreadyExists):
                         await client.create(KINDS[o["kind"]], o, "bench")
 
+            cpu_before = component_cpu(tier)
+            api_before = apiserver_requests(tier)
             start = time.perf_counter()
+            timeline = Timeline(client, start)
+            timeline.begin()
             # The same order the controller obeys: PodGroups and revisions, then Services and pods.
             await asyncio.gather(*(create(o) for o in objects if o["kind"] in ("PodGroup", "ControllerRevision")))
             await asyncio.gather(*(create(o) for o in objects if o["kind"] in ("Service", "Pod")))
             expected = sum(1 for o in objects if o["kind"] == "Pod")
             while not await all_pods_ready(client, expected):
                 await asyncio.sleep(0.5)
-            return time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            cpu = cpu_report(cpu_before, component_cpu(tier))
+            print(f"    baseline timeline: {await timeline.stop()}")
+            print(f"    baseline CPU: {cpu}")
+            print(f"    baseline API requests: {requests_report(api_before, apiserver_requests(tier))}")
+            print(f"    baseline events: {await event_report(client)}")
+            return elapsed
         finally:
             await client.close()
+
+
+class Timeline:
+    """When each object was first seen, each pod bound and Ready, each ModelServing Available.
+
+    Fed by watches in the benchmark process, so both sides are observed the same way; times are seconds
+    after ``start``. Printed per run to show where the time goes: the p50 and max over ModelServings of
+    the moment its first PodGroup, first pod and last pod appeared, its last pod was bound and Ready,
+    and it was Available.
+    """
+
+    MILESTONES = ("podgroup", "first pod", "last pod", "last bound", "last ready", "available")
+
+    def __init__(self, client: KubeClient, start: float) -> None:
+        self.client = client
+        self.start = start
+        self.seen: dict[tuple[str, str, str], float] = {}
+        self.tasks: list[asyncio.Task[None]] = []
+
+    def begin(self) -> None:
+        self.tasks = [asyncio.create_task(self._follow(rt)) for rt in (PODS, PODGROUPS, MODELSERVINGS)]
+
+    def _mark(self, what: str, name: str) -> None:
+        self.seen.setdefault((what, "", name), time.perf_counter() - self.start)
+
+    async def _follow(self, rt: Any) -> None:
+        try:
+            async for ev in self.client.watch(rt, "bench", resource_version="0", allow_bookmarks=False):
+                obj = ev.object
+                name = obj["metadata"]["name"]
+                status = obj.get("status") or {}
+                conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+                if rt is PODS:
+                    self._mark("pod", name)
+                    if (obj.get("spec") or {}).get("nodeName"):
+                        self._mark("bound", name)
+                    if status.get("phase") == "Running" and conditions.get("Ready") == "True":
+                        self._mark("ready", name)
+                elif rt is PODGROUPS:
+                    self._mark("podgroup", name)
+                elif conditions.get("Available") == "True":
+                    self._mark("available", name)
+        except Exception as exc:  # a broken watch only loses timeline detail
+            print(f"    timeline watch of {rt.plural} ended: {type(exc).__name__}: {exc}")
+        else:
+            print(f"    timeline watch of {rt.plural} closed by the server")
+
+    async def stop(self) -> str:
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
+        per_ms: dict[str, dict[str, list[float]]] = {}
+        for (what, _, name), t in self.seen.items():
+            ms = "-".join(name.split("-")[:2])  # ms-<i>-...
+            per_ms.setdefault(ms, {}).setdefault(what, []).append(t)
+        milestones: dict[str, list[float]] = {m: [] for m in self.MILESTONES}
+        for times in per_ms.values():
+            for label, what, pick in (
+                ("podgroup", "podgroup", min),
+                ("first pod", "pod", min),
+                ("last pod", "pod", max),
+                ("last bound", "bound", max),
+                ("last ready", "ready", max),
+                ("available", "available", min),
+            ):
+                if times.get(what):
+                    milestones[label].append(pick(times[what]))
+        parts = []
+        for label, xs in milestones.items():
+            if xs:
+                xs.sort()
+                parts.append(f"{label} {xs[len(xs) // 2]:.1f}/{xs[-1]:.1f}")
+        return "p50/max s: " + ", ".join(parts)
 
 
 def proc_stats(pid: int) -> tuple[float, float]:
@@ -110,15 +193,78 @@ def proc_stats(pid: int) -> tuple[float, float]:
     return rss_kb / 1024, (int(fields[11]) + int(fields[12])) / ticks
 
 
-def writes_made(metrics_port: int) -> float:
+def component_cpu(tier: ClusterTier, manager_pid: int | None = None) -> dict[str, float]:
+    """CPU seconds used so far by each control-plane process, the manager and this benchmark."""
+    pids = {p.name: p.pid for p in tier.processes if p.pid}
+    if manager_pid:
+        pids["manager"] = manager_pid
+    cpu = {name: proc_stats(pid)[1] for name, pid in pids.items()}
+    cpu["bench"] = proc_stats(os.getpid())[1]
+    return cpu
+
+
+def cpu_report(before: dict[str, float], after: dict[str, float]) -> str:
+    used = {name: after[name] - before.get(name, 0.0) for name in after}
+    parts = [f"{name} {s:.1f}" for name, s in sorted(used.items(), key=lambda kv: -kv[1])]
+    return f"total {sum(used.values()):.1f} s: " + ", ".join(parts)
+
+
+def apiserver_requests(tier: ClusterTier) -> dict[str, float]:
+    """The API server's request counts so far, by ``verb resource[/subresource]``."""
+    _, text = tier.client.raw("GET", "/metrics")
+    counts: dict[str, float] = {}
+    for line in str(text).splitlines():
+        if not line.startswith("apiserver_request_total{"):
+            continue
+        labels = dict(
+            part.split("=", 1) for part in line[line.index("{") + 1 : line.rindex("}")].replace('"', "").split(",")
+        )
+        key = f"{labels.get('verb')} {labels.get('resource')}" + (
+            f"/{labels['subresource']}" if labels.get("subresource") else ""
+        )
+        counts[key] = counts.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
+    return counts
+
+
+def requests_report(before: dict[str, float], after: dict[str, float]) -> str:
+    diff = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    top = sorted(((v, k) for k, v in diff.items() if v >= 20), reverse=True)
+    return ", ".join(f"{k} {v:.0f}" for v, k in top)
+
+
+async def event_report(client: KubeClient) -> str:
+    """Events in the benchmark namespace, by source component and reason."""
+    counts: dict[str, int] = {}
+    for e in (await client.list_all(EVENTS, "bench")).items:
+        key = f"{(e.get('source') or {}).get('component') or e.get('reportingComponent')}/{e.get('reason')}"
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def requests_made(metrics_port: int) -> dict[str, float]:
+    """The manager's API requests so far, by HTTP method (from its ``rest_client_requests_total``)."""
     body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
-    total = 0.0
+    by_method: dict[str, float] = {}
     for line in body.splitlines():
-        if line.startswith("rest_client_requests_total{") and any(
-            f'method="{m}"' in line for m in ("POST", "PUT", "PATCH", "DELETE")
-        ):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+        if line.startswith("rest_client_requests_total{"):
+            method = line.split('method="', 1)[1].split('"', 1)[0]
+            by_method[method] = by_method.get(method, 0.0) + float(line.rsplit(" ", 1)[1])
+    return by_method
+
+
+def reconciles_made(metrics_port: int) -> dict[str, float]:
+    """The manager's reconciles so far, by controller (from ``controller_runtime_reconcile_total``)."""
+    body = urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5).read().decode()
+    by_controller: dict[str, float] = {}
+    for line in body.splitlines():
+        if line.startswith("controller_runtime_reconcile_total{"):
+            name = line.split('controller="', 1)[1].split('"', 1)[0]
+            by_controller[name] = by_controller.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return by_controller
+
+
+def writes_made(metrics_port: int) -> float:
+    return sum(n for m, n in requests_made(metrics_port).items() if m in ("POST", "PUT", "PATCH", "DELETE"))
 
 
 def start_manager(kubeconfig: Path, workers: int, port: int, log: Path) -> subprocess.Popen[bytes]:
@@ -154,7 +300,11 @@ async def controller(n: int, workers: int, after_restart: float) -> tuple[float,
         try:
             await client.create(NAMESPACES, {"metadata": {"name": "bench"}})
             await asyncio.sleep(3)  # manager start-up (informers synced) is not part of the measure
+            cpu_before = component_cpu(tier, manager.pid)
+            api_before = apiserver_requests(tier)
             start = time.perf_counter()
+            timeline = Timeline(client, start)
+            timeline.begin()
             sem = asyncio.Semaphore(16)
 
             async def create(i: int) -> None:
@@ -176,6 +326,15 @@ async def controller(n: int, workers: int, after_restart: float) -> tuple[float,
                     break
                 await asyncio.sleep(0.5)
             elapsed = time.perf_counter() - start
+            cpu = cpu_report(cpu_before, component_cpu(tier, manager.pid))
+            print(f"    controller timeline: {await timeline.stop()}")
+            print(f"    controller CPU: {cpu}")
+            print(f"    controller API requests: {requests_report(api_before, apiserver_requests(tier))}")
+            print(f"    controller events: {await event_report(client)}")
+            made = ", ".join(f"{m} {n:.0f}" for m, n in sorted(requests_made(port).items()))
+            print(f"    manager requests until Available: {made}")
+            done = ", ".join(f"{c} {n:.0f}" for c, n in sorted(reconciles_made(port).items()) if n)
+            print(f"    manager reconciles until Available: {done}")
             await asyncio.sleep(5)
             rss, cpu = proc_stats(manager.pid)
             manager.send_signal(signal.SIGTERM)

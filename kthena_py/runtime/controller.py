@@ -59,6 +59,35 @@ def pod_state_changed(old: KubeObject | None, new: KubeObject) -> bool:
     return _pod_key(old) != _pod_key(new)
 
 
+def became_ready_only(old: KubeObject, new: KubeObject) -> bool:
+    """Whether the only change :func:`pod_state_changed` sees is the pod becoming Running and Ready.
+
+    Restart counts, deletion, labels and annotations are the same; phase and the Ready condition moved
+    from "not ready" to "Running with Ready=True".
+    """
+    if not _pod_ready(new) or _pod_ready(old):
+        return False
+    return _restart_total(old) == _restart_total(new) and _metadata_key(old) == _metadata_key(new)
+
+
+def _restart_total(pod: KubeObject) -> int:
+    status = pod.get("status") or {}
+    statuses = (status.get("containerStatuses") or []) + (status.get("initContainerStatuses") or [])
+    return sum(int(cs.get("restartCount") or 0) for cs in statuses)
+
+
+def _metadata_key(pod: KubeObject) -> tuple[object, ...]:
+    md = pod.get("metadata") or {}
+    return (md.get("deletionTimestamp"), md.get("labels"), md.get("annotations"))
+
+
+def _pod_ready(pod: KubeObject) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
+    )
+
+
 def _pod_key(pod: KubeObject) -> tuple[object, ...]:
     status = pod.get("status") or {}
     md = pod.get("metadata") or {}

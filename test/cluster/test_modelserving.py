@@ -109,8 +109,13 @@ async def test_pd_lifecycle(kube: KubeClient, namespace: str, kubeconfig: Path) 
         assert st["updatedReplicas"] == 2 and st["currentRevision"] == st["updateRevision"]
         scale = await kube.get_scale(MODELSERVINGS, "llm", namespace)
         assert scale["status"]["replicas"] == 2 and "entry=true" in scale["status"]["selector"]
-        reasons = await event_reasons(kube, namespace)
-        assert {"RoleCreating", "ServingGroupCreating", "RoleRunning", "ServingGroupRunning"} <= set(reasons)
+
+        async def lifecycle_events() -> bool:
+            # Events are written in the background, coalesced per reason for up to a second.
+            reasons = set(await event_reasons(kube, namespace))
+            return {"RoleCreating", "ServingGroupCreating", "RoleRunning", "ServingGroupRunning"} <= reasons
+
+        await eventually(lifecycle_events, timeout=30, description="creating and running events")
         # What the controller created equals what `kthena-py render` prints, server-set fields aside.
         await _assert_matches_render(kube, namespace, ms)
         # Deletion cascades to everything through ownerReferences (garbage collector).

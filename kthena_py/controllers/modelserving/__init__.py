@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
-from kthena_py.runtime.controller import Controller, pod_state_changed, spec_changed, spec_or_metadata_changed
+from kthena_py.runtime.controller import Controller, spec_changed, spec_or_metadata_changed
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
 
@@ -14,6 +14,7 @@ from ..resources import MODELSERVINGS
 from .gang import PodGroupReconciler
 from .notify import RunningNotifier
 from .observe import PODGROUP_CRD_SELECTOR, register_informers
+from .predicates import pod_change_matters
 from .servinggroups import ServingGroupReconciler
 
 __all__ = ["register"]
@@ -35,7 +36,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
             workers=workers,
         )
         .for_(MODELSERVINGS, spec_or_metadata_changed)
-        .owns(PODS, MODELSERVINGS, pod_state_changed)
+        .owns(PODS, MODELSERVINGS, pod_change_matters(cache))
         .owns(SERVICES, MODELSERVINGS, spec_or_metadata_changed)
         .owns(PODGROUPS, MODELSERVINGS, spec_changed)
         .owns(CONTROLLER_REVISIONS, MODELSERVINGS, spec_or_metadata_changed)

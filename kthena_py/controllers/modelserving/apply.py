@@ -2,14 +2,16 @@
 
 Guarantees:
 
-* Creations run in the plan's order where it matters: ControllerRevisions first, then Services,
-  PodGroups and worker pods, then entry pods (so an entry pod exists only once its workers were
-  created; the planners rely on this to tell "failed" from "not yet created").
-  Within a phase they run concurrently (bounded). AlreadyExists is success.
+* Creations run in two steps: ControllerRevisions first (a revision is recorded before any pod
+  carries it), then everything else (Services, PodGroups, pods) concurrently (bounded), so a gang's
+  pods appear together and the scheduler never sees half a gang for long. AlreadyExists is success.
 * Deletions carry the planned UID as a precondition: a replacement object is never deleted.
   NotFound and precondition conflicts are success (someone else already acted).
 * Updates are JSON merge patches carrying ``metadata.uid``, which the API server checks.
-* The status is written only when it differs from what the cache holds (no write on a no-op).
+* The status is written only when it differs from what the cache holds (no write on a no-op), and
+  only by a reconcile that created or deleted nothing: a creation or deletion that took effect is
+  observed by the informer, which triggers the next reconcile, and that one writes the status from
+  the new state. A burst of creations therefore costs one status write, not one per step.
 * Events go through the manager's recorder (never blocking, never failing the reconcile).
 * Read your own writes: before returning, the applier waits (bounded) until the informer cache
   reflects every write it made. Workers never reconcile one key concurrently, so the next reconcile
@@ -28,7 +30,7 @@ from typing import Any, Literal
 import structlog
 
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
-from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, meta, resource_version_of, uid_of
+from kthena_py.kube.objects import KubeObject, is_deleting, meta, resource_version_of, uid_of
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelserving.types import Delete, Plan, Update
 from kthena_py.runtime.cache import SharedCache
@@ -42,7 +44,6 @@ RESOURCES: dict[str, ResourceType] = {
     "PodGroup": PODGROUPS,
     "ControllerRevision": CONTROLLER_REVISIONS,
 }
-ENTRY_LABEL = "modelserving.volcano.sh/entry"
 CONCURRENCY = 16
 
 log = structlog.get_logger("kthena_py.modelserving.apply")
@@ -62,12 +63,7 @@ async def _bounded(tasks: Iterable[Awaitable[None]], limit: int = CONCURRENCY) -
 
 
 def _phase(obj: KubeObject) -> int:
-    kind = obj.get("kind")
-    if kind == "ControllerRevision":
-        return 0
-    if kind == "Pod" and labels_of(obj).get(ENTRY_LABEL) == "true":
-        return 2
-    return 1
+    return 0 if obj.get("kind") == "ControllerRevision" else 1
 
 
 def _rv(value: str) -> int:
@@ -87,9 +83,13 @@ class _Written:
     uid: str
     resource_version: str
     expect: Literal["present", "gone"]
+    creates_or_deletes: bool = False
+    """Whether the write created or deleted an object (its watch event triggers another reconcile)."""
 
     @classmethod
-    def of(cls, rt: ResourceType, obj: KubeObject, expect: Literal["present", "gone"]) -> _Written:
+    def of(
+        cls, rt: ResourceType, obj: KubeObject, expect: Literal["present", "gone"], *, created: bool = False
+    ) -> _Written:
         md = meta(obj)
         return cls(
             rt,
@@ -98,6 +98,7 @@ class _Written:
             str(md.get("uid", "")),
             str(md.get("resourceVersion", "")),
             expect,
+            created,
         )
 
     def observed(self, cache: SharedCache) -> bool:
@@ -142,12 +143,13 @@ class PlanApplier:
             if plan.updates:
                 await _bounded(self._update(u, namespace, written) for u in plan.updates)
                 writes += len(plan.updates)
-            for phase in (0, 1, 2):
+            for phase in (0, 1):
                 batch = [o for o in plan.creates if _phase(o) == phase]
                 if batch:
                     await _bounded(self._create(o, written) for o in batch)
                     writes += len(batch)
-            if plan.status is not None and await self._write_status(ms, plan.status, written):
+            follow_up = any(w.creates_or_deletes for w in written)
+            if plan.status is not None and not follow_up and await self._write_status(ms, plan.status, written):
                 writes += 1
         finally:
             await self._await_observed(written)
@@ -157,13 +159,13 @@ class PlanApplier:
         rt = RESOURCES[str(obj.get("kind"))]
         with contextlib.suppress(AlreadyExists):
             created = await self.client.create(rt, obj, field_manager=self.field_manager)
-            written.append(_Written.of(rt, created, "present"))
+            written.append(_Written.of(rt, created, "present", created=True))
 
     async def _delete(self, d: Delete, namespace: str, written: list[_Written]) -> None:
         rt = RESOURCES[d.kind]
         with contextlib.suppress(NotFound, Conflict):
             await self.client.delete(rt, d.name, namespace, uid=d.uid or None, propagation_policy="Background")
-            written.append(_Written(rt, d.name, namespace, d.uid, "", "gone"))
+            written.append(_Written(rt, d.name, namespace, d.uid, "", "gone", True))
 
     async def _update(self, u: Update, namespace: str, written: list[_Written]) -> None:
         rt = RESOURCES[u.kind]

@@ -15,8 +15,8 @@ Guarantees for every rendered pod:
 * Plugins run after that, in order; the controller labels, Volcano annotations, ``schedulerName`` and the three
   variables are re-asserted after them.
 
-The pods of one role instance are returned **workers first (1..W), entry pod (0) last**: the recovery planner
-relies on this order (see :mod:`kthena_py.plan.modelserving.recovery`).
+The pods of one role instance are returned workers first (1..W), entry pod (0) last (a stable order for
+plans and ``kthena-py render``; the applier creates them concurrently).
 """
 
 from __future__ import annotations

@@ -19,12 +19,11 @@ Guarantees:
 * Deletions only name pods that are observed and not already terminating, with their observed UIDs, so a
   replacement is never deleted and a unit is never deleted twice for one failure: once its pods are
   terminating the unit is *blocked* (nothing is created for it) until they are gone, then it is created anew.
-* Missing pods. Pods of a role instance are created workers first and the entry pod last
-  (:func:`kthena_py.plan.modelserving.pods.build_role_pods`). Hence *entry present, a worker missing* can only
-  be a failure. *Entry missing, workers present* is also treated as a failure: it is what an interrupted
-  creation leaves too, but recreating the instance then only costs one extra round, while keeping workers
-  whose entry pod was lost would leave them attached to a dead entry. An instance with no pod at all is
-  simply not created yet.
+* Missing pods. The pods of a role instance are created together, and the applier waits until the cache
+  shows every creation before the next reconcile, so a *partial* instance (entry present and a worker
+  missing, or the reverse) is a failure. An interrupted creation (an API error, a crash) can leave one too;
+  recreating the instance then costs one extra round, while keeping workers whose entry pod was lost would
+  leave them attached to a dead entry. An instance with no pod at all is simply not created yet.
 * ``ServingGroupRecreate`` and a live group with a desired instance that has no pod at all: a failure, unless it
   looks like a role scale-up (the role has live instances and this ordinal is above all of them). An interrupted
   group creation, or a role scaled up from zero replicas, therefore costs one group recreation.

@@ -1,0 +1,49 @@
+"""Which Pod changes wake the ServingGroup reconciler.
+
+Guarantees: :func:`pod_change_matters` passes every Pod change that can alter a plan or the status —
+additions, deletions, failures, restarts, label/annotation changes, readiness lost — and drops what
+cannot: changes :func:`~kthena_py.runtime.controller.pod_state_changed` already ignores, and a pod
+becoming Ready while another pod of its ServingGroup is still not Ready (readiness only matters to the
+planner for whole groups: ``availableReplicas``, the ``Available`` condition, scale-down order, all of
+which the last pod of the group to become Ready brings about). It reads only the informer cache,
+whose pod store already holds the new object when the predicate runs.
+"""
+
+from __future__ import annotations
+
+from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, labels_of, namespace_of
+from kthena_py.kube.resources import PODS
+from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
+
+from .notify import GROUP, pod_ready
+
+__all__ = ["pod_change_matters"]
+
+
+def pod_change_matters(cache: SharedCache) -> Predicate:
+    """Build the Pod predicate of the ServingGroup reconciler over ``cache`` (see the module docstring)."""
+    cache.index_label(PODS, GROUP)
+
+    def predicate(old: KubeObject | None, new: KubeObject) -> bool:
+        if not pod_state_changed(old, new):
+            return False
+        if old is None or not became_ready_only(old, new):
+            return True
+        return _group_ready(cache, new)
+
+    return predicate
+
+
+def _group_ready(cache: SharedCache, pod: KubeObject) -> bool:
+    """Whether every live pod of ``pod``'s ServingGroup (same controller) is Ready."""
+    group = labels_of(pod).get(GROUP)
+    owner = controller_ref(pod)
+    if not group or owner is None:
+        return True
+    siblings = cache.by_label(PODS, GROUP, group, namespace_of(pod))
+    return all(
+        pod_ready(p)
+        for p in siblings
+        if not is_deleting(p) and (controller_ref(p) or {}).get("uid") == owner.get("uid")
+    )

@@ -1,0 +1,118 @@
+"""The event recorder's coalescing: same object, type and reason within the window become one Event."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kthena_py.kube import AlreadyExists
+from kthena_py.runtime.events import MAX_MESSAGE, EventRecorder
+
+
+class RecordingClient:
+    """Answers creates; remembers every Event body it was sent."""
+
+    def __init__(self) -> None:
+        self.created: list[dict[str, Any]] = []
+        self.patched: list[tuple[str, dict[str, Any]]] = []
+
+    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
+        if any(c["metadata"]["name"] == body["metadata"]["name"] for c in self.created):
+            raise AlreadyExists(409, "AlreadyExists", "exists")
+        self.created.append(body)
+        return body
+
+    async def get(self, rt: Any, name: str, namespace: str | None = None, **_: Any) -> dict[str, Any]:
+        return next(c for c in self.created if c["metadata"]["name"] == name)
+
+    async def patch(self, rt: Any, name: str, body: dict[str, Any], namespace: str | None = None, **_: Any) -> Any:
+        self.patched.append((name, body))
+        return body
+
+
+def subject(name: str = "ms", uid: str = "u1") -> dict[str, Any]:
+    return {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelServing",
+        "metadata": {"name": name, "namespace": "ns", "uid": uid},
+    }
+
+
+def recorder(client: RecordingClient, window: float = 60.0) -> EventRecorder:
+    return EventRecorder(client, "test", coalesce_seconds=window)  # type: ignore[arg-type]
+
+
+async def test_same_reason_is_joined_into_one_event() -> None:
+    client = RecordingClient()
+    rec = recorder(client)
+    rec.event(subject(), "Normal", "RoleCreating", "Role a/a-0 in ServingGroup ms-0 is now Creating")
+    rec.event(subject(), "Normal", "RoleCreating", "Role b/b-0 in ServingGroup ms-0 is now Creating")
+    rec.event(subject(), "Normal", "RoleCreating", "Role a/a-0 in ServingGroup ms-0 is now Creating")
+    rec.event(subject(), "Normal", "ServingGroupCreating", "ServingGroup ms-0 is now Creating")
+    assert client.created == []  # waiting for the window
+    await rec.flush()
+    by_reason = {c["reason"]: c["message"] for c in client.created}
+    assert by_reason == {
+        "RoleCreating": "Role a/a-0 in ServingGroup ms-0 is now Creating; "
+        "Role b/b-0 in ServingGroup ms-0 is now Creating",
+        "ServingGroupCreating": "ServingGroup ms-0 is now Creating",
+    }
+
+
+async def test_different_objects_and_types_are_not_joined() -> None:
+    client = RecordingClient()
+    rec = recorder(client)
+    rec.event(subject("a", "u1"), "Normal", "R", "one")
+    rec.event(subject("b", "u2"), "Normal", "R", "two")
+    rec.event(subject("a", "u1"), "Warning", "R", "three")
+    await rec.flush()
+    assert sorted((c["involvedObject"]["name"], c["type"], c["message"]) for c in client.created) == [
+        ("a", "Normal", "one"),
+        ("a", "Warning", "three"),
+        ("b", "Normal", "two"),
+    ]
+
+
+async def test_window_expiry_writes_without_flush() -> None:
+    client = RecordingClient()
+    rec = recorder(client, window=0.0)
+    rec.event(subject(), "Normal", "R", "one")
+    for _ in range(20):
+        if client.created:
+            break
+        await asyncio.sleep(0.01)
+    assert [c["message"] for c in client.created] == ["one"]
+    rec.event(subject(), "Normal", "R", "two")  # a new window: a separate Event
+    await rec.flush()
+    assert [c["message"] for c in client.created] == ["one", "two"]
+
+
+async def test_a_message_that_does_not_fit_starts_a_new_event() -> None:
+    client = RecordingClient()
+    rec = recorder(client)
+    long = "x" * (MAX_MESSAGE - 10)
+    rec.event(subject(), "Normal", "R", long)
+    rec.event(subject(), "Normal", "R", "y" * 20)
+    await rec.flush()
+    assert [c["message"] for c in client.created] == [long, "y" * 20]
+    assert all(len(c["message"]) <= MAX_MESSAGE for c in client.created)
+
+
+async def test_a_repeated_event_is_counted_on_the_same_object() -> None:
+    client = RecordingClient()
+    rec = recorder(client)
+    rec.event(subject(), "Warning", "Odd", "same")
+    await rec.flush()
+    rec.event(subject(), "Warning", "Odd", "same")
+    await rec.flush()
+    assert len(client.created) == 1
+    assert [body["count"] for _, body in client.patched] == [2]
+
+
+async def test_too_many_waiting_events_are_dropped() -> None:
+    client = RecordingClient()
+    rec = EventRecorder(client, "test", max_pending=2, coalesce_seconds=60.0)  # type: ignore[arg-type]
+    for i in range(5):
+        rec.event(subject(f"o{i}", f"u{i}"), "Normal", "R", "m")
+    await rec.flush()
+    assert [c["involvedObject"]["name"] for c in client.created] == ["o0", "o1"]
