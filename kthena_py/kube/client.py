@@ -9,6 +9,8 @@ Guarantees:
 * Writes can carry preconditions (UID, resourceVersion) so that a stale decision never deletes or
   overwrites a newer object.
 * Server-side apply uses the field manager given per call, so that each reconciler owns its fields.
+* Answers and watch events are decoded with pydantic-core's JSON parser (same values as :mod:`json`,
+  about twice as fast; a busy manager decodes every pod update it watches).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import aiohttp
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config.config_exception import ConfigException
+from pydantic_core import from_json
 
 from .errors import ApiError, ApiUnavailable, error_from_response
 from .metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS
@@ -189,7 +192,7 @@ class KubeClient:
             resp.release()
         if not raw:
             return {}
-        data = json.loads(raw)
+        data = from_json(raw)
         return data if isinstance(data, dict) else {"value": data}
 
     # -- typed operations ------------------------------------------------------------------------
@@ -435,7 +438,7 @@ class KubeClient:
                 line = line.strip()
                 if not line:
                     continue
-                event = json.loads(line)
+                event = from_json(line)
                 etype = str(event.get("type", ""))
                 obj = event.get("object") or {}
                 if etype == "ERROR":
