@@ -12,7 +12,8 @@ Guarantees:
   1024 characters; a message that does not fit starts a new Event). A ModelServing whose four role
   instances start in the same second gets one ``RoleCreating`` Event naming all four rather than four
   Events: same information, a fraction of the API writes. :meth:`EventRecorder.flush` writes what
-  is waiting at once.
+  is waiting at once; :meth:`EventRecorder.discard` drops it (a replica that lost its lease writes
+  nothing more).
 * At most ``max_pending`` events wait or are in flight; beyond that, events are dropped with a log
   line rather than piling up.
 """
@@ -119,6 +120,16 @@ class EventRecorder:
         task = asyncio.create_task(self._write(batch.obj, batch.type, batch.reason, SEPARATOR.join(batch.messages)))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    async def discard(self) -> None:
+        """Drop every waiting event and cancel the writes in flight."""
+        for batch in self._batches.values():
+            if batch.timer is not None:
+                batch.timer.cancel()
+        self._batches.clear()
+        for task in list(self._pending):
+            task.cancel()
+        await asyncio.gather(*list(self._pending), return_exceptions=True)
 
     async def flush(self) -> None:
         """Write every waiting event now and wait until all have been written (or have failed)."""

@@ -113,6 +113,7 @@ class Manager:
 
                 async def on_lost() -> None:
                     await self._stop_leader_work(drain=False)
+                    await self.recorder.discard()  # no write of any kind after the lease is gone
                     lost.set()
 
                 elector_task = asyncio.create_task(self.elector.run(self._start_leader_work, on_lost))

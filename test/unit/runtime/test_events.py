@@ -116,3 +116,13 @@ async def test_too_many_waiting_events_are_dropped() -> None:
         rec.event(subject(f"o{i}", f"u{i}"), "Normal", "R", "m")
     await rec.flush()
     assert [c["involvedObject"]["name"] for c in client.created] == ["o0", "o1"]
+
+
+async def test_discard_drops_waiting_events() -> None:
+    client = RecordingClient()
+    rec = recorder(client)
+    rec.event(subject(), "Normal", "R", "one")
+    await rec.discard()
+    await rec.flush()
+    await asyncio.sleep(0)
+    assert client.created == []
