@@ -6,18 +6,22 @@ they are accepted with Kthena's defaults: ``period`` (default ``15s``) and ``sta
 policy, ``period`` and ``panicModeHold`` (default ``60s``) of the panic policy, ``PodMetricSource.labelSelector``,
 ``status.conditions`` and ``TargetScalingStatus.lastScaleTime``. Object references are opaque JSON; read them
 with :func:`target_ref_kind` and :func:`target_ref_name`. Cross-field rules (exactly one target, metric names,
-ratio constraints, ...) live in :mod:`kthena_py.api.validation`.
+ratio constraints, ...) live in :mod:`kthena_py.api.validation`. ``PrometheusMetricSource.serverURL`` must
+satisfy the CRD's ``format: uri`` exactly as the API server checks it (:func:`kthena_py.api.uri.uri_error`); a
+bad value fails validation with ``must be a URI (an absolute URI or an absolute path): <reason>``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from kthena_py.api.common import Condition, KthenaModel, KthenaObject
 from kthena_py.api.duration import Duration
 from kthena_py.api.quantity import Quantity
+from kthena_py.api.uri import URI_FORMAT, uri_error
 
 __all__ = [
     "AutoscalingPolicy",
@@ -112,6 +116,15 @@ class PrometheusMetricSource(KthenaModel):
     server_url: str = Field(alias="serverURL", min_length=1)
     query: str = Field(min_length=1)
     auth: PrometheusAuth | None = None
+
+    @field_validator("server_url")
+    @classmethod
+    def check_server_url(cls, value: str) -> str:
+        """Enforce the CRD's ``format: uri`` as the API server does (Go's ``url.ParseRequestURI``)."""
+        reason = uri_error(value)
+        if reason is not None:
+            raise PydanticCustomError("k8s_invalid", "{detail}", {"detail": f"{URI_FORMAT}: {reason}"})
+        return value
 
 
 class MetricSource(KthenaModel):

@@ -89,6 +89,10 @@ SERVER_EXPECT: dict[str, tuple[str | None, str]] = {
         "spec.homogeneousTarget.target.metricSources.podinfo_rps.prometheus.serverURL",
         "Required value",
     ),
+    "asp-prometheus-server-not-uri": (
+        "spec.homogeneousTarget.target.metricSources.podinfo_rps.prometheus.serverURL",
+        'in body must be of type uri: "prometheus"',
+    ),
     "ms-min-role-replicas-type": (
         "spec.template.gangPolicy.minRoleReplicas.prefill",
         'spec.template.gangPolicy.minRoleReplicas.prefill in body must be of type integer: "string"',
