@@ -386,6 +386,9 @@ async def main() -> None:
     print(f"  baseline (direct creates, same concurrency): {mmm(bases)}")
     print(f"  kthena-py controller                       : {mmm(ours)}")
     print(f"  ratio of medians: {ratio:.2f} (target <= 1.25)")
+    paired = [o / b for o, b in zip(ours, bases, strict=True)]
+    shown = " ".join(f"{r:.2f}" for r in paired)
+    print(f"  paired ratios (run by run): {shown}; median {statistics.median(paired):.2f}")
     rss, cpu, writes = stats[0]
     print(f"  manager at steady state (run 1): RSS {rss:.0f} MiB, CPU {cpu:.1f} s")
     print(f"  writes in the {args.after_restart:.0f} s after a restart (run 1): {writes:.0f} (target 0)")
