@@ -1,4 +1,9 @@
-"""Resource types of the Kthena API, for the client layer."""
+"""Resource types of the Kthena API, for the client layer, and what of the cluster the manager caches.
+
+:func:`narrow_cache` limits the cached Pods, Services, PodGroups and ControllerRevisions to those labelled
+``modelserving.volcano.sh/name`` (what a ModelServing creates, Kthena's and ours alike): the manager's
+memory and watch traffic then grow with the ModelServing workloads, not with the cluster.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +17,18 @@ from kthena_py.api.common import (
     MODEL_SERVING_PLURAL,
     VERSION,
 )
-from kthena_py.kube.resources import ResourceType
+from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
+from kthena_py.plan.modelserving import naming
+from kthena_py.runtime.cache import SharedCache
 
 MODELSERVINGS = ResourceType(GROUP, VERSION, MODEL_SERVING_KIND, MODEL_SERVING_PLURAL)
 AUTOSCALINGPOLICIES = ResourceType(GROUP, VERSION, AUTOSCALING_POLICY_KIND, AUTOSCALING_POLICY_PLURAL)
 MODELBOOSTERS = ResourceType(GROUP, VERSION, MODEL_BOOSTER_KIND, MODEL_BOOSTER_PLURAL)
+
+NARROWED = (PODS, SERVICES, PODGROUPS, CONTROLLER_REVISIONS)
+
+
+def narrow_cache(cache: SharedCache) -> None:
+    """Cache only the objects a ModelServing owns (idempotent; call before the first informer of each)."""
+    for rt in NARROWED:
+        cache.select(rt, naming.LABEL_NAME)

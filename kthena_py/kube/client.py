@@ -430,7 +430,10 @@ class KubeClient:
         try:
             while True:
                 try:
-                    line = await asyncio.wait_for(resp.content.readline(), timeout_seconds + 30)
+                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
+                    # that arrives as a line does, and the watch (and the informer) would run on.
+                    async with asyncio.timeout(timeout_seconds + 30):
+                        line = await resp.content.readline()
                 except (TimeoutError, aiohttp.ClientError) as exc:
                     raise ApiUnavailable(f"watch {rt.plural}: {type(exc).__name__}: {exc}") from exc
                 if not line:

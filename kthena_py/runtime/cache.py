@@ -6,6 +6,9 @@ Guarantees:
   so each type is listed and watched once however many controllers use it.
 * Namespaced types are watched in the manager's namespace scope (all namespaces by default);
   cluster-scoped types always cluster-wide.
+* A type can be narrowed to the objects matching a label selector (:meth:`SharedCache.select`), so a
+  manager holds and decodes only the pods (say) it manages, not every pod of the cluster. The
+  selector applies to every informer of that type; it must be set before the first one exists.
 * Each store has the standard indices ``namespace`` and ``owner-uid``; label indices are added
   on demand with :meth:`SharedCache.index_label`.
 * Reads return the cached objects themselves: callers must treat them as read-only and copy
@@ -66,11 +69,29 @@ class SharedCache:
         self._informers: dict[_Key, Informer] = {}
         self._tasks: dict[_Key, asyncio.Task[None]] = {}
         self._started = False
+        self._label_selectors: dict[ResourceType, str] = {}
 
     @property
     def namespace(self) -> str | None:
         """The namespace scope for namespaced types (``None`` = all)."""
         return self._namespace
+
+    def select(self, rt: ResourceType, label_selector: str) -> None:
+        """Watch only objects of ``rt`` matching ``label_selector`` (e.g. ``app.kubernetes.io/name``).
+
+        Raises:
+            RuntimeError: An informer of ``rt`` already exists (its objects were listed unfiltered), or
+                another selector was set for ``rt``.
+        """
+        if self._label_selectors.get(rt, label_selector) != label_selector:
+            raise RuntimeError(f"{rt.plural}: already narrowed to {self._label_selectors[rt]!r}")
+        if any(key.rt == rt for key in self._informers) and rt not in self._label_selectors:
+            raise RuntimeError(f"{rt.plural}: select() must come before the first informer")
+        self._label_selectors[rt] = label_selector
+
+    def label_selector(self, rt: ResourceType) -> str | None:
+        """The label selector ``rt`` is narrowed to, if any."""
+        return self._label_selectors.get(rt)
 
     def informer(self, rt: ResourceType, *, field_selector: str | None = None, optional: bool = False) -> Informer:
         """Return the informer for ``rt``, creating (and, once started, running) it on first use.
@@ -88,6 +109,7 @@ class SharedCache:
                 self._client,
                 rt,
                 namespace=self._namespace if rt.namespaced else None,
+                label_selector=self._label_selectors.get(rt),
                 field_selector=field_selector,
                 transform=self._transform,
                 clock=self._clock,
@@ -130,10 +152,16 @@ class SharedCache:
         return all(i.has_synced for i in self._informers.values())
 
     async def stop(self) -> None:
-        """Cancel every informer task."""
-        for task in self._tasks.values():
-            task.cancel()
-        await asyncio.gather(*self._tasks.values(), return_exceptions=True)
+        """Cancel every informer task and wait until all have ended.
+
+        A cancellation swallowed by library code (a known hazard of ``asyncio.wait_for`` on Python
+        3.11) is repeated every second until the task ends, so shutdown never hangs on one.
+        """
+        pending = set(self._tasks.values())
+        while pending:
+            for task in pending:
+                task.cancel()
+            _, pending = await asyncio.wait(pending, timeout=1.0)
         self._tasks.clear()
         self._started = False
 

@@ -27,7 +27,7 @@ from kthena_py.runtime.controller import Controller, generation_changed
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
 
-from ..resources import AUTOSCALINGPOLICIES, MODELSERVINGS
+from ..resources import AUTOSCALINGPOLICIES, MODELSERVINGS, narrow_cache
 from .base import ENV_SYNC_PERIOD, Deps, Settings
 from .collector import NAME_LABEL, PodScraper
 from .convert import TargetKey, target_refs
@@ -73,6 +73,7 @@ def register(
     """
     settings = settings or Settings.from_env(sync_period)
     cache = manager.cache
+    narrow_cache(cache)
     cache.informer(AUTOSCALINGPOLICIES, optional=True)
     cache.informer(MODELSERVINGS)
     cache.informer(PODS)

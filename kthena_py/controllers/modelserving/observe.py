@@ -16,13 +16,16 @@ from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS
 from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
 from kthena_py.runtime.cache import SharedCache
 
+from ..resources import narrow_cache
+
 PODGROUP_CRD_NAME = "podgroups.scheduling.volcano.sh"
 PODGROUP_CRD_SELECTOR = f"metadata.name={PODGROUP_CRD_NAME}"
 NAME_LABEL = "modelserving.volcano.sh/name"
 
 
 def register_informers(cache: SharedCache) -> None:
-    """Make sure the cache watches everything the ModelServing reconcilers read."""
+    """Make sure the cache watches everything the ModelServing reconcilers read (and only that)."""
+    narrow_cache(cache)
     for rt in (PODS, SERVICES, CONTROLLER_REVISIONS):
         cache.informer(rt)
     cache.informer(PODGROUPS, optional=True)
