@@ -572,6 +572,10 @@ def test_kustomize_builds_the_cert_manager_component(tmp_path: Path) -> None:
     for d in docs:
         if d["kind"].endswith("WebhookConfiguration"):
             assert d["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+    # The manager must leave the Secret and caBundle to cert-manager.
+    args = the(docs, "Deployment", DEPLOYMENT)["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--webhook-cert-mode=cert-manager" in args
+    assert any(a.startswith("--webhook-cert-dir=") for a in args)
 
 
 @needs_kubectl
