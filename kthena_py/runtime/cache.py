@@ -89,10 +89,6 @@ class SharedCache:
             raise RuntimeError(f"{rt.plural}: select() must come before the first informer")
         self._label_selectors[rt] = label_selector
 
-    def label_selector(self, rt: ResourceType) -> str | None:
-        """The label selector ``rt`` is narrowed to, if any."""
-        return self._label_selectors.get(rt)
-
     def informer(self, rt: ResourceType, *, field_selector: str | None = None, optional: bool = False) -> Informer:
         """Return the informer for ``rt``, creating (and, once started, running) it on first use.
 

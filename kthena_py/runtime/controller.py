@@ -65,7 +65,7 @@ def became_ready_only(old: KubeObject, new: KubeObject) -> bool:
     Restart counts, deletion, labels and annotations are the same; phase and the Ready condition moved
     from "not ready" to "Running with Ready=True".
     """
-    if not _pod_ready(new) or _pod_ready(old):
+    if not pod_running_and_ready(new) or pod_running_and_ready(old):
         return False
     return _restart_total(old) == _restart_total(new) and _metadata_key(old) == _metadata_key(new)
 
@@ -81,7 +81,8 @@ def _metadata_key(pod: KubeObject) -> tuple[object, ...]:
     return (md.get("deletionTimestamp"), md.get("labels"), md.get("annotations"))
 
 
-def _pod_ready(pod: KubeObject) -> bool:
+def pod_running_and_ready(pod: KubeObject) -> bool:
+    """Phase ``Running`` with the condition ``Ready=True``."""
     status = pod.get("status") or {}
     return status.get("phase") == "Running" and any(
         c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []

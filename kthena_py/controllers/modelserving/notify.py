@@ -14,6 +14,7 @@ from typing import Any
 from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
 from kthena_py.kube.resources import PODS
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.controller import pod_running_and_ready
 from kthena_py.runtime.events import EventRecorder
 
 from ..resources import MODELSERVINGS
@@ -26,12 +27,7 @@ ROLE_ID = "modelserving.volcano.sh/role-id"
 
 def pod_ready(pod: KubeObject) -> bool:
     """Running with condition Ready=True and not terminating."""
-    status = pod.get("status") or {}
-    return (
-        status.get("phase") == "Running"
-        and not is_deleting(pod)
-        and any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    )
+    return pod_running_and_ready(pod) and not is_deleting(pod)
 
 
 class RunningNotifier:
