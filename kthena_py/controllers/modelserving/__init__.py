@@ -1,4 +1,4 @@
-"""The ModelServing controllers: ServingGroups (pods, Services, recovery, status) and gang scheduling."""
+"""The ModelServing controllers: ServingGroups (pods, Services, recovery, status), rollouts and gang scheduling."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from .gang import PodGroupReconciler
 from .notify import RunningNotifier
 from .observe import PODGROUP_CRD_SELECTOR, register_informers
 from .predicates import pod_change_matters
+from .rollout import RolloutReconciler, unit_change_matters
 from .servinggroups import ServingGroupReconciler
 
 __all__ = ["register"]
@@ -53,7 +54,18 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
         .owns(PODGROUPS, MODELSERVINGS, spec_changed)
         .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
     )
-    for c in (groups, gang):
+    rollout = (
+        Controller(
+            "modelserving-rollout",
+            RolloutReconciler(manager.client, cache, manager.recorder),
+            cache,
+            workers=workers,
+        )
+        .for_(MODELSERVINGS, spec_or_metadata_changed)
+        .owns(PODS, MODELSERVINGS, unit_change_matters(cache))
+        .owns(CONTROLLER_REVISIONS, MODELSERVINGS, spec_or_metadata_changed)
+    )
+    for c in (groups, rollout, gang):
         manager.add_controller(c)
     cache.informer(PODS).add_handler(RunningNotifier(cache, manager.recorder, manager.leading.is_set))
-    return [groups, gang]
+    return [groups, rollout, gang]

@@ -8,8 +8,10 @@ Guarantees:
 * Deletions carry the planned UID as a precondition: a replacement object is never deleted.
   NotFound and precondition conflicts are success (someone else already acted).
 * Updates are JSON merge patches carrying ``metadata.uid``, which the API server checks.
-* The status is written only when it differs from what the cache holds (no write on a no-op), and
-  only by a reconcile that created or deleted nothing: a creation or deletion that took effect is
+* The status is written by server-side apply of the fields the plan lists, under the applier's field
+  manager, so several reconcilers share one status (each owns its fields and its condition types) without
+  dropping each other's. It is written only when a listed field differs from what the cache holds (no
+  write on a no-op), and only by a reconcile that created or deleted nothing: a creation or deletion that took effect is
   observed by the informer, which triggers the next reconcile, and that one writes the status from
   the new state. A burst of creations therefore costs one status write, not one per step.
 * Events go through the manager's recorder (never blocking, never failing the reconcile).
@@ -196,20 +198,23 @@ class PlanApplier:
             await asyncio.sleep(0.02)
 
     async def _write_status(self, ms: KubeObject, status: KubeObject, written: list[_Written]) -> bool:
-        current = ms.get("status") or {}
-        if current == status:
+        if status_applied(ms.get("status") or {}, status):
             return False
-        patch: dict[str, Any] = {k: None for k in current if k not in status}
-        patch.update(status)
         md = meta(ms)
+        body = {
+            "metadata": {"name": md.get("name"), "namespace": md.get("namespace"), "uid": md.get("uid")},
+            "status": status,
+        }
         try:
             updated = await self.client.patch(
                 MODELSERVINGS,
                 str(md.get("name")),
-                {"metadata": {"uid": md.get("uid")}, "status": patch},
+                body,
                 str(md.get("namespace")),
+                patch_type="apply",
                 subresource="status",
                 field_manager=self.field_manager,
+                force=True,
             )
         except NotFound:
             return False
@@ -218,3 +223,16 @@ class PlanApplier:
             raise
         written.append(_Written.of(MODELSERVINGS, updated, "present"))
         return True
+
+
+def status_applied(current: KubeObject, owned: KubeObject) -> bool:
+    """Whether ``current`` already holds every field of ``owned`` (conditions compared by ``type``)."""
+    for key, value in owned.items():
+        if key != "conditions":
+            if current.get(key) != value:
+                return False
+            continue
+        have = {c.get("type"): c for c in current.get("conditions") or [] if isinstance(c, dict)}
+        if any(have.get(c.get("type")) != c for c in value or []):
+            return False
+    return True

@@ -25,6 +25,7 @@ from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.types import KubeObject, Observed
 
 __all__ = [
+    "STUCK_REASONS",
     "GroupState",
     "InstanceState",
     "ObservedGroups",
@@ -82,6 +83,8 @@ class PodState:
     """Sum of ``restartCount`` over containers and init containers."""
     cost: int
     """``controller.kubernetes.io/pod-deletion-cost`` (0 when missing or invalid)."""
+    problem: str = ""
+    """A container's waiting reason that needs a person (``ImagePullBackOff``, ``CrashLoopBackOff``...), else ``""``."""
 
     @property
     def healthy_ready(self) -> bool:
@@ -250,6 +253,32 @@ def _restarts(status: dict[str, Any]) -> int:
     return total
 
 
+STUCK_REASONS = frozenset(
+    {
+        "ErrImagePull",
+        "ImagePullBackOff",
+        "InvalidImageName",
+        "ErrImageNeverPull",
+        "CrashLoopBackOff",
+        "CreateContainerConfigError",
+        "CreateContainerError",
+        "RunContainerError",
+    }
+)
+"""Container waiting reasons that do not resolve by waiting."""
+
+
+def _problem(status: dict[str, Any]) -> str:
+    for key in ("initContainerStatuses", "containerStatuses"):
+        for item in status.get(key) or []:
+            state = item.get("state") if isinstance(item, dict) else None
+            waiting = state.get("waiting") if isinstance(state, dict) else None
+            reason = waiting.get("reason") if isinstance(waiting, dict) else None
+            if isinstance(reason, str) and reason in STUCK_REASONS:
+                return reason
+    return ""
+
+
 def _pod_state(ms: str, obj: KubeObject) -> PodState | None:
     identity = _identity(ms, obj)
     metadata = obj.get("metadata", {})
@@ -280,6 +309,7 @@ def _pod_state(ms: str, obj: KubeObject) -> PodState | None:
         terminating=metadata.get("deletionTimestamp") is not None,
         restarts=_restarts(status),
         cost=deletion_cost(metadata.get("annotations")),
+        problem=_problem(status),
     )
 
 

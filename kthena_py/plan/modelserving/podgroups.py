@@ -128,8 +128,8 @@ def build_podgroup(state: PlanningState, ordinal: int, sub_group_policy: bool) -
         The PodGroup object.
     """
     ms, ref = state.ms, state.ref
-    _, data = state.group_revision(state.groups.get(ordinal))
-    roles = state.effective_roles(data)
+    target = state.target(ordinal)
+    roles = tuple(rt.role for rt in target.roles.values()) if target is not None else state.effective_roles(state.data)
     topology = ms.spec.template.network_topology
     name = naming.podgroup_name(ref.name, ordinal)
     totals: _Totals = {}
@@ -265,7 +265,7 @@ def plan_podgroups(ms: ModelServing, ref: MSRef, observed: Observed, support: Po
         name = obj.get("metadata", {}).get("name")
         if isinstance(name, str):
             existing[name] = obj
-    wanted = {naming.podgroup_name(ref.name, g): g for g in state.group_plan.desired} if state.gang else {}
+    wanted = {naming.podgroup_name(ref.name, g): g for g in state.targets.plan.desired} if state.gang else {}
     creates: list[KubeObject] = []
     updates: list[Update] = []
     reasons: list[str] = []

@@ -7,7 +7,9 @@ Guarantees:
   ``maxUnavailable``, ``maxSurge`` and ``partition`` do not shape a pod and are excluded from the hashes, so
   scaling never changes the revision.
 * :func:`revision_hash` and :func:`role_template_hash` are deterministic functions of that data (canonical JSON,
-  sorted keys, then SHA-256), rendered as 10 characters of the alphabet ``bcdfghjklmnpqrstvwxz2456789`` (valid
+  sorted keys, then SHA-256; env vars the controller injects itself, ``GROUP_SIZE`` / ``ENTRY_ADDRESS`` /
+  ``WORKER_INDEX``, are left out because they never reach a pod as written; ``status.collisionCount`` salts the
+  revision after a name collision), rendered as 10 characters of the alphabet ``bcdfghjklmnpqrstvwxz2456789`` (valid
   in label values and object names). A role's hash covers the role plus ``schedulerName`` and the plugins that
   apply to it, so it changes exactly when that role's pods would render differently.
 * A ControllerRevision built by :func:`build_controller_revision` stores the full roles (replicas included),
@@ -78,14 +80,37 @@ def encode_hash(payload: Any) -> str:
     return "".join(chars)
 
 
+def _without_injected_env(template: dict[str, Any]) -> dict[str, Any]:
+    """Drop the env vars the controller sets itself (they never reach a pod as written)."""
+    spec = template.get("spec")
+    if not isinstance(spec, dict):
+        return template
+    changed = False
+    new_spec = dict(spec)
+    for key in ("containers", "initContainers"):
+        containers = spec.get(key)
+        if not isinstance(containers, list):
+            continue
+        out = []
+        for container in containers:
+            env = container.get("env") if isinstance(container, dict) else None
+            if isinstance(env, list) and any(isinstance(e, dict) and e.get("name") in naming.INJECTED_ENV for e in env):
+                kept = [e for e in env if not (isinstance(e, dict) and e.get("name") in naming.INJECTED_ENV)]
+                container = {k: v for k, v in container.items() if k != "env"} | ({"env": kept} if kept else {})
+                changed = True
+            out.append(container)
+        new_spec[key] = out
+    return {**template, "spec": new_spec} if changed else template
+
+
 def _role_shape(role: Role) -> dict[str, Any]:
     shape: dict[str, Any] = {
         "name": role.name,
-        "entryTemplate": to_dict(role.entry_template),
+        "entryTemplate": _without_injected_env(to_dict(role.entry_template)),
         "workerReplicas": role.worker_replicas,
     }
     if role.worker_template is not None:
-        shape["workerTemplate"] = to_dict(role.worker_template)
+        shape["workerTemplate"] = _without_injected_env(to_dict(role.worker_template))
     return shape
 
 
@@ -102,15 +127,21 @@ def _plugin_shape(plugin: PluginSpec) -> dict[str, Any]:
     }
 
 
-def revision_hash(data: RevisionData) -> str:
-    """Return the revision string of a ModelServing (see the module docstring)."""
-    return encode_hash(
-        {
-            "roles": [_role_shape(role) for role in data.roles],
-            "schedulerName": data.scheduler_name,
-            "plugins": [_plugin_shape(plugin) for plugin in data.plugins],
-        }
-    )
+def revision_hash(data: RevisionData, collision_count: int = 0) -> str:
+    """Return the revision string of a ModelServing (see the module docstring).
+
+    Args:
+        data: The pod-shaping spec.
+        collision_count: ``status.collisionCount``; when above 0 it salts the hash (a new name after a collision).
+    """
+    payload: dict[str, Any] = {
+        "roles": [_role_shape(role) for role in data.roles],
+        "schedulerName": data.scheduler_name,
+        "plugins": [_plugin_shape(plugin) for plugin in data.plugins],
+    }
+    if collision_count > 0:
+        payload["collisionCount"] = collision_count
+    return encode_hash(payload)
 
 
 def role_template_hash(data: RevisionData, role: Role) -> str:

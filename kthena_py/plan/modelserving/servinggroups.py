@@ -14,9 +14,15 @@
 * With gang scheduling (``schedulerName: volcano`` and the PodGroup CRD served) no pod of a group is created
   before its PodGroup is observed; the group is skipped and a short requeue asked for (the PodGroup planner
   creates it).
-* Templates: new groups use the current spec. Missing instances and pods of an existing group are rendered
-  from the revision that group (or instance) is on, read from its ControllerRevision (fallback: the current
-  spec). Rolling updates are out of scope: groups on an older revision are left as they are.
+* Which units exist and what each is rendered from come from the targets
+  (:mod:`kthena_py.plan.modelserving.targets`): wanted ordinals include ``maxSurge`` units during a rollout and
+  protect the partition; a missing unit is created at its target revision (the update revision, or the revision
+  a partition-protected unit had); missing pods of an existing unit come from its own revision. A revision that
+  cannot be resolved is reported (``RevisionUnresolved``) and nothing is created from a guess.
+* Outdated units are never taken down here: that is the rollout reconciler's job
+  (:mod:`kthena_py.plan.modelserving.rollout`); this planner re-creates what it took down.
+* A ControllerRevision name collision (same name, other data) stops creation for one reconcile while the status
+  raises ``collisionCount`` (a ``RevisionCollision`` Warning says so).
 * ControllerRevisions beyond ``revisionHistoryLimit`` that no pod, nor the current or update revision, uses
   are deleted.
 
@@ -40,9 +46,9 @@ from kthena_py.plan.modelserving.revision import (
     revisions_to_prune,
     role_template_hash,
 )
-from kthena_py.plan.modelserving.scaling import UnitScore, plan_ordinals
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.status import compute_status
+from kthena_py.plan.modelserving.targets import GroupTarget, RoleTargets
 from kthena_py.plan.modelserving.types import (
     Delete,
     KubeObject,
@@ -133,10 +139,23 @@ def _create_instance(
     return len(indices)
 
 
-def _render_context(state: PlanningState, revision: str | None) -> RenderContext:
-    rev, data = state.resolve(revision)
+def _render_context(state: PlanningState, revision: str) -> RenderContext:
     owners = tuple(o for o in (state.ms.metadata or {}).get("ownerReferences") or [] if isinstance(o, dict))
-    return RenderContext(state.ref, rev, data, state.gang, owners)
+    return RenderContext(state.ref, revision, state.revisions[revision], state.gang, owners)
+
+
+def _unresolved(b: _Builder, unit: str, revision: str | None) -> None:
+    """Report a unit whose revision cannot be resolved: nothing is created for it."""
+    what = f"revision {revision}" if revision else "its revision"
+    b.event(
+        "Warning",
+        "RevisionUnresolved",
+        f"Cannot resolve {what} for {unit}: ControllerRevision "
+        f"{naming.revision_name(b.state.ref.name, revision or '?')} is missing or unreadable; "
+        "template-driven creation is paused for it",
+    )
+    b.reasons.append(f"{unit}: revision {revision or '?'} cannot be resolved; nothing created")
+    b.activity.setdefault(unit.split("/")[0], "revision unresolved")
 
 
 def _new_group(b: _Builder, ordinal: int, group: GroupState | None) -> None:
@@ -147,24 +166,34 @@ def _new_group(b: _Builder, ordinal: int, group: GroupState | None) -> None:
         b.activity[name] = "waiting for terminating pods"
         b.reasons.append(f"ServingGroup {name}: waiting for its terminating pods before re-creating it")
         return
-    ctx = _render_context(state, None)
-    roles = [role for role in state.effective_roles(ctx.data) if role.replicas > 0]
-    if not roles or not b.can_create_pods(ordinal):
+    target = state.targets.groups[ordinal]
+    if target.revision is None:
+        _unresolved(b, name, _protected_revision(state))
+        return
+    items = [(rt, r, rt.instances[r]) for rt in target.roles.values() if rt.role.replicas > 0 for r in rt.plan.desired]
+    if not items or not b.can_create_pods(ordinal):
         return
     b.event("Normal", "ServingGroupCreating", f"ServingGroup {name} is now Creating")
     b.activity[name] = "creating"
-    b.reasons.append(f"create ServingGroup {name} at revision {ctx.revision}")
+    b.reasons.append(f"create ServingGroup {name} at revision {target.revision}")
     wanted: set[tuple[str, int]] = set()
-    for role in roles:
-        for ordinal_r in range(role.replicas):
-            wanted.add((role.name, ordinal_r))
-            instance = group.instances.get((role.name, ordinal_r)) if group is not None else None
-            _create_instance(b, ctx, role, ordinal, ordinal_r, instance)
-            role_id = naming.role_id(role.name, ordinal_r)
-            b.event("Normal", "RoleCreating", _role_message(role.name, role_id, name, "Creating"))
+    for rt, ordinal_r, it in items:
+        wanted.add((rt.role.name, ordinal_r))
+        role_id = naming.role_id(rt.role.name, ordinal_r)
+        if it.revision is None or it.role is None:
+            _unresolved(b, f"{name}/{role_id}", _protected_revision(state))
+            continue
+        instance = group.instances.get((rt.role.name, ordinal_r)) if group is not None else None
+        _create_instance(b, _render_context(state, it.revision), it.role, ordinal, ordinal_r, instance)
+        b.event("Normal", "RoleCreating", _role_message(rt.role.name, role_id, name, "Creating"))
     for key, instance in sorted(group.instances.items()) if group is not None else ():
         if key not in wanted:
             b.delete_instance(instance, "not in the template")
+
+
+def _protected_revision(state: PlanningState) -> str | None:
+    previous = state.ms.status.current_revision if state.ms.status is not None else None
+    return previous or None
 
 
 def _apply_recovery(b: _Builder, group: GroupState, recovery: Recovery) -> None:
@@ -177,77 +206,69 @@ def _apply_recovery(b: _Builder, group: GroupState, recovery: Recovery) -> None:
         b.activity[group.name] = "recreating"
 
 
-def _instance_render(
-    state: PlanningState, instance: InstanceState | None, group_revision: str, role: Role
-) -> tuple[RenderContext, Role]:
-    """The render context and role definition of an instance: its own revision, else its group's."""
-    revision = instance.revision() if instance is not None and instance.pods else group_revision
-    ctx = _render_context(state, revision)
-    return ctx, ctx.data.role(role.name) or role
-
-
-def _scale_roles(b: _Builder, group: GroupState, roles: tuple[Role, ...]) -> list[tuple[Role, int]]:
-    """Delete instances of unknown roles and scaled-away instances; return the desired ``(role, ordinal)``."""
-    state = b.state
-    names = {role.name for role in roles}
+def _scale_roles(b: _Builder, group: GroupState, target: GroupTarget) -> list[tuple[RoleTargets, int]]:
+    """Delete instances of unknown roles and scaled-away instances; return the wanted ``(role, ordinal)``."""
     for (role_name, ordinal), instance in sorted(group.instances.items()):
-        if role_name not in names and b.delete_instance(instance, "role not in the template"):
+        if role_name not in target.roles and b.delete_instance(instance, "role not in the template"):
             b.activity[group.name] = "scaling"
             b.reasons.append(f"delete {group.name}/{naming.role_id(role_name, ordinal)}: role not in its revision")
-    desired: list[tuple[Role, int]] = []
-    for role in roles:
+    desired: list[tuple[RoleTargets, int]] = []
+    for rt in target.roles.values():
+        role = rt.role
         instances = group.role_instances(role.name)
-        live = [
-            UnitScore(r, inst.complete_and_ready(state.instance_workers(inst, role)), inst.cost)
-            for r, inst in instances.items()
-            if inst.live
-        ]
-        plan = plan_ordinals(live, role.replicas)
-        for ordinal in plan.remove:
+        for ordinal in rt.plan.remove:
             role_id = naming.role_id(role.name, ordinal)
             b.delete_instance(instances[ordinal], "scale down")
             b.event("Normal", "RoleDeleting", _role_message(role.name, role_id, group.name, "Deleting"))
             b.activity[group.name] = "scaling"
             b.reasons.append(f"scale down: delete role instance {group.name}/{role_id}")
+        wanted = set(rt.plan.desired)
         for ordinal, instance in instances.items():
-            if not instance.live and ordinal not in plan.desired and b.delete_instance(instance, "scale down"):
+            if not instance.live and ordinal not in wanted and b.delete_instance(instance, "scale down"):
                 b.activity.setdefault(group.name, "scaling")
-        desired.extend((role, ordinal) for ordinal in plan.desired)
+        desired.extend((rt, ordinal) for ordinal in rt.plan.desired)
     return desired
 
 
 def _live_group(b: _Builder, group: GroupState, now: float) -> None:
     state = b.state
-    revision, data = state.group_revision(group)
-    desired = _scale_roles(b, group, state.effective_roles(data))
-    renders = {
-        (role.name, r): _instance_render(state, group.instances.get((role.name, r)), revision, role)
-        for role, r in desired
-    }
-    items = [DesiredInstance(name, r, renders[name, r][1].worker_replicas) for name, r in renders]
+    target = state.targets.groups[group.ordinal]
+    if target.data is None:
+        # Its revision is unknown: neither scale nor complete it from a guess (the rollout replaces it).
+        _unresolved(b, group.name, group.revision())
+        return
+    desired = _scale_roles(b, group, target)
+    items = [DesiredInstance(rt.role.name, r, (rt.instances[r].role or rt.role).worker_replicas) for rt, r in desired]
     spec = state.ms.spec
     recovery = plan_group_recovery(spec.recovery_policy, spec.template.restart_grace_period_seconds, group, items, now)
     _apply_recovery(b, group, recovery)
     if recovery.group_blocked:
         return
-    for key, (ctx, role) in renders.items():
+    for rt, r in desired:
+        key = (rt.role.name, r)
+        it = rt.instances[r]
         instance = group.instances.get(key)
         if key in recovery.blocked_instances:
             continue
-        skip = {index for (name, r, index) in recovery.blocked_pods if (name, r) == key}
+        worker_replicas = (it.role or rt.role).worker_replicas
+        skip = {index for (name, rr, index) in recovery.blocked_pods if (name, rr) == key}
         if instance is not None:
             skip |= {index for index, pod in instance.pods.items() if pod.terminating}
-        missing = missing_indices(instance, role.worker_replicas) if instance is not None else [0]
-        service_missing = needs_service(role) and (instance is None or instance.service is None)
+        missing = missing_indices(instance, worker_replicas) if instance is not None else [0]
+        service_missing = needs_service(it.role or rt.role) and (instance is None or instance.service is None)
         if not service_missing and all(index in skip for index in missing):
+            continue
+        role_id = naming.role_id(rt.role.name, r)
+        if it.revision is None or it.role is None:
+            _unresolved(b, f"{group.name}/{role_id}", instance.revision() if instance is not None else None)
             continue
         if not b.can_create_pods(group.ordinal):
             return
-        created = _create_instance(b, ctx, role, group.ordinal, key[1], instance, skip)
+        ctx = _render_context(state, it.revision)
+        created = _create_instance(b, ctx, it.role, group.ordinal, r, instance, skip)
         if created:
-            role_id = naming.role_id(role.name, key[1])
             fresh = instance is None or not instance.pods
-            b.event("Normal", "RoleCreating", _role_message(role.name, role_id, group.name, "Creating"))
+            b.event("Normal", "RoleCreating", _role_message(rt.role.name, role_id, group.name, "Creating"))
             b.activity.setdefault(group.name, "creating" if fresh else "recreating")
             b.reasons.append(f"create {created} pod(s) of {group.name}/{role_id} at revision {ctx.revision}")
 
@@ -317,8 +338,14 @@ def plan_servinggroups(ms: ModelServing, ref: MSRef, observed: Observed, support
         if pg.get("metadata", {}).get("deletionTimestamp") is None
     )
     b = _Builder(state, podgroups)
+    if state.collision:
+        name = naming.revision_name(ref.name, state.revision)
+        b.event("Warning", "RevisionCollision", f"ControllerRevision {name} records other data; raising collisionCount")
+        return Plan(
+            status=compute_status(state, b.activity, now), events=tuple(b.events), reasons=(f"{name} collides",)
+        )
     _ensure_revision(b, observed)
-    plan = state.group_plan
+    plan = state.targets.plan
     for ordinal in plan.remove:
         group = state.groups.groups[ordinal]
         _delete_group(b, group, "scale down")

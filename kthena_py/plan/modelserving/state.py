@@ -1,32 +1,33 @@
-"""The planning state shared by the ServingGroup, PodGroup and status planners.
+"""The planning state shared by the ServingGroup, PodGroup, rollout and status planners.
 
 Guarantees:
 
-* :func:`build_state` is a pure function of ``(ms, ref, observed, support)``; the ServingGroup and PodGroup
-  planners both call it, so they always agree on the revision, on each group's revision and templates, and on
-  the set of desired ServingGroups (``group_plan``).
+* :func:`build_state` is a pure function of ``(ms, ref, observed, support)``; every ModelServing planner calls it,
+  so they always agree on the update revision, on the resolvable revisions and on the targets of every group and
+  role instance (:mod:`kthena_py.plan.modelserving.targets`: wanted ordinals with surge and partition, the revision
+  each unit is rendered from, readiness, updated-ness).
 * Revision resolution: a revision string resolves to the current spec when it is the update revision, else to
-  the data of the observed ControllerRevision ``<ms>-<revision>`` owned by this ModelServing; anything that cannot
-  be resolved falls back to the current spec and revision (documented fallback: pods are then rendered from the
-  current templates).
-* Effective roles: a revision's roles with ``replicas`` taken from the current spec when it still has a role of
-  that name (role scaling applies to every group), else the recorded replicas.
+  the data of the observed ControllerRevision ``<ms>-<revision>`` owned by this ModelServing. Nothing that cannot
+  be resolved is silently replaced by the current spec (see the targets module).
+* The update revision is salted with ``status.collisionCount`` when it is set (StatefulSet-style): a
+  ControllerRevision of the same name recording other data is a collision, reported in ``collision`` so that the
+  status planner raises the count and the next reconcile uses a new name.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.groups import GroupState, InstanceState, ObservedGroups, parse_observed
+from kthena_py.plan.modelserving.groups import GroupState, ObservedGroups, parse_observed
 from kthena_py.plan.modelserving.revision import (
     RevisionData,
     parse_controller_revision,
     revision_data,
     revision_hash,
 )
-from kthena_py.plan.modelserving.scaling import OrdinalPlan, UnitScore, plan_ordinals
+from kthena_py.plan.modelserving.targets import GroupTarget, Targets, build_targets, effective_roles
 from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, PodGroupSupport
 
 __all__ = ["PlanningState", "build_state"]
@@ -39,7 +40,7 @@ class PlanningState:
     ms: ModelServing
     ref: MSRef
     revision: str
-    """The update revision (hash of the current spec)."""
+    """The update revision (hash of the current spec, salted by ``status.collisionCount``)."""
     data: RevisionData
     """The pod-shaping part of the current spec."""
     revisions: dict[str, RevisionData]
@@ -47,47 +48,23 @@ class PlanningState:
     revision_objects: dict[str, KubeObject]
     """Observed ControllerRevisions by name."""
     groups: ObservedGroups
-    group_plan: OrdinalPlan
+    targets: Targets
     gang: bool
-
-    def resolve(self, revision: str | None) -> tuple[str, RevisionData]:
-        """Return ``(revision, data)`` for a revision label, falling back to the update revision."""
-        if revision and revision in self.revisions:
-            return revision, self.revisions[revision]
-        return self.revision, self.data
+    collision: bool = False
+    """A ControllerRevision named like the update revision records other data (raise ``collisionCount``)."""
 
     def effective_roles(self, data: RevisionData) -> tuple[Role, ...]:
         """The roles of ``data`` with the current spec's role ``replicas`` where the role still exists."""
-        current = {role.name: role.replicas for role in self.ms.spec.template.roles}
-        return tuple(
-            role.model_copy(update={"replicas": current[role.name]})
-            if role.name in current and current[role.name] != role.replicas
-            else role
-            for role in data.roles
-        )
+        return effective_roles(self.ms, data)
 
-    def group_revision(self, group: GroupState | None) -> tuple[str, RevisionData]:
-        """The revision a group is on (most common pod label) and its data; new groups use the update revision."""
-        return self.resolve(group.revision(self.revision) if group is not None else None)
-
-    def instance_workers(self, instance: InstanceState, fallback: Role) -> int:
-        """The ``workerReplicas`` an instance was rendered with (from its own revision, else ``fallback``)."""
-        _, data = self.resolve(instance.revision())
-        role = data.role(instance.role)
-        return (role or fallback).worker_replicas
+    def target(self, ordinal: int) -> GroupTarget | None:
+        """The target of a wanted group, else of an observed one (``None`` when neither)."""
+        return self.targets.groups.get(ordinal) or self.targets.observed.get(ordinal)
 
     def group_ready(self, group: GroupState) -> bool:
-        """Whether every role of the group has ``replicas`` live instances that are complete and ready."""
-        _, data = self.group_revision(group)
-        for role in self.effective_roles(data):
-            ready = sum(
-                1
-                for instance in group.role_instances(role.name).values()
-                if instance.complete_and_ready(self.instance_workers(instance, role))
-            )
-            if ready < role.replicas:
-                return False
-        return True
+        """Whether every role of the group has ``replicas`` instances that are complete and ready."""
+        target = self.target(group.ordinal)
+        return target is not None and target.ready
 
 
 def _owned(obj: KubeObject, uid: str) -> bool:
@@ -107,13 +84,15 @@ def build_state(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGr
         support: PodGroup support of the cluster.
 
     Returns:
-        The state both planners work from.
+        The state every planner works from.
     """
     data = revision_data(ms.spec)
-    revision = revision_hash(data)
+    salt = (ms.status.collision_count if ms.status is not None else None) or 0
+    revision = revision_hash(data, salt)
     objects: dict[str, KubeObject] = {}
     revisions: dict[str, RevisionData] = {}
     prefix = f"{ref.name}-"
+    collision = False
     for obj in observed.revisions:
         name = obj.get("metadata", {}).get("name")
         if not isinstance(name, str):
@@ -122,11 +101,16 @@ def build_state(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGr
         if not name.startswith(prefix) or not _owned(obj, ref.uid):
             continue
         parsed = parse_controller_revision(obj, ms.spec.scheduler_name)
-        if parsed is not None:
-            revisions[name[len(prefix) :]] = parsed
+        if parsed is None:
+            continue
+        key = name[len(prefix) :]
+        if key == revision and revision_hash(parsed, salt) != revision:
+            collision = True
+            continue
+        revisions[key] = parsed
     revisions[revision] = data
     groups = parse_observed(ref.name, observed)
-    state = PlanningState(
+    return PlanningState(
         ms=ms,
         ref=ref,
         revision=revision,
@@ -134,8 +118,7 @@ def build_state(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGr
         revisions=revisions,
         revision_objects=objects,
         groups=groups,
-        group_plan=OrdinalPlan((), (), ()),
+        targets=build_targets(ms, revision, data, revisions, groups),
         gang=naming.gang_applies(ms.spec.scheduler_name, support),
+        collision=collision,
     )
-    live = [UnitScore(group.ordinal, state.group_ready(group), group.cost) for group in groups.sorted() if group.live]
-    return replace(state, group_plan=plan_ordinals(live, ms.spec.replicas))

@@ -5,14 +5,19 @@ Guarantees:
 * ``replicas`` counts live ServingGroups (at least one non-terminating pod); ``availableReplicas`` those where
   every role has its ``replicas`` instances with all pods Running, Ready and not terminating;
   ``updatedReplicas`` / ``currentReplicas`` the live groups on the update / current revision.
-* ``currentRevision`` keeps its previous value while a live group is still on it, becomes ``updateRevision``
-  once no live group is outdated, and otherwise is the most common outdated revision.
+* ``currentRevision`` is promoted to ``updateRevision`` only when the rollout is complete (every wanted group is
+  live, updated and ready, and no surplus group is left) or when there is nothing to compare (a new
+  ModelServing); until then it keeps its previous value while a live group is on it or none is outdated, else it
+  is the most common outdated revision. Partition-protected groups therefore keep it on the old revision.
+* ``collisionCount`` is raised by one when the update revision's name collides with a ControllerRevision that
+  records other data.
 * ``labelSelector`` selects one pod per group (the entry pod of the first role's instance 0), for the scale
   subresource (HPA/KEDA).
 * Conditions (``metav1.Condition``): ``Available`` (True iff ``availableReplicas >= spec.replicas``) and
   ``Progressing`` (True while a group is being created, recreated, scaled, deleted, waited for or is starting).
   ``lastTransitionTime`` is kept from the previous status when a condition's status does not change.
-  Other condition types are dropped.
+  Only these two types are returned: they are this reconciler's share of the status, applied with its own field
+  manager (server-side apply), so conditions of other reconcilers (``UpdateInProgress``...) are never touched.
 """
 
 from __future__ import annotations
@@ -24,13 +29,25 @@ from typing import Any
 
 from kthena_py.api.common import Condition
 from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.groups import GroupState
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.types import KubeObject
 
-__all__ = ["AVAILABLE", "PROGRESSING", "compute_status", "format_time", "label_selector", "set_condition"]
+__all__ = [
+    "AVAILABLE",
+    "OWNED_CONDITIONS",
+    "PROGRESSING",
+    "compute_status",
+    "format_time",
+    "label_selector",
+    "rollout_complete",
+    "set_condition",
+]
 
 AVAILABLE = "Available"
 PROGRESSING = "Progressing"
+OWNED_CONDITIONS = (AVAILABLE, PROGRESSING)
+"""The condition types the ServingGroup reconciler owns (others belong to other reconcilers)."""
 
 
 def format_time(now: float) -> str:
@@ -73,10 +90,37 @@ def set_condition(
     }
 
 
-def _current_revision(previous: str | None, update: str, outdated: Counter[str]) -> str:
-    if not outdated:
-        return update
-    if previous and previous in outdated:
+def _group_revision(state: PlanningState, group: GroupState) -> str:
+    target = state.target(group.ordinal)
+    if target is not None and target.updated:
+        return state.revision
+    if state.targets.role_granularity:
+        outdated = [
+            pod.revision
+            for inst in group.instances.values()
+            if inst.live
+            for pod in inst.pods.values()
+            if not pod.terminating and pod.revision != state.revision
+        ]
+        return Counter(outdated).most_common(1)[0][0] if outdated else state.revision
+    return group.revision(state.revision) or ""
+
+
+def rollout_complete(state: PlanningState) -> bool:
+    """Whether every wanted group is live, updated and ready, and no surplus group is left."""
+    live = [group for group in state.groups.sorted() if group.live]
+    targets = state.targets.groups
+    return (
+        len(live) == len(targets) == max(state.ms.spec.replicas, 0)
+        and all(t.updated and t.ready for t in targets.values())
+        and {g.ordinal for g in live} == set(targets)
+    )
+
+
+def _current_revision(state: PlanningState, previous: str | None, outdated: Counter[str]) -> str:
+    if rollout_complete(state) or (not previous and not outdated):
+        return state.revision
+    if previous and (previous in outdated or not outdated):
         return previous
     top = max(outdated.values())
     return min(rev for rev, count in outdated.items() if count == top)
@@ -87,7 +131,7 @@ def _names(names: list[str]) -> str:
 
 
 def compute_status(state: PlanningState, activity: Mapping[str, str], now: float) -> KubeObject:
-    """Compute the full desired ``status``.
+    """Compute the part of ``status`` the ServingGroup reconciler owns.
 
     Args:
         state: The planning state (the observed groups, before the plan is applied).
@@ -96,16 +140,16 @@ def compute_status(state: PlanningState, activity: Mapping[str, str], now: float
         now: The current time (epoch seconds), for condition transitions.
 
     Returns:
-        The ``status`` object, in the API's camelCase.
+        The ``status`` fields it owns, in the API's camelCase (conditions: ``Available`` and ``Progressing``).
     """
     ms = state.ms
     previous = ms.status
     live = [group for group in state.groups.sorted() if group.live]
     ready = {group.ordinal for group in live if state.group_ready(group)}
-    revisions = Counter(state.group_revision(group)[0] for group in live)
+    revisions = Counter(_group_revision(state, group) for group in live)
     outdated = Counter({rev: n for rev, n in revisions.items() if rev != state.revision})
-    current = _current_revision(previous.current_revision if previous else None, state.revision, outdated)
-    desired = state.group_plan.desired
+    current = _current_revision(state, previous.current_revision if previous else None, outdated)
+    desired = tuple(state.targets.plan.desired)
     not_ready = [naming.group_name(state.ref.name, g) for g in desired if g not in ready]
     available = len(ready)
     generation = state.ref.generation or ms.generation
@@ -139,8 +183,11 @@ def compute_status(state: PlanningState, activity: Mapping[str, str], now: float
         "labelSelector": label_selector(state.ref.name, ms.spec.template.roles[0].name),
         "conditions": [available_condition, progressing],
     }
-    if previous is not None and previous.collision_count is not None:
-        status["collisionCount"] = previous.collision_count
+    count = (previous.collision_count if previous is not None else None) or 0
+    if state.collision:
+        count += 1
+    if count or (previous is not None and previous.collision_count is not None):
+        status["collisionCount"] = count
     return status
 
 

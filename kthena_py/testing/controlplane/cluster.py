@@ -8,7 +8,9 @@ Start order (each step waits for the previous one):
 3. kube-controller-manager with :data:`DEFAULT_CONTROLLERS` (garbage collector, namespace
    deletion, service accounts, Deployment/ReplicaSet/Job/StatefulSet, TTL-after-finished), no
    serving port (``--secure-port=0``). Ready when the ``default`` ServiceAccount exists.
-4. kwok (the stock "fast" stages: node-initialize, pod-ready, pod-complete, pod-delete) managing only
+4. kwok (the stock "fast" stages: node-initialize, pod-ready, pod-complete, pod-delete; pod-ready after
+   ``pod_ready_delay_ms``, and never for a pod with an image under :data:`BAD_IMAGE_PREFIX`, which an extra
+   stage reports as ``ImagePullBackOff`` instead) managing only
    Nodes annotated ``kwok.x-k8s.io/node=fake``; it opens no port. Pod IPs come from
    ``pod_cidr`` (default ``127.100.0.0/16``, on loopback, so a test can serve on a fake pod IP), the
    node IP is 127.0.0.1.
@@ -90,6 +92,42 @@ tiers:
 """vc-scheduler configuration: the Volcano Helm chart's default."""
 
 _KWOK_STAGES = ("node-initialize.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml")
+
+BAD_IMAGE_PREFIX = "kthena-py.invalid/"
+"""Pods with a container image under this prefix never start: kwok reports ``ImagePullBackOff`` for them."""
+
+_BAD_IMAGE_QUERY = f'.spec.containers.[] | select(.image | startswith("{BAD_IMAGE_PREFIX}")) | .name'
+_BAD_IMAGE_STAGE: dict[str, Any] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "pod-image-pull-backoff"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
+                {"key": _BAD_IMAGE_QUERY, "operator": "Exists"},
+                {
+                    "key": '.status.containerStatuses.[] | select(.state.waiting.reason == "ImagePullBackOff") | .name',
+                    "operator": "DoesNotExist",
+                },
+            ]
+        },
+        "next": {
+            "statusTemplate": (
+                "phase: Pending\n"
+                "conditions:\n"
+                '- type: Ready\n  status: "False"\n  reason: ContainersNotReady\n'
+                "containerStatuses:\n"
+                "{{ range .spec.containers }}\n"
+                "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: false\n  restartCount: 0\n"
+                "  state:\n    waiting:\n      reason: ImagePullBackOff\n"
+                "{{ end }}\n"
+            )
+        },
+    },
+}
 _VOLCANO_CRDS = (
     "scheduling.volcano.sh_podgroups.yaml",
     "scheduling.volcano.sh_queues.yaml",
@@ -177,6 +215,7 @@ class ClusterTier(EnvTest):
         start_timeout: See :class:`EnvTest`.
         stop_timeout: See :class:`EnvTest`.
         start_attempts: See :class:`EnvTest`.
+        pod_ready_delay_ms: How long kwok waits before making a scheduled pod Running and Ready.
     """
 
     def __init__(
@@ -195,6 +234,7 @@ class ClusterTier(EnvTest):
         start_timeout: float = 120.0,
         stop_timeout: float = 15.0,
         start_attempts: int = 3,
+        pod_ready_delay_ms: int = 0,
     ) -> None:
         super().__init__(
             run_dir,
@@ -216,6 +256,7 @@ class ClusterTier(EnvTest):
         self._scheduler_conf = scheduler_conf
         self._scheduler_verbosity = scheduler_verbosity
         self._nodes: dict[str, FakeNode] = {}
+        self.pod_ready_delay_ms = pod_ready_delay_ms
 
     @property
     def binaries(self) -> ClusterBinaries:
@@ -331,7 +372,18 @@ class ClusterTier(EnvTest):
             {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration", "options": options}
         ]
         for name in _KWOK_STAGES:
-            docs.extend(d for d in yaml.safe_load_all((self.binaries.kwok_stages_dir / name).read_text()) if d)
+            for doc in yaml.safe_load_all((self.binaries.kwok_stages_dir / name).read_text()):
+                if not doc:
+                    continue
+                if doc.get("metadata", {}).get("name") == "pod-ready":
+                    # Pods with a bad image never become ready (see BAD_IMAGE_PREFIX); others after the delay.
+                    doc["spec"]["selector"]["matchExpressions"].append(
+                        {"key": _BAD_IMAGE_QUERY, "operator": "DoesNotExist"}
+                    )
+                    if self.pod_ready_delay_ms:
+                        doc["spec"]["delay"] = {"durationMilliseconds": self.pod_ready_delay_ms}
+                docs.append(doc)
+        docs.append(_BAD_IMAGE_STAGE)
         return yaml.safe_dump_all(docs, sort_keys=False)
 
     # ----------------------------------------------------------------------------- queues

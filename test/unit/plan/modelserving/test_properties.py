@@ -128,7 +128,7 @@ def test_scale_down_never_removes_a_ready_group_while_a_not_ready_one_is_kept(
     ms = parse(after)
     state = build_state(ms, ref_of(ms), cluster.observed(), support)
     ready = {g.ordinal: state.group_ready(g) for g in state.groups.sorted() if g.live}
-    plan = state.group_plan
+    plan = state.targets.plan
     if any(ready[o] for o in plan.remove):
         assert all(ready[o] for o in plan.keep)
     assert len(plan.desired) == ms.spec.replicas
@@ -187,7 +187,7 @@ def test_applying_plans_converges_to_the_spec(
     if naming.gang_applies(ms.spec.scheduler_name, support):
         assert sorted(cluster.objects["podgroups"]) == sorted(
             naming.group_name("llama", o)
-            for o in build_state(ms, ref_of(ms), cluster.observed(), support).group_plan.desired
+            for o in build_state(ms, ref_of(ms), cluster.observed(), support).targets.plan.desired
         )
     else:
         assert not cluster.objects["podgroups"]

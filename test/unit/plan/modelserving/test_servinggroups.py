@@ -149,13 +149,14 @@ def test_old_revision_groups_are_kept_and_repaired_from_their_revision() -> None
     pod = cluster.pods()["llama-0-p-0-0"]
     assert pod["spec"]["containers"][0]["image"] == "img:1"
     assert pod["metadata"]["labels"]["modelserving.volcano.sh/revision"] == _rev(v1)
-    # without its ControllerRevision, the current spec is the fallback
+    # without its ControllerRevision, nothing is guessed: the instance is not re-created and a Warning says why
     del cluster.objects["revisions"][f"llama-{_rev(v1)}"]
     cluster.remove("llama-0-p-0-0")
-    cluster.converge(parse(v2))
-    assert cluster.pods()["llama-0-p-0-0"]["spec"]["containers"][0]["image"] == "img:2"
+    plan = _plan(cluster, v2)
+    assert "llama-0-p-0-0" not in created(plan)
+    unresolved = [e for e in plan.events if e.reason == "RevisionUnresolved"]
+    assert unresolved and unresolved[0].type == "Warning" and _rev(v1) in unresolved[0].message
     # a group that lost every pod is created anew, at the update revision
-    cluster.remove("llama-0-p-0-0")
     cluster.remove("llama-0-p-1-0")
     cluster.converge(parse(v2))
     assert {p["spec"]["containers"][0]["image"] for p in cluster.pods().values()} == {"img:2"}

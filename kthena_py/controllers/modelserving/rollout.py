@@ -1,0 +1,97 @@
+"""The rollout reconciler: rolling updates of ServingGroups or role instances, within one budget.
+
+Guarantees: each reconcile reads only the informer cache, calls the pure planner
+:func:`~kthena_py.plan.modelserving.rollout.plan_rollout` and applies its plan with its own field manager
+(``kthena-py-rollout``): it takes outdated units down (UID preconditions) and server-side applies the
+``UpdateInProgress`` condition, which it alone owns. It never creates anything: the ServingGroup reconciler
+re-creates every missing unit at its target revision. Nothing is remembered between reconciles, so a
+restarted manager resumes a rollout from the cluster alone; the applier waits until the cache shows its
+deletions, so the next step is planned from a cache that already counts them as unavailable.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pydantic
+import structlog
+
+from kthena_py.kube import KubeClient
+from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, labels_of, namespace_of
+from kthena_py.kube.resources import PODS
+from kthena_py.plan.modelserving.plugins import PluginError
+from kthena_py.plan.modelserving.rollout import plan_rollout
+from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
+from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.reconcile import Request, Result
+
+from ..resources import MODELSERVINGS
+from .apply import PlanApplier
+from .notify import GROUP, ROLE_ID, pod_ready
+from .observe import ms_ref, observe, parse_modelserving, podgroup_support
+
+FIELD_MANAGER = "kthena-py-rollout"
+
+log = structlog.get_logger("kthena_py.modelserving.rollout")
+
+
+def unit_change_matters(cache: SharedCache) -> Predicate:
+    """Pod changes that can move a rollout: everything but a pod becoming Ready before its role instance is."""
+    cache.index_label(PODS, GROUP)
+
+    def predicate(old: KubeObject | None, new: KubeObject) -> bool:
+        if not pod_state_changed(old, new):
+            return False
+        if old is None or not became_ready_only(old, new):
+            return True
+        labels = labels_of(new)
+        group, role_id = labels.get(GROUP), labels.get(ROLE_ID)
+        owner = (controller_ref(new) or {}).get("uid")
+        if not group or not role_id:
+            return True
+        return all(
+            pod_ready(p)
+            for p in cache.by_label(PODS, GROUP, group, namespace_of(new))
+            if labels_of(p).get(ROLE_ID) == role_id
+            and not is_deleting(p)
+            and (controller_ref(p) or {}).get("uid") == owner
+        )
+
+    return predicate
+
+
+class RolloutReconciler:
+    """Moves outdated ServingGroups or role instances of one ModelServing to its update revision."""
+
+    def __init__(
+        self,
+        client: KubeClient,
+        cache: SharedCache,
+        recorder: EventRecorder,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.cache = cache
+        self.applier = PlanApplier(client, recorder, FIELD_MANAGER, cache)
+        self._now = wall_clock
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Plan and apply one rollout step."""
+        obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
+        if obj is None or is_deleting(obj):
+            return None
+        try:
+            ms = parse_modelserving(obj)
+        except pydantic.ValidationError:
+            return None  # reported by the ServingGroup reconciler
+        ref = ms_ref(obj)
+        try:
+            plan = plan_rollout(ms, ref, observe(self.cache, ref), podgroup_support(self.cache), self._now())
+        except PluginError:
+            return None  # reported by the ServingGroup reconciler
+        writes = await self.applier.apply(plan, obj)
+        if writes:
+            log.info("rollout step", writes=writes, reasons=list(plan.reasons))
+        return None
