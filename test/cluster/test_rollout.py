@@ -125,7 +125,9 @@ async def _wait_reason(
 
 async def _wait_images(kube: KubeClient, namespace: str, name: str, want: dict[str, str], timeout: float = 180) -> None:
     async def check() -> bool:
-        return await _images(kube, namespace, name) == want
+        have = await _images(kube, namespace, name)
+        assert have == want, have
+        return True
 
     await eventually(check, timeout=timeout, description=f"{name} pods {want}")
 

@@ -13,7 +13,7 @@ Guarantees:
   revision. Once nothing outdated is left, the extra units stay until every ordinal below ``replicas`` that has no
   ready unit has one again (so the last replaced unit is re-created at its own ordinal while the surge still
   covers it), then the normal scale-down order removes the surplus: not ready first, cheap first, highest ordinal
-  first.
+  first. Any scale-down takes partition-protected units last.
 * Partition protects the first ``partition`` *positions* of the ordered list of wanted ordinals (live units plus
   the ones about to be created), so a gap in the ordinals never shifts protection onto another unit.
 * :func:`choose_updates` picks the outdated units to take down now. Outdated units that are not ready cost no
@@ -30,7 +30,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kthena_py.api.intstr import IntOrString, IntOrStringError
-from kthena_py.plan.modelserving.scaling import UnitScore, missing_ordinals, plan_ordinals
+from kthena_py.plan.modelserving.scaling import (
+    OrdinalPlan,
+    UnitScore,
+    missing_ordinals,
+    plan_ordinals,
+    scale_down_order,
+)
 
 __all__ = ["Budget", "UnitPlan", "UnitView", "choose_updates", "plan_units", "resolve_budget"]
 
@@ -129,7 +135,16 @@ def plan_units(units: Sequence[UnitView], replicas: int, budget: Budget, *, roll
         outdated_live or (rollout_in_progress and _surge_still_covers(units, live, replicas))
     )
     count = replicas + (budget.max_surge if surge else 0)
-    plan = plan_ordinals([UnitScore(unit.ordinal, unit.ready, unit.cost) for unit in live], count)
+    scores = [UnitScore(unit.ordinal, unit.ready, unit.cost) for unit in live]
+    if len(scores) > count and protected:
+        # Scale-down takes unprotected units first (each side in the normal order), protected ones last.
+        order = scale_down_order([u for u in scores if u.ordinal not in protected])
+        order += scale_down_order([u for u in scores if u.ordinal in protected])
+        gone = [u.ordinal for u in order[: len(scores) - count]]
+        keep = tuple(sorted(u.ordinal for u in scores if u.ordinal not in gone))
+        plan = OrdinalPlan(keep, (), tuple(gone))
+    else:
+        plan = plan_ordinals(scores, count)
     desired = set(plan.desired)
     outdated = tuple(
         sorted(

@@ -72,6 +72,8 @@ class RolloutStep:
     """The blocking units whose pods cannot start."""
     in_progress: bool
     complete: bool
+    unprotected_done: bool = False
+    """Every wanted unit outside the partition exists, is updated and ready."""
     deletes: tuple[Delete, ...] = ()
     events: tuple[PlannedEvent, ...] = field(default_factory=tuple)
 
@@ -102,6 +104,14 @@ class _Acc:
     stuck: list[str] = field(default_factory=list)
     deletes: list[Delete] = field(default_factory=list)
     events: list[PlannedEvent] = field(default_factory=list)
+    unprotected_done: bool = True
+
+    def check_done(self, views: tuple[UnitView, ...], desired: tuple[int, ...], protected: frozenset[int]) -> None:
+        by_ordinal = {view.ordinal: view for view in views}
+        for ordinal in desired:
+            view = by_ordinal.get(ordinal)
+            if ordinal not in protected and (view is None or not (view.live and view.updated and view.ready)):
+                self.unprotected_done = False
 
     def blockers(
         self, views: tuple[UnitView, ...], desired: set[int], name_of: dict[int, str], problems: dict[int, str]
@@ -123,6 +133,7 @@ def _group_step(state: PlanningState, acc: _Acc) -> None:
         if view.live and not view.updated:
             (acc.protected if view.ordinal in t.plan.protected else acc.outdated).append(names[view.ordinal])
     acc.outdated.extend(acc.protected)
+    acc.check_done(t.views, t.plan.desired, t.plan.protected)
     chosen = choose_updates(t.views, t.plan, state.ms.spec.replicas, t.budget)
     for ordinal in chosen:
         group = groups[ordinal]
@@ -145,6 +156,7 @@ def _role_step(state: PlanningState, acc: _Acc) -> None:
     for ordinal, target in sorted(state.targets.groups.items()):
         group: GroupState | None = state.groups.get(ordinal)
         if group is None:
+            acc.unprotected_done = False
             continue
         for rt in target.roles.values():
             instances = group.role_instances(rt.role.name)
@@ -152,6 +164,7 @@ def _role_step(state: PlanningState, acc: _Acc) -> None:
             for view in rt.views:
                 if view.live and not view.updated:
                     (acc.protected if view.ordinal in rt.plan.protected else acc.outdated).append(names[view.ordinal])
+            acc.check_done(rt.views, rt.plan.desired, rt.plan.protected)
             chosen = choose_updates(rt.views, rt.plan, rt.role.replicas, rt.budget)
             for r in chosen:
                 inst = instances[r]
@@ -184,6 +197,7 @@ def rollout_step(state: PlanningState) -> RolloutStep:
         stuck=tuple(acc.stuck),
         in_progress=in_progress,
         complete=complete,
+        unprotected_done=acc.unprotected_done,
         deletes=tuple(acc.deletes),
         events=tuple(acc.events),
     )
@@ -210,8 +224,7 @@ def _condition(state: PlanningState, step: RolloutStep) -> tuple[bool, str, str]
     unprotected = tuple(u for u in step.outdated if u not in step.protected)
     reason = REASON_ROLES_UPDATING if state.targets.role_granularity else REASON_GROUPS_UPDATING
     if not unprotected:
-        rest = [t for t in state.targets.groups.values() if not t.protected]
-        if step.protected and all(t.updated and t.ready for t in rest):
+        if step.protected and step.unprotected_done:
             return False, REASON_PARTITION, f"Partition reached: {_listed(step.protected)} stay on their revision"
         return True, reason, f"Updating to {to}: waiting for updated units to become ready"
     if step.take_down:

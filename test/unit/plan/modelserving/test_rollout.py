@@ -233,6 +233,9 @@ def test_role_partition_protects_first_instances_and_recreates_them_old() -> Non
         "llama-0-prefill-2-0": "img:2",
         "llama-0-prefill-3-0": "img:2",
     }
+    condition = fleet.condition()
+    assert condition is not None and (condition["status"], condition["reason"]) == ("False", "PartitionReached")
+    assert "llama-0/prefill-0" in condition["message"]
     fleet.cluster.remove("llama-0-prefill-1-0")
     fleet.settle()
     assert fleet.images()["llama-0-prefill-1-0"] == "img:1"
@@ -253,3 +256,13 @@ def test_role_surge() -> None:
     fleet.settle()
     prefill = {n: i for n, i in fleet.images().items() if "-prefill-" in n}
     assert prefill == {f"llama-0-prefill-{r}-0": "img:2" for r in range(3)}
+
+
+def test_scale_down_takes_protected_units_last() -> None:
+    views = [UnitView(0, True, False, True), UnitView(1, True, False, False)]
+    views += [UnitView(o, True, True, True) for o in (2, 3, 4)]
+    plan = plan_units(views, 3, Budget(partition=2), rollout_in_progress=True)
+    assert plan.remove == (4, 3) and plan.desired == (0, 1, 2)
+    # without a partition, the not-ready unit goes first
+    plan = plan_units(views, 3, Budget(), rollout_in_progress=True)
+    assert plan.remove[0] == 1
