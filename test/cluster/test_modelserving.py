@@ -104,7 +104,7 @@ async def test_pd_lifecycle(kube: KubeClient, namespace: str, kubeconfig: Path) 
         st = ms["status"]
         assert st["labelSelector"] == (
             "modelserving.volcano.sh/entry=true,modelserving.volcano.sh/name=llm,"
-            "modelserving.volcano.sh/role=prefill,modelserving.volcano.sh/role-id=prefill-0"
+            "modelserving.volcano.sh/role-id=prefill-0,modelserving.volcano.sh/role=prefill"
         )
         assert st["updatedReplicas"] == 2 and st["currentRevision"] == st["updateRevision"]
         scale = await kube.get_scale(MODELSERVINGS, "llm", namespace)
