@@ -10,6 +10,7 @@ from kthena_py.runtime.controller import Controller, spec_changed, spec_or_metad
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
 
+from ..components import MODELSERVING
 from ..resources import MODELSERVINGS
 from .gang import PodGroupReconciler
 from .notify import RunningNotifier
@@ -23,6 +24,7 @@ __all__ = ["register"]
 def register(manager: Manager, *, workers: int) -> list[Controller]:
     """Add the ModelServing controllers to ``manager``."""
     cache = manager.cache
+    recorder = manager.recorder_for(MODELSERVING)
     register_informers(cache)
 
     def every_modelserving(_: KubeObject) -> Iterable[Request]:
@@ -55,5 +57,5 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     )
     for c in (groups, gang):
         manager.add_controller(c)
-    cache.informer(PODS).add_handler(RunningNotifier(cache, manager.recorder, manager.leading.is_set))
+    cache.informer(PODS).add_handler(RunningNotifier(cache, recorder, manager.leading.is_set))
     return [groups, gang]

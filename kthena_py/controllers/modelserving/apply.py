@@ -135,7 +135,7 @@ class PlanApplier:
         namespace = str(meta(ms).get("namespace", ""))
         written: list[_Written] = []
         for event in plan.events:
-            self.recorder.event(ms, event.type, event.reason, event.message)
+            self.recorder.event(ms, event.type, event.reason, event.message, join=event.join)
         try:
             if plan.deletes:
                 await _bounded(self._delete(d, namespace, written) for d in plan.deletes)
