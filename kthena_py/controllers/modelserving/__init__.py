@@ -33,7 +33,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     groups = (
         Controller(
             "modelserving",
-            ServingGroupReconciler(manager.client, cache, manager.recorder),
+            ServingGroupReconciler(manager.client, cache, recorder),
             cache,
             workers=workers,
         )
@@ -47,7 +47,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     gang = (
         Controller(
             "modelserving-gang",
-            PodGroupReconciler(manager.client, cache, manager.recorder),
+            PodGroupReconciler(manager.client, cache, recorder),
             cache,
             workers=workers,
         )
