@@ -31,7 +31,7 @@ from typing import Literal
 
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.events import group_event, role_event
+from kthena_py.plan.modelserving.events import role_message
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState
 from kthena_py.plan.modelserving.plugins import validate_plugins
 from kthena_py.plan.modelserving.pods import RenderContext, build_pod, build_service, needs_service
@@ -95,6 +95,9 @@ class _Builder:
             found = True
         return found
 
+    def event(self, type_: Literal["Normal", "Warning"], reason: str, message: str) -> None:
+        self.events.append(PlannedEvent(type_, reason, message))
+
     def can_create_pods(self, group: int) -> bool:
         """Whether pods of a group may be created now (its PodGroup is observed, or no gang scheduling)."""
         name = naming.podgroup_name(self.state.ref.name, group)
@@ -104,6 +107,10 @@ class _Builder:
         self.activity.setdefault(naming.group_name(self.state.ref.name, group), "waiting for PodGroup")
         self.requeue_after(SHORT_REQUEUE_SECONDS)
         return False
+
+
+def _role_message(role: str, role_id: str, group: str, what: str) -> str:
+    return role_message(role, role_id, group, what)
 
 
 def _create_instance(
@@ -145,7 +152,7 @@ def _new_group(b: _Builder, ordinal: int, group: GroupState | None) -> None:
     roles = [role for role in state.effective_roles(ctx.data) if role.replicas > 0]
     if not roles or not b.can_create_pods(ordinal):
         return
-    b.events.append(group_event(name, "Creating"))
+    b.event("Normal", "ServingGroupCreating", f"ServingGroup {name} is now Creating")
     b.activity[name] = "creating"
     b.reasons.append(f"create ServingGroup {name} at revision {ctx.revision}")
     wanted: set[tuple[str, int]] = set()
@@ -155,7 +162,7 @@ def _new_group(b: _Builder, ordinal: int, group: GroupState | None) -> None:
             instance = group.instances.get((role.name, ordinal_r)) if group is not None else None
             _create_instance(b, ctx, role, ordinal, ordinal_r, instance)
             role_id = naming.role_id(role.name, ordinal_r)
-            b.events.append(role_event(role.name, role_id, name, "Creating"))
+            b.event("Normal", "RoleCreating", _role_message(role.name, role_id, name, "Creating"))
     for key, instance in sorted(group.instances.items()) if group is not None else ():
         if key not in wanted:
             b.delete_instance(instance, "not in the template")
@@ -200,7 +207,7 @@ def _scale_roles(b: _Builder, group: GroupState, roles: tuple[Role, ...]) -> lis
         for ordinal in plan.remove:
             role_id = naming.role_id(role.name, ordinal)
             b.delete_instance(instances[ordinal], "scale down")
-            b.events.append(role_event(role.name, role_id, group.name, "Deleting"))
+            b.event("Normal", "RoleDeleting", _role_message(role.name, role_id, group.name, "Deleting"))
             b.activity[group.name] = "scaling"
             b.reasons.append(f"scale down: delete role instance {group.name}/{role_id}")
         for ordinal, instance in instances.items():
@@ -241,7 +248,7 @@ def _live_group(b: _Builder, group: GroupState, now: float) -> None:
         if created:
             role_id = naming.role_id(role.name, key[1])
             fresh = instance is None or not instance.pods
-            b.events.append(role_event(role.name, role_id, group.name, "Creating"))
+            b.event("Normal", "RoleCreating", _role_message(role.name, role_id, group.name, "Creating"))
             b.activity.setdefault(group.name, "creating" if fresh else "recreating")
             b.reasons.append(f"create {created} pod(s) of {group.name}/{role_id} at revision {ctx.revision}")
 
@@ -316,7 +323,7 @@ def plan_servinggroups(ms: ModelServing, ref: MSRef, observed: Observed, support
     for ordinal in plan.remove:
         group = state.groups.groups[ordinal]
         _delete_group(b, group, "scale down")
-        b.events.append(group_event(group.name, "Deleting"))
+        b.event("Normal", "ServingGroupDeleting", f"ServingGroup {group.name} is now Deleting")
         b.activity[group.name] = "deleting"
         b.reasons.append(f"scale down: delete ServingGroup {group.name}")
     desired = set(plan.desired)

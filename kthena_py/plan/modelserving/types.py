@@ -81,8 +81,6 @@ class PlannedEvent:
     type: Literal["Normal", "Warning"]
     reason: str
     message: str
-    join: bool = True
-    """Whether the recorder may join this message with others of the same reason (False: an Event of its own)."""
 
 
 @dataclass(frozen=True)
