@@ -9,9 +9,10 @@ Guarantees:
   derived from those fields, so aggregation needs no memory of past events and survives restarts.
 * Events about one object with the same type and reason recorded within ``coalesce_seconds`` are
   written as one Event whose message joins theirs (``"; "``, in order, duplicates once, at most
-  1024 characters; a message that does not fit starts a new Event). A ModelServing whose four role
-  instances start in the same second gets one ``RoleCreating`` Event naming all four rather than four
-  Events: same information, a fraction of the API writes. :meth:`EventRecorder.flush` writes what
+  1024 characters; a message that does not fit starts a new Event): same information, a fraction of
+  the API writes. An event recorded with ``join=False`` is never joined with another message: it is
+  one Event per distinct message (tools that parse a message as one sentence keep working), and a
+  repeat of it within the window is still absorbed. :meth:`EventRecorder.flush` writes what
   is waiting at once; :meth:`EventRecorder.discard` drops it (a replica that lost its lease writes
   nothing more).
 * At most ``max_pending`` events wait or are in flight; beyond that, events are dropped with a log
@@ -37,6 +38,9 @@ MAX_MESSAGE = 1024
 SEPARATOR = "; "
 
 log = structlog.get_logger("kthena_py.events")
+
+_Key = tuple[str, str, str, str, str, str | None]
+"""Namespace, name, UID, type, reason, and the message of an event that is not joined (else None)."""
 
 
 def _now() -> str:
@@ -92,13 +96,23 @@ class EventRecorder:
         self._max_pending = max_pending
         self._coalesce = coalesce_seconds
         self._pending: set[asyncio.Task[None]] = set()
-        self._batches: dict[tuple[str, str, str, str, str], _Batch] = {}
+        self._batches: dict[_Key, _Batch] = {}
 
-    def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
-        """Record an event about ``obj`` (any object with apiVersion, kind and metadata)."""
+    def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str, *, join: bool = True) -> None:
+        """Record an event about ``obj`` (any object with apiVersion, kind and metadata).
+
+        Args:
+            obj: The object the event is about.
+            type_: ``Normal`` or ``Warning``.
+            reason: The event's reason.
+            message: The event's message.
+            join: Whether the message may be joined with others of the same object, type and reason
+                (``False``: an Event of its own, with exactly this message).
+        """
         message = message[:MAX_MESSAGE]
         md = meta(obj)
-        key = (str(md.get("namespace", "")), str(md.get("name", "")), str(md.get("uid", "")), type_, reason)
+        separate = None if join else message
+        key = (str(md.get("namespace", "")), str(md.get("name", "")), str(md.get("uid", "")), type_, reason, separate)
         batch = self._batches.get(key)
         if batch is not None and batch.try_add(message):
             return
@@ -111,7 +125,7 @@ class EventRecorder:
         self._batches[key] = batch
         batch.timer = asyncio.get_running_loop().call_later(self._coalesce, self._write_batch, key)
 
-    def _write_batch(self, key: tuple[str, str, str, str, str]) -> None:
+    def _write_batch(self, key: _Key) -> None:
         batch = self._batches.pop(key, None)
         if batch is None:
             return

@@ -11,6 +11,8 @@ Guarantees:
   ``shutdown_timeout``), then the lease is released, then the cache and servers stop; ``run``
   returns 0.
 * Runnables that must serve on every replica (admission webhooks) are started on all replicas.
+* Events: one recorder per source component (:meth:`Manager.recorder_for`), so each controller's Events carry
+  its own ``source.component``; all of them are flushed on a clean stop and discarded when the lease is lost.
 """
 
 from __future__ import annotations
@@ -69,7 +71,8 @@ class Manager:
         self.options = options or ManagerOptions()
         self.clock = clock or RealClock()
         self.cache = SharedCache(client, namespace=self.options.namespace, clock=self.clock)
-        self.recorder = EventRecorder(client, self.options.component, instance=self.options.identity)
+        self._recorders: dict[str, EventRecorder] = {}
+        self.recorder = self.recorder_for(self.options.component)
         self.probes = ProbeServer()
         self.probes.add_readiness_check("informers-synced", lambda: self.cache.synced)
         self.controllers: list[Controller] = []
@@ -79,6 +82,14 @@ class Manager:
         self._other_tasks: list[asyncio.Task[None]] = []
         self.elector: LeaderElector | None = None
         self.leading = asyncio.Event()
+
+    def recorder_for(self, component: str) -> EventRecorder:
+        """The event recorder whose Events carry ``component`` as their source (one per component)."""
+        recorder = self._recorders.get(component)
+        if recorder is None:
+            recorder = EventRecorder(self.client, component, instance=self.options.identity)
+            self._recorders[component] = recorder
+        return recorder
 
     def add_controller(self, controller: Controller) -> None:
         """Register a controller (runs only while leading)."""
@@ -113,7 +124,8 @@ class Manager:
 
                 async def on_lost() -> None:
                     await self._stop_leader_work(drain=False)
-                    await self.recorder.discard()  # no write of any kind after the lease is gone
+                    # no write of any kind after the lease is gone
+                    await asyncio.gather(*(r.discard() for r in self._recorders.values()))
                     lost.set()
 
                 elector_task = asyncio.create_task(self.elector.run(self._start_leader_work, on_lost))
@@ -136,7 +148,7 @@ class Manager:
             for t in self._other_tasks:
                 t.cancel()
             await asyncio.gather(*self._other_tasks, return_exceptions=True)
-            await self.recorder.flush()
+            await asyncio.gather(*(r.flush() for r in self._recorders.values()))
             await self.cache.stop()
             await self.probes.stop()
 

@@ -17,7 +17,7 @@ import pytest
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.metrics import REST_CLIENT_REQUESTS, WRITE_METHODS
-from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES
+from kthena_py.kube.resources import CONTROLLER_REVISIONS, EVENTS, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.render import PLACEHOLDER_UID
 from kthena_py.testing.wait import eventually
 
@@ -104,18 +104,33 @@ async def test_pd_lifecycle(kube: KubeClient, namespace: str, kubeconfig: Path) 
         st = ms["status"]
         assert st["labelSelector"] == (
             "modelserving.volcano.sh/entry=true,modelserving.volcano.sh/name=llm,"
-            "modelserving.volcano.sh/role=prefill,modelserving.volcano.sh/role-id=prefill-0"
+            "modelserving.volcano.sh/role-id=prefill-0,modelserving.volcano.sh/role=prefill"
         )
         assert st["updatedReplicas"] == 2 and st["currentRevision"] == st["updateRevision"]
+        assert st["currentReplicas"] == 2  # Kthena: 0 until Available, then = updatedReplicas
         scale = await kube.get_scale(MODELSERVINGS, "llm", namespace)
         assert scale["status"]["replicas"] == 2 and "entry=true" in scale["status"]["selector"]
 
-        async def lifecycle_events() -> bool:
-            # Events are written in the background, coalesced per reason for up to a second.
-            reasons = set(await event_reasons(kube, namespace))
-            return {"RoleCreating", "ServingGroupCreating", "RoleRunning", "ServingGroupRunning"} <= reasons
+        instances = [(g, "prefill", 0) for g in (0, 1)] + [(g, "decode", r) for g in (0, 1) for r in (0, 1)]
 
-        await eventually(lifecycle_events, timeout=30, description="creating and running events")
+        def sentences(phase: str) -> set[str]:
+            return {f"Role {role}/{role}-{r} in ServingGroup llm-{g} is now {phase}" for g, role, r in instances}
+
+        async def lifecycle_events() -> bool:
+            # Events are written in the background (kthena_py's own reasons joined for up to a second). Kthena's
+            # tools select them by source component, and read one role instance per Event, in Kthena's words.
+            found = await kube.list(EVENTS, namespace, field_selector="source=modelserving-controller")
+            by_reason: dict[str, set[str]] = {}
+            for e in found.items:
+                assert e["reportingComponent"] == "modelserving-controller"
+                by_reason.setdefault(e["reason"], set()).add(e["message"])
+            return (
+                by_reason.get("RoleCreating") == sentences("Creating")
+                and by_reason.get("RoleRunning") == sentences("Running")
+                and {"ServingGroupCreating", "ServingGroupRunning"} <= set(by_reason)
+            )
+
+        await eventually(lifecycle_events, timeout=60, description="creating and running events")
         # What the controller created equals what `kthena-py render` prints, server-set fields aside.
         await _assert_matches_render(kube, namespace, ms)
         # Deletion cascades to everything through ownerReferences (garbage collector).

@@ -27,6 +27,7 @@ from kthena_py.runtime.controller import Controller, generation_changed
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
 
+from ..components import AUTOSCALER
 from ..resources import AUTOSCALINGPOLICIES, MODELSERVINGS, narrow_cache
 from .base import ENV_SYNC_PERIOD, Deps, Settings
 from .collector import NAME_LABEL, PodScraper
@@ -63,7 +64,7 @@ def register(
     """Add the two autoscaling controllers to ``manager``.
 
     Args:
-        manager: The manager (its cache, client and event recorder are used).
+        manager: The manager (its cache and client are used; Events are recorded as ``autoscaler-controller``).
         workers: Policies reconciled concurrently, per controller (at least :data:`MIN_WORKERS`).
         sync_period: Seconds between passes (default: ``$KTHENA_PY_AUTOSCALER_SYNC_PERIOD``, else 15).
         settings: Full settings (overrides ``sync_period``).
@@ -79,7 +80,7 @@ def register(
     cache.informer(PODS)
     cache.index_label(PODS, NAME_LABEL)
     scraper = PodScraper(timeout=settings.scrape_timeout, concurrency=settings.scrape_concurrency)
-    deps = Deps(manager.client, cache, manager.recorder, scraper, settings)
+    deps = Deps(manager.client, cache, manager.recorder_for(AUTOSCALER), scraper, settings)
     controllers = []
     for reconciler in (TargetReconciler(deps), HeterogeneousReconciler(deps)):
         controller = (

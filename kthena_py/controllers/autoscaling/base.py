@@ -21,7 +21,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import pydantic
 import structlog
@@ -161,9 +161,13 @@ def target_found() -> ConditionUpdate:
     return ConditionUpdate(TARGET_FOUND, "True", "TargetFound", "target model serving and roles found")
 
 
-def reconciled() -> ConditionUpdate:
-    """``Ready=True``."""
-    return ConditionUpdate(READY, "True", "Reconciled", "autoscaling policy reconciled")
+def reconciled(target: Literal["homogeneous", "heterogeneous", "disaggregated"]) -> ConditionUpdate:
+    """``Ready=True``, with Kthena's message.
+
+    Kthena writes ``disaggregated autoscaling policy reconciled``; the target types it writes no status for
+    follow the same pattern.
+    """
+    return ConditionUpdate(READY, "True", "Reconciled", f"{target} autoscaling policy reconciled")
 
 
 def target_missing(keys: list[TargetKey]) -> Outcome:

@@ -259,5 +259,5 @@ async def scale_disaggregated(rec: PolicyReconciler, obj: KubeObject, policy: Au
                 " satisfies the ratio constraint"
             )
             conditions.append(ConditionUpdate(RATIO_VIOLATED, "True", "RatioUnsatisfiable", message))
-    conditions.append(reconciled())
+    conditions.append(reconciled("disaggregated"))
     return Outcome(conditions, target={"disaggregatedStatus": status})

@@ -175,5 +175,5 @@ class HeterogeneousReconciler(PolicyReconciler):
             )
             for param, _, _ in params
         ]
-        conditions.append(reconciled())
+        conditions.append(reconciled("heterogeneous"))
         return Outcome(conditions, target={"heterogeneousStatus": entries})

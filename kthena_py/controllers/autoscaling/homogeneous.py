@@ -136,5 +136,5 @@ class TargetReconciler(PolicyReconciler):
             deps.series.metric(namespace, policy.name, label, metric.name, values.get(metric.name))
         previous = (obj.get("status") or {}).get("homogeneousStatus")
         entry = scaling_entry(key.name, current, desired, decision.mode, previous=previous, scaled_at=scaled_at)
-        conditions.append(reconciled())
+        conditions.append(reconciled("homogeneous"))
         return Outcome(conditions, target={"homogeneousStatus": entry})

@@ -10,6 +10,7 @@ from kthena_py.runtime.controller import Controller, spec_changed, spec_or_metad
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
 
+from ..components import MODELSERVING
 from ..resources import MODELSERVINGS
 from .gang import PodGroupReconciler
 from .notify import RunningNotifier
@@ -24,6 +25,7 @@ __all__ = ["register"]
 def register(manager: Manager, *, workers: int) -> list[Controller]:
     """Add the ModelServing controllers to ``manager``."""
     cache = manager.cache
+    recorder = manager.recorder_for(MODELSERVING)
     register_informers(cache)
 
     def every_modelserving(_: KubeObject) -> Iterable[Request]:
@@ -32,7 +34,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     groups = (
         Controller(
             "modelserving",
-            ServingGroupReconciler(manager.client, cache, manager.recorder),
+            ServingGroupReconciler(manager.client, cache, recorder),
             cache,
             workers=workers,
         )
@@ -46,7 +48,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     gang = (
         Controller(
             "modelserving-gang",
-            PodGroupReconciler(manager.client, cache, manager.recorder),
+            PodGroupReconciler(manager.client, cache, recorder),
             cache,
             workers=workers,
         )
@@ -57,7 +59,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     rollout = (
         Controller(
             "modelserving-rollout",
-            RolloutReconciler(manager.client, cache, manager.recorder),
+            RolloutReconciler(manager.client, cache, recorder),
             cache,
             workers=workers,
         )
@@ -67,5 +69,5 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     )
     for c in (groups, rollout, gang):
         manager.add_controller(c)
-    cache.informer(PODS).add_handler(RunningNotifier(cache, manager.recorder, manager.leading.is_set))
+    cache.informer(PODS).add_handler(RunningNotifier(cache, recorder, manager.leading.is_set))
     return [groups, rollout, gang]

@@ -14,7 +14,8 @@ Guarantees:
   write on a no-op), and only by a reconcile that created or deleted nothing: a creation or deletion that took effect is
   observed by the informer, which triggers the next reconcile, and that one writes the status from
   the new state. A burst of creations therefore costs one status write, not one per step.
-* Events go through the manager's recorder (never blocking, never failing the reconcile).
+* Events go through the manager's recorder (never blocking, never failing the reconcile); Kthena's role events
+  are never joined (:func:`~kthena_py.plan.modelserving.events.joinable`).
 * Read your own writes: before returning, the applier waits (bounded) until the informer cache
   reflects every write it made. Workers never reconcile one key concurrently, so the next reconcile
   of the same ModelServing plans from a cache that contains this one's effects, and never mistakes a
@@ -34,6 +35,7 @@ import structlog
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject, is_deleting, meta, resource_version_of, uid_of
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
+from kthena_py.plan.modelserving.events import joinable
 from kthena_py.plan.modelserving.types import Delete, Plan, Update
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
@@ -137,7 +139,7 @@ class PlanApplier:
         namespace = str(meta(ms).get("namespace", ""))
         written: list[_Written] = []
         for event in plan.events:
-            self.recorder.event(ms, event.type, event.reason, event.message)
+            self.recorder.event(ms, event.type, event.reason, event.message, join=joinable(event.reason))
         try:
             if plan.deletes:
                 await _bounded(self._delete(d, namespace, written) for d in plan.deletes)

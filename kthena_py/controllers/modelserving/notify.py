@@ -13,6 +13,7 @@ from typing import Any
 
 from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
 from kthena_py.kube.resources import PODS
+from kthena_py.plan.modelserving.events import joinable, role_message
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import pod_running_and_ready
 from kthena_py.runtime.events import EventRecorder
@@ -61,12 +62,8 @@ class RunningNotifier:
             return
         instance = [p for p in group_pods if labels_of(p).get(ROLE_ID) == labels[ROLE_ID]]
         if len(instance) == int(spec.get("workerReplicas") or 0) + 1 and all(pod_ready(p) for p in instance):
-            self.recorder.event(
-                ms,
-                "Normal",
-                "RoleRunning",
-                f"Role {labels.get(ROLE)}/{labels[ROLE_ID]} in ServingGroup {labels[GROUP]} is now Running",
-            )
+            message = role_message(str(labels.get(ROLE)), labels[ROLE_ID], labels[GROUP], "Running")
+            self.recorder.event(ms, "Normal", "RoleRunning", message, join=joinable("RoleRunning"))
             expected = sum((int(r.get("replicas", 1)) * (int(r.get("workerReplicas") or 0) + 1)) for r in roles)
             if len(group_pods) == expected and all(pod_ready(p) for p in group_pods):
                 self.recorder.event(ms, "Normal", "ServingGroupRunning", f"ServingGroup {labels[GROUP]} is now Running")

@@ -7,8 +7,10 @@ Guarantees:
   whitelist (absent or empty: every role), ``scope.target`` is ``Entry``, ``Worker`` or ``All`` (absent: All).
 * Every configuration problem (unknown plugin name, unsupported type, malformed config) raises
   :class:`PluginError` with a message naming the plugin; :func:`validate_plugins` finds them without a pod.
-* The pod planner re-asserts controller-owned labels and injected environment variables after the plugins,
-  so a plugin cannot break the labelling contract (see :mod:`kthena_py.plan.modelserving.pods`).
+* Plugins see the pod with the controller's labels and environment variables already set, so a variable a
+  plugin appends may refer to ``$(GROUP_SIZE)``, ``$(ENTRY_ADDRESS)`` or ``$(WORKER_INDEX)``. The pod planner
+  re-asserts controller-owned labels and those variables (in place) after the plugins, so a plugin cannot
+  break the labelling contract (see :mod:`kthena_py.plan.modelserving.pods`).
 
 Built-ins: ``demo-pod-tweaks`` (alias ``pod-tweaks``), ``host-network-ports`` and ``lws-standard-labels``.
 """

@@ -11,9 +11,11 @@ Guarantees for every rendered pod:
   also ``scheduling.k8s.io/group-name`` = the group and ``volcano.sh/task-spec`` = ``<role>-<r>``.
 * Spec: the template's spec (deep-copied, never shared with the model), ``schedulerName`` forced to the
   ModelServing's, and ``GROUP_SIZE`` / ``ENTRY_ADDRESS`` / ``WORKER_INDEX`` set in every container and init
-  container (a variable of the same name is replaced; ours are appended last).
-* Plugins run after that, in order; the controller labels, Volcano annotations, ``schedulerName`` and the three
-  variables are re-asserted after them.
+  container (a variable of the same name is replaced; ours follow the template's variables).
+* Plugins run after that, in order, so a variable a plugin adds comes after ours and may refer to them
+  (``$(ENTRY_ADDRESS)`` expands), as in Kthena. The controller labels, Volcano annotations, ``schedulerName``
+  and the three variables are re-asserted after the plugins; the variables keep their place (a plugin that
+  replaced one gets ours back where its first one was), so a pod a plugin did not touch there is unchanged.
 
 The pods of one role instance are returned workers first (1..W), entry pod (0) last (a stable order for
 plans and ``kthena-py render``; the applier creates them concurrently).
@@ -28,7 +30,7 @@ from typing import Any
 
 from kthena_py.api.modelserving import PodTemplateSpec, Role
 from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.plugins import PluginContext, apply_plugins, set_env
+from kthena_py.plan.modelserving.plugins import PluginContext, apply_plugins
 from kthena_py.plan.modelserving.revision import RevisionData
 from kthena_py.plan.modelserving.types import KubeObject, MSRef
 
@@ -84,8 +86,32 @@ def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return found
 
 
+def _named(item: Any, names: Mapping[str, str]) -> bool:
+    return isinstance(item, dict) and item.get("name") in names
+
+
+def _set_controller_env(container: dict[str, Any], env: Mapping[str, str], *, keep_place: bool) -> None:
+    """Give ``container`` exactly one of each variable in ``env``, in order, with our values.
+
+    Every variable of those names is removed; ours go at the end (``keep_place=False``) or where the first
+    one of them was (``keep_place=True``; at the end when there was none), so what follows stays after them.
+    """
+    items = list(container.get("env") or [])
+    first = next((i for i, item in enumerate(items) if _named(item, env)), len(items))
+    at = first if keep_place else len(items)
+    before = [item for item in items[:at] if not _named(item, env)]
+    after = [item for item in items[at:] if not _named(item, env)]
+    container["env"] = [*before, *({"name": k, "value": v} for k, v in env.items()), *after]
+
+
 def _assert_controller_fields(
-    pod: KubeObject, labels: Mapping[str, str], annotations: Mapping[str, str], scheduler: str, env: Mapping[str, str]
+    pod: KubeObject,
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    scheduler: str,
+    env: Mapping[str, str],
+    *,
+    after_plugins: bool = False,
 ) -> None:
     metadata = pod.setdefault("metadata", {})
     kept = {k: v for k, v in (metadata.get("labels") or {}).items() if k not in naming.CONTROLLER_LABELS}
@@ -98,8 +124,7 @@ def _assert_controller_fields(
     spec = pod.setdefault("spec", {})
     spec["schedulerName"] = scheduler
     for container in _containers(spec):
-        for name, value in env.items():
-            set_env(container, name, value)
+        _set_controller_env(container, env, keep_place=after_plugins)
 
 
 def build_pod(ctx: RenderContext, role: Role, group: int, ordinal: int, index: int, role_hash: str) -> KubeObject:
@@ -158,7 +183,7 @@ def build_pod(ctx: RenderContext, role: Role, group: int, ordinal: int, index: i
             owner_references=ctx.owner_references,
         )
         apply_plugins(pod, ctx.data.plugins, plugin_ctx)
-        _assert_controller_fields(pod, labels, volcano, ctx.data.scheduler_name, env)
+        _assert_controller_fields(pod, labels, volcano, ctx.data.scheduler_name, env, after_plugins=True)
     return pod
 
 

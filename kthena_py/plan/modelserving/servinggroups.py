@@ -37,6 +37,7 @@ from typing import Literal
 
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.events import role_message
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState
 from kthena_py.plan.modelserving.plugins import validate_plugins
 from kthena_py.plan.modelserving.pods import RenderContext, build_pod, build_service, needs_service
@@ -115,7 +116,7 @@ class _Builder:
 
 
 def _role_message(role: str, role_id: str, group: str, what: str) -> str:
-    return f"Role {role}/{role_id} in ServingGroup {group} is now {what}"
+    return role_message(role, role_id, group, what)
 
 
 def _create_instance(

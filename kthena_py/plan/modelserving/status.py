@@ -4,7 +4,9 @@ Guarantees:
 
 * ``replicas`` counts live ServingGroups (at least one non-terminating pod); ``availableReplicas`` those where
   every role has its ``replicas`` instances with all pods Running, Ready and not terminating;
-  ``updatedReplicas`` / ``currentReplicas`` the live groups on the update / current revision.
+  ``updatedReplicas`` the live groups on the update revision; ``currentReplicas`` (as Kthena) the live groups
+  on any other revision, except that once every one of ``spec.replicas`` groups is updated and available and no
+  ``rollingUpdateConfiguration.partition`` is set it equals ``updatedReplicas`` (so it stays 0 until then).
 * ``currentRevision`` is promoted to ``updateRevision`` only when the rollout is complete (every wanted group is
   live, updated and ready, and no surplus group is left) or when there is nothing to compare (a new
   ModelServing); until then it keeps its previous value while a live group is on it or none is outdated, else it
@@ -13,8 +15,10 @@ Guarantees:
   records other data.
 * ``labelSelector`` selects one pod per group (the entry pod of the first role's instance 0), for the scale
   subresource (HPA/KEDA).
-* Conditions (``metav1.Condition``): ``Available`` (True iff ``availableReplicas >= spec.replicas``) and
-  ``Progressing`` (True while a group is being created, recreated, scaled, deleted, waited for or is starting).
+* Conditions (``metav1.Condition``): ``Available`` (True iff ``availableReplicas >= spec.replicas``, with Kthena's
+  reason ``AllGroupsReady`` and message ``All Serving groups are ready``) and ``Progressing`` (True while a group
+  is being created, recreated, scaled, deleted, waited for or is starting; Kthena's reason ``GroupProgressing``
+  and message prefix ``Some groups is progressing: [<ordinals>]``, then what each group is doing).
   ``lastTransitionTime`` is kept from the previous status when a condition's status does not change.
   Only these two types are returned: they are this reconciler's share of the status, applied with its own field
   manager (server-side apply), so conditions of other reconcilers (``UpdateInProgress``...) are never touched.
@@ -56,14 +60,20 @@ def format_time(now: float) -> str:
 
 
 def label_selector(ms: str, first_role: str) -> str:
-    """The scale-subresource selector: the entry pod of instance 0 of the first role, one per group."""
+    """The scale-subresource selector: the entry pod of instance 0 of the first role, one per group.
+
+    The ``key=value`` terms are sorted as whole strings, the way Kthena renders its label set, so ``role-id=``
+    comes before ``role=`` (``-`` sorts before ``=``) and the string equals Kthena's byte for byte.
+    """
     return ",".join(
-        [
-            f"{naming.LABEL_ENTRY}={naming.ENTRY_LABEL_VALUE}",
-            f"{naming.LABEL_NAME}={ms}",
-            f"{naming.LABEL_ROLE}={first_role}",
-            f"{naming.LABEL_ROLE_ID}={naming.role_id(first_role, 0)}",
-        ]
+        sorted(
+            [
+                f"{naming.LABEL_ENTRY}={naming.ENTRY_LABEL_VALUE}",
+                f"{naming.LABEL_NAME}={ms}",
+                f"{naming.LABEL_ROLE}={first_role}",
+                f"{naming.LABEL_ROLE_ID}={naming.role_id(first_role, 0)}",
+            ]
+        )
     )
 
 
@@ -126,6 +136,14 @@ def _current_revision(state: PlanningState, previous: str | None, outdated: Coun
     return min(rev for rev, count in outdated.items() if count == top)
 
 
+def _current_replicas(state: PlanningState, live: int, updated: int, available: int, outdated: int) -> int:
+    rollout = state.ms.spec.rollout_strategy
+    config = rollout.rolling_update_configuration if rollout is not None else None
+    if (config is None or config.partition is None) and updated == available == live == state.ms.spec.replicas:
+        return updated
+    return outdated
+
+
 def _names(names: list[str]) -> str:
     return ", ".join(names)
 
@@ -156,7 +174,7 @@ def compute_status(state: PlanningState, activity: Mapping[str, str], now: float
     conditions = previous.conditions if previous else None
     if available >= ms.spec.replicas:
         available_condition = set_condition(
-            conditions, AVAILABLE, True, "AllGroupsReady", "All ServingGroups are ready", generation, now
+            conditions, AVAILABLE, True, "AllGroupsReady", "All Serving groups are ready", generation, now
         )
     else:
         message = f"{available}/{ms.spec.replicas} ServingGroups available; not ready: {_names(not_ready)}"
@@ -165,17 +183,20 @@ def compute_status(state: PlanningState, activity: Mapping[str, str], now: float
     for name in not_ready:
         progress.setdefault(name, "starting")
     if progress:
-        detail = _names([f"{name} ({what})" for name, what in sorted(progress.items(), key=_by_ordinal)])
-        progressing = set_condition(
-            conditions, PROGRESSING, True, "GroupsProgressing", f"ServingGroups progressing: {detail}", generation, now
-        )
+        items = sorted(progress.items(), key=_by_ordinal)
+        ordinals = " ".join(str(_by_ordinal(item)[0]) for item in items)
+        detail = _names([f"{name} ({what})" for name, what in items])
+        message = f"Some groups is progressing: [{ordinals}]; {detail}"
+        progressing = set_condition(conditions, PROGRESSING, True, "GroupProgressing", message, generation, now)
     else:
         message = "No ServingGroup is being created, recreated or scaled"
         progressing = set_condition(conditions, PROGRESSING, False, "Idle", message, generation, now)
     status: dict[str, Any] = {
         "observedGeneration": generation,
         "replicas": len(live),
-        "currentReplicas": revisions.get(current, 0),
+        "currentReplicas": _current_replicas(
+            state, len(live), revisions.get(state.revision, 0), available, sum(outdated.values())
+        ),
         "updatedReplicas": revisions.get(state.revision, 0),
         "availableReplicas": available,
         "currentRevision": current,

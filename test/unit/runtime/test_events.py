@@ -59,6 +59,24 @@ async def test_same_reason_is_joined_into_one_event() -> None:
     }
 
 
+async def test_events_recorded_without_join_are_one_event_per_message() -> None:
+    client = RecordingClient()
+    rec = recorder(client)
+    a0 = "Role a/a-0 in ServingGroup ms-0 is now Creating"
+    a1 = "Role a/a-1 in ServingGroup ms-0 is now Creating"
+    rec.event(subject(), "Normal", "RoleCreating", a0, join=False)
+    rec.event(subject(), "Normal", "RoleCreating", a1, join=False)
+    rec.event(subject(), "Normal", "RoleCreating", a0, join=False)  # a repeat within the window is absorbed
+    rec.event(subject(), "Normal", "RoleCreating", "joinable one")
+    rec.event(subject(), "Normal", "RoleCreating", "joinable two")
+    await rec.flush()
+    assert sorted(c["message"] for c in client.created) == sorted([a0, a1, "joinable one; joinable two"])
+    assert all(c["count"] == 1 for c in client.created) and client.patched == []
+    rec.event(subject(), "Normal", "RoleCreating", a0, join=False)  # later: counted on its own Event
+    await rec.flush()
+    assert len(client.created) == 3 and [body["count"] for _, body in client.patched] == [2]
+
+
 async def test_different_objects_and_types_are_not_joined() -> None:
     client = RecordingClient()
     rec = recorder(client)

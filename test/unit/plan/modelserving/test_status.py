@@ -29,7 +29,7 @@ def test_format_time_and_selector() -> None:
     assert format_time(NOW + 0.9) == "2023-11-14T22:13:20Z"
     assert label_selector("llama", "prefill") == (
         "modelserving.volcano.sh/entry=true,modelserving.volcano.sh/name=llama,"
-        "modelserving.volcano.sh/role=prefill,modelserving.volcano.sh/role-id=prefill-0"
+        "modelserving.volcano.sh/role-id=prefill-0,modelserving.volcano.sh/role=prefill"
     )
 
 
@@ -46,13 +46,16 @@ def test_status_of_a_new_modelserving() -> None:
     assert cond["Available"]["message"] == "0/2 ServingGroups available; not ready: llama-0, llama-1"
     assert cond["Available"]["observedGeneration"] == 4
     assert cond["Available"]["lastTransitionTime"] == format_time(NOW)
-    assert cond["Progressing"]["status"] == "True" and cond["Progressing"]["reason"] == "GroupsProgressing"
-    assert cond["Progressing"]["message"] == "ServingGroups progressing: llama-0 (creating), llama-1 (creating)"
+    assert cond["Progressing"]["status"] == "True" and cond["Progressing"]["reason"] == "GroupProgressing"
+    assert cond["Progressing"]["message"] == (
+        "Some groups is progressing: [0 1]; llama-0 (creating), llama-1 (creating)"
+    )
 
 
 def test_waiting_for_podgroup_is_progressing() -> None:
     status = _status(Cluster(), ms_doc(), VOLCANO)
-    assert _conditions(status)["Progressing"]["message"] == "ServingGroups progressing: llama-0 (waiting for PodGroup)"
+    message = "Some groups is progressing: [0]; llama-0 (waiting for PodGroup)"
+    assert _conditions(status)["Progressing"]["message"] == message
 
 
 def test_steady_state() -> None:
@@ -102,7 +105,7 @@ def test_not_ready_group_and_transition_times() -> None:
     assert cond["Available"]["status"] == "False"
     assert cond["Available"]["message"] == "1/2 ServingGroups available; not ready: llama-1"
     assert cond["Available"]["lastTransitionTime"] == format_time(NOW)
-    assert cond["Progressing"]["message"] == "ServingGroups progressing: llama-1 (starting)"
+    assert cond["Progressing"]["message"] == "Some groups is progressing: [1]; llama-1 (starting)"
 
 
 def test_revisions_without_rolling_update() -> None:

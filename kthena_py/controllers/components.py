@@ -1,0 +1,28 @@
+"""The ``source.component`` of the Events each controller family records.
+
+Kthena's tools and dashboards select Kthena's Events by their source component
+(``kubectl get events --field-selector source=modelserving-controller``), so each controller family records
+under the name Kthena uses for it: the ModelServing controllers (ServingGroups, gang scheduling, the Running
+notifier) as ``modelserving-controller``. Kthena's autoscaler records no Events; its controller is named
+``autoscaler`` (``--controllers``), so both autoscaling controllers record as ``autoscaler-controller``, by the
+same pattern. The ModelBooster controller records as ``modelbooster-controller``, the name Kthena's
+ModelBooster work uses. Get a recorder with ``manager.recorder_for(<component>)``.
+"""
+
+from __future__ import annotations
+
+__all__ = ["AUTOSCALER", "COMPONENTS", "MODELBOOSTER", "MODELSERVING"]
+
+MODELSERVING = "modelserving-controller"
+"""ModelServing Events (Kthena's own name)."""
+AUTOSCALER = "autoscaler-controller"
+"""AutoscalingPolicy Events (Kthena's autoscaler records none; named after its ``autoscaler`` controller)."""
+MODELBOOSTER = "modelbooster-controller"
+"""ModelBooster Events."""
+
+COMPONENTS: dict[str, str] = {
+    "ModelServing": MODELSERVING,
+    "AutoscalingPolicy": AUTOSCALER,
+    "ModelBooster": MODELBOOSTER,
+}
+"""The component that records Events about each kind."""
