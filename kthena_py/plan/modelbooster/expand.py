@@ -8,7 +8,7 @@ enum blocks) is reported before anything is rendered.
 
 from __future__ import annotations
 
-import copy
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -63,7 +63,13 @@ def expand(booster: ModelBooster, images: Images | None = None) -> Children:
     images = images or Images()
     served = served_model_name(booster)
     modelserving = build_modelserving(booster, images, served)
-    # Deep copies: the templates share pieces (the downloader, the env lists), the output must not.
     return Children(
-        copy.deepcopy(modelserving), copy.deepcopy(build_modelserver(booster)), copy.deepcopy(build_modelroute(booster))
+        _unshared(modelserving), _unshared(build_modelserver(booster)), _unshared(build_modelroute(booster))
     )
+
+
+def _unshared(obj: dict[str, Any]) -> dict[str, Any]:
+    # The templates share pieces (the downloader, env lists, the booster's own dicts); the output must not,
+    # so that a caller may change one part without changing another (a deep copy would keep the sharing).
+    copied: dict[str, Any] = json.loads(json.dumps(obj))
+    return copied
