@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 
 from kthena_py.controllers.resources import MODELBOOSTERS, MODELROUTES, MODELSERVERS, MODELSERVINGS
-from kthena_py.kube import KubeClient
+from kthena_py.kube import KubeClient, ResourceType
 from kthena_py.kube.metrics import REST_CLIENT_REQUESTS, WRITE_METHODS
 from kthena_py.kube.objects import KubeObject
 from kthena_py.testing.controlplane import EnvTest
@@ -38,6 +39,11 @@ from .msutil import live_pods, running_manager, wait_available
 pytestmark = pytest.mark.cluster
 
 OWNER_KEYS = ("apiVersion", "kind", "name", "uid", "controller", "blockOwnerDeletion")
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER_ROLES = ResourceType("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", namespaced=False)
+CLUSTER_ROLE_BINDINGS = ResourceType(
+    "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
+)
 
 
 @pytest.fixture
@@ -349,3 +355,28 @@ async def test_without_networking_crds_the_modelserving_is_created_and_an_event_
 
         (message,) = await eventually(explained, timeout=30, description="NetworkingCRDsMissing event")
         assert "modelservers.networking.serving.volcano.sh" in message and "the ModelServing is created" in message
+
+
+async def test_the_manifest_cluster_role_is_enough_for_the_booster_controller(
+    kube: KubeClient, namespace: str, cluster: EnvTest, tmp_path: Path, networking_crds: None
+) -> None:
+    role = yaml.safe_load((REPO / "manifests" / "rbac" / "cluster_role.yaml").read_text())
+    name = f"kthena-py-rbac-{namespace}"
+    user = f"manager-{namespace}"
+    await kube.create(CLUSTER_ROLES, {"metadata": {"name": name}, "rules": role["rules"]})
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}],
+    }
+    await kube.create(CLUSTER_ROLE_BINDINGS, binding)
+    try:
+        kubeconfig = cluster.write_kubeconfig(tmp_path / "manager.kubeconfig", user)
+        async with running_manager(str(kubeconfig), namespace):
+            uid = (await _create(kube, namespace, booster("llm")))["metadata"]["uid"]
+            await wait_active(kube, namespace, "llm")
+            found = await children(kube, namespace, uid)
+            assert [len(objs) for objs in found.values()] == [1, 1, 1]
+    finally:
+        await kube.delete(CLUSTER_ROLE_BINDINGS, name)
+        await kube.delete(CLUSTER_ROLES, name)
