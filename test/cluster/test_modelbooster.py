@@ -75,6 +75,11 @@ async def _uids(kube: KubeClient, namespace: str, ms: str) -> dict[str, str]:
     return {n: p["metadata"]["uid"] for n, p in (await live_pods(kube, namespace, ms)).items()}
 
 
+async def _idle(kube: KubeClient, namespace: str, name: str) -> bool:
+    conds = conditions(await kube.get(MODELSERVINGS, name, namespace))
+    return conds.get("Progressing", {}).get("status") == "False" and conds.get("Available", {}).get("status") == "True"
+
+
 async def _kubectl(kubeconfig: Path, *args: str) -> str:
     proc = await asyncio.create_subprocess_exec(
         "kubectl",
@@ -157,6 +162,8 @@ async def test_booster_expands_into_one_child_of_each_kind_and_becomes_active(
             return {"ModelServingCreated", "ModelServerCreated", "ModelRouteCreated"} <= reasons
 
         await eventually(creation_events, timeout=30, description="child creation events")
+        for ms_name in ("llm-b1", "pd-b1"):
+            await eventually(lambda n=ms_name: _idle(kube, namespace, n), timeout=60, description=f"{ms_name} idle")
     # Converged: a restarted manager writes nothing.
     before = _writes()
     async with running_manager(str(kubeconfig), namespace):
