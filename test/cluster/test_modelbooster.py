@@ -387,3 +387,33 @@ async def test_the_manifest_cluster_role_is_enough_for_the_booster_controller(
     finally:
         await kube.delete(CLUSTER_ROLE_BINDINGS, name)
         await kube.delete(CLUSTER_ROLES, name)
+
+
+async def test_failed_is_reported_then_clears_once_the_booster_is_fixed(
+    kube: KubeClient, namespace: str, kubeconfig: Path, networking_crds: None
+) -> None:
+    broken = pd_booster("pd")
+    decode = broken["spec"]["backend"]["workers"].pop()  # admission does not check for a missing PD role
+    async with running_manager(str(kubeconfig), namespace):
+        uid = (await _create(kube, namespace, broken))["metadata"]["uid"]
+
+        async def failed() -> KubeObject | None:
+            mb = await kube.get(MODELBOOSTERS, "pd", namespace)
+            return mb if conditions(mb).get("Failed", {}).get("status") == "True" else None
+
+        mb = await eventually(failed, timeout=60, description="Failed=True")
+        failure = conditions(mb)["Failed"]
+        assert (failure["reason"], failure["message"]) == ("ModelAbnormal", "decode worker not found in backend")
+        assert conditions(mb)["Active"]["status"] == "False"
+        assert all(objs == [] for objs in (await children(kube, namespace, uid)).values())
+        workers = [*broken["spec"]["backend"]["workers"], decode]
+        await kube.patch(MODELBOOSTERS, "pd", {"spec": {"backend": {"workers": workers}}}, namespace)
+        mb = await wait_active(kube, namespace, "pd")
+        assert conditions(mb)["Failed"]["status"] == "False"
+        assert conditions(mb)["Failed"]["reason"] == "ModelReconciled"
+        assert [len(objs) for objs in (await children(kube, namespace, uid)).values()] == [1, 1, 1]
+
+        async def invalid_spec_event() -> list[str] | None:
+            return (await booster_events(kube, namespace, "pd")).get("InvalidSpec")
+
+        assert await eventually(invalid_spec_event, timeout=30) == ["decode worker not found in backend"]

@@ -43,8 +43,14 @@ FIELD_MANAGER = "kthena-py-modelbooster"
 log = structlog.get_logger("kthena_py.modelbooster.apply")
 
 
-class ChildWriteError(Exception):
-    """A child could not be written; ``str(error)`` says which and why (for the ``Failed`` condition)."""
+class ChildWriteError(ApiError):
+    """A child could not be written; :attr:`message` says which and why (for the ``Failed`` condition).
+
+    An :class:`~kthena_py.kube.ApiError`, so the controller retries it with backoff like any failed write.
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "ChildWriteFailed", message)
 
 
 @dataclass(frozen=True)

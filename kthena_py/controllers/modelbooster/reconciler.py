@@ -9,7 +9,8 @@ Flow of one reconcile:
    nothing else is touched, and it is not retried until it changes.
 3. Plan the child writes from the cache (:func:`~kthena_py.plan.modelbooster.plan_children`) and apply them.
    When Kthena's networking CRDs are not served, only the ModelServing is written and a Warning Event says
-   why (once per generation). A failed write sets ``Failed=True`` and is retried with backoff.
+   why (once per generation). A failed write, or a child with the booster's name that the booster does not
+   control, sets ``Failed=True`` and is retried with backoff.
 4. Write the status: ``Initialized``, ``Active`` (the ModelServing is ``Available``), ``Failed`` cleared, and
    ``observedGeneration``, which is advanced only here, after the children were written.
 
@@ -112,7 +113,7 @@ class BoosterReconciler:
                 raise ChildWriteError("; ".join(plan.foreign))
             writes = await self.applier.apply(obj, plan)
         except ChildWriteError as exc:
-            await self._status(obj, generation, plan.modelserving, failure=str(exc), observed=None)
+            await self._status(obj, generation, plan.modelserving, failure=exc.message, observed=None)
             raise
         if writes:
             log.info("children written", writes=writes)

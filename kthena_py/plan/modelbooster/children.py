@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from kthena_py.plan.modelserving.types import KubeObject
@@ -85,7 +85,7 @@ class ChildPlan:
     """Networking kinds skipped because their CRDs are not served."""
     modelserving: KubeObject | None = None
     """The live ModelServing the booster controls under its current name (for the status)."""
-    waiting: tuple[str, ...] = field(default=())
+    waiting: tuple[str, ...] = ()
     """Children being deleted, waited for before they are created again."""
 
 
