@@ -94,6 +94,27 @@ async def _kubectl(kubeconfig: Path, *args: str) -> str:
     return out.decode()
 
 
+async def _migrate(kubeconfig: Path, namespace: str, name: str) -> str:
+    """Run ``kthena-py modelbooster migrate`` as a user would; return what it printed."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kthena_py",
+        "modelbooster",
+        "migrate",
+        name,
+        "-n",
+        namespace,
+        "--kubeconfig",
+        str(kubeconfig),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()
+    return out.decode()
+
+
 async def _create(kube: KubeClient, namespace: str, body: KubeObject) -> KubeObject:
     created: KubeObject = await kube.create(MODELBOOSTERS, body, namespace)
     return created
@@ -305,23 +326,7 @@ async def test_migrate_then_delete_the_booster_keeps_every_pod(
         pods = await _uids(kube, namespace, "llm-b1")
         assert len(pods) == 4
         before = await children(kube, namespace, uid)
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "kthena_py",
-            "modelbooster",
-            "migrate",
-            "llm",
-            "-n",
-            namespace,
-            "--kubeconfig",
-            str(kubeconfig),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        out, err = await proc.communicate()
-        assert proc.returncode == 0, err.decode()
-        printed = out.decode()
+        printed = await _migrate(kubeconfig, namespace, "llm")
         for line in (
             "modelbooster/llm: marked modelbooster.kthena-py.io/migrated=true",
             "modelserving/llm-b1: removed the owner reference to ModelBooster llm",
@@ -329,6 +334,8 @@ async def test_migrate_then_delete_the_booster_keeps_every_pod(
             "modelroute/llm: removed the owner reference to ModelBooster llm",
         ):
             assert line in printed, printed
+        again = await _migrate(kubeconfig, namespace, "llm")  # idempotent
+        assert "already marked" in again and "nothing else to do" in again and "removed" not in again
         after = await children(kube, namespace, uid)
         for kind, objs in after.items():
             assert [o["metadata"]["uid"] for o in objs] == [o["metadata"]["uid"] for o in before[kind]]
