@@ -13,7 +13,7 @@ import signal
 import structlog
 
 from kthena_py import __version__
-from kthena_py.controllers import admission, register_all
+from kthena_py.controllers import admission, modelbooster, register_all
 from kthena_py.controllers.admission import CERT_MODES
 from kthena_py.kube import ApiError, KubeClient
 from kthena_py.runtime import logconfig
@@ -81,6 +81,18 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=None,
         help="seconds between autoscaling passes (default 15; Kthena's flag name is accepted too)",
     )
+    m.add_argument(
+        "--modelbooster-downloader-image",
+        default=None,
+        help="downloader image of ModelBooster pods (default: ConfigMap model-booster-controller-config, "
+        "else kthena/downloader:latest)",
+    )
+    m.add_argument(
+        "--modelbooster-runtime-image",
+        default=None,
+        help="runtime sidecar image of ModelBooster pods (default: ConfigMap model-booster-controller-config, "
+        "else kthena/runtime:latest)",
+    )
     m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
     m.add_argument("--log-level", choices=logconfig.LEVELS, default="info")
     m.add_argument("--log-format", choices=("json", "console"), default="json")
@@ -124,6 +136,11 @@ async def _run_manager(args: argparse.Namespace) -> int:
             manager,
             workers=args.workers,
             autoscaler_sync_period=args.autoscaler_sync_period if (args.autoscaler_sync_period or 0) > 0 else None,
+            modelbooster_settings=modelbooster.Settings(
+                downloader_image=args.modelbooster_downloader_image,
+                runtime_image=args.modelbooster_runtime_image,
+                config_namespace=_own_namespace(),
+            ),
         )
         try:
             admission.register(

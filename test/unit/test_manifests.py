@@ -399,7 +399,11 @@ def test_cluster_objects_are_reachable_only_by_name(base: list[Doc]) -> None:
         if "admissionregistration.k8s.io" in rule["apiGroups"]:
             assert rule.get("resourceNames") in ([VALIDATING], [MUTATING]), rule
         if "apiextensions.k8s.io" in rule["apiGroups"]:
-            assert rule.get("resourceNames") == ["podgroups.scheduling.volcano.sh"], rule
+            assert rule.get("resourceNames") == [
+                "podgroups.scheduling.volcano.sh",
+                "modelservers.networking.serving.volcano.sh",
+                "modelroutes.networking.serving.volcano.sh",
+            ], rule
 
 
 def test_secrets_only_through_the_webhook_cert_role(base: list[Doc]) -> None:

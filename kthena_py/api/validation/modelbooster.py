@@ -10,13 +10,14 @@ never fires here. The deprecation notice is a warning, not an error: see
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from kthena_py.api.modelbooster import ModelBackend, ModelBooster, ModelWorker
 from kthena_py.api.validation.common import image_error
 from kthena_py.api.validation.errors import FieldError, invalid
 
-__all__ = ["validate_modelbooster"]
+__all__ = ["engine_port", "kv_connector_type", "validate_modelbooster"]
 
 _BACKEND = "spec.backend"
 _DEFAULT_PORT = 8000
@@ -201,6 +202,48 @@ def _kv(backend: ModelBackend) -> list[FieldError]:
         )
         errors.append(invalid(path, "array", _KV_PREFIX + message))
     return errors
+
+
+def engine_port(workers: Sequence[ModelWorker]) -> int:
+    """Return the engine port the server/prefill/decode workers agree on (``config.port``, default 8000).
+
+    Raises:
+        ValueError: Kthena's ``invalid port "<v>" for worker <type>`` or
+            ``workers use different engine ports: <a> and <b>``.
+    """
+    first: int | None = None
+    for worker in workers:
+        if worker.type not in _ENGINE_WORKERS:
+            continue
+        raw = _config(worker).get("port", _DEFAULT_PORT)
+        port = _port(raw)
+        if port is None:
+            raise ValueError(f'invalid port "{_go_value(raw)}" for worker {worker.type}')
+        if first is None:
+            first = port
+        elif port != first:
+            raise ValueError(f"workers use different engine ports: {first} and {port}")
+    return _DEFAULT_PORT if first is None else first
+
+
+def kv_connector_type(backend: ModelBackend) -> str | None:
+    """Return the ModelServer ``kvConnector.type`` of a backend (``mooncake``, ``nixl``, ``lmcache``) or ``None``.
+
+    ``None`` when neither the prefill nor the decode worker has a ``kv-transfer-config``.
+
+    Raises:
+        ValueError: The first problem the webhook reports (section 5 of the behaviour notes), prefixed
+            ``backend <name>: ``.
+    """
+    errors = _kv(backend)
+    if errors:
+        raise ValueError(f"backend {backend.name}: {errors[0].message.removeprefix(_KV_PREFIX)}")
+    for worker in backend.workers:
+        if worker.type in _KV_ROLES:
+            connector, _ = _kv_connector(worker)
+            if connector is not None:
+                return _CONNECTORS[connector]
+    return None
 
 
 def validate_modelbooster(booster: ModelBooster, old: ModelBooster | None = None) -> list[FieldError]:
