@@ -20,6 +20,7 @@ from kthena_py.controllers.resources import MODELBOOSTERS, MODELROUTES, MODELSER
 from kthena_py.kube import KubeClient, ResourceType
 from kthena_py.kube.metrics import REST_CLIENT_REQUESTS, WRITE_METHODS
 from kthena_py.kube.objects import KubeObject
+from kthena_py.kube.resources import PODS
 from kthena_py.testing.controlplane import EnvTest
 from kthena_py.testing.wait import eventually
 
@@ -259,7 +260,7 @@ async def test_model_name_change_replaces_the_route_once(
         assert "modelName changed from 'first' to 'second'" in message
 
 
-async def test_image_change_updates_the_modelserving_template_and_revision(
+async def test_image_change_updates_the_modelserving_and_rolls_its_pods(
     kube: KubeClient, namespace: str, kubeconfig: Path, networking_crds: None
 ) -> None:
     async with running_manager(str(kubeconfig), namespace):
@@ -284,6 +285,16 @@ async def test_image_change_updates_the_modelserving_template_and_revision(
             return "ModelServingUpdated" in await booster_events(kube, namespace, "llm")
 
         await eventually(updated_event, timeout=30, description="ModelServingUpdated event")
+
+        # The rolling update moves the running ServingGroup's pods to the new image.
+        async def pods_rolled() -> bool:
+            items = (await kube.list(PODS, namespace, label_selector="modelserving.volcano.sh/name=llm-b1")).items
+            live = [p for p in items if not p["metadata"].get("deletionTimestamp")]
+            engines = [c["image"] for p in live for c in p["spec"]["containers"] if c["name"] == "engine"]
+            return bool(engines) and set(engines) == {"vllm/vllm-openai:v0.11.0"}
+
+        await eventually(pods_rolled, timeout=120, description="pods on the new image")
+        await wait_available(kube, namespace, "llm-b1", 1)
 
 
 async def test_scale_subresource_is_kept_and_scaling_rolls_no_pod(
