@@ -7,11 +7,13 @@ previous status. The ServingGroup planner (what to create), the PodGroup planner
 Guarantees:
 
 * Granularity follows ``rolloutStrategy.type``. Under ``ServingGroupRollingUpdate`` a group is the unit: it is
-  *updated* when its pods carry the update revision, its missing parts are rendered from the revision the group is
-  on (a group is never mixed), and the group-level budget (``rollingUpdateConfiguration``) applies. Under
-  ``RoleRollingUpdate`` a role instance is the unit: it is *updated* when its pods carry the update revision's
-  role template hash, each role uses its own ``maxUnavailable`` / ``maxSurge`` / ``partition`` in every group, and
-  the roles of every group are the spec's (roles no longer in the spec are scaled away).
+  *updated* when its pods carry the update revision (or a revision whose recorded data is the same, e.g. written
+  by Kthena's Go controller, so taking over from it rolls nothing), its missing parts are rendered from the
+  revision the group is on (a group is never mixed), and the group-level budget (``rollingUpdateConfiguration``)
+  applies. Under ``RoleRollingUpdate`` a role instance is the unit: it is *updated* when its pods carry the update
+  revision's role template hash (or their revision records the same role template), each role uses its own
+  ``maxUnavailable`` / ``maxSurge`` / ``partition`` in every group, and the roles of every group are the spec's
+  (roles no longer in the spec are scaled away).
 * Wanted ordinals come from :func:`~kthena_py.plan.modelserving.rolling.plan_units` (surge and partition
   included) at both levels.
 * Where a missing unit is created from: the update revision, unless it is partition-protected while a rollout is
@@ -30,7 +32,7 @@ from dataclasses import dataclass, field
 
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState, ObservedGroups
-from kthena_py.plan.modelserving.revision import RevisionData, role_template_hash
+from kthena_py.plan.modelserving.revision import RevisionData, revision_hash, role_template_hash
 from kthena_py.plan.modelserving.rolling import Budget, UnitPlan, UnitView, plan_units, resolve_budget
 
 __all__ = ["GroupTarget", "InstanceTarget", "RoleTargets", "Targets", "build_targets", "effective_roles"]
@@ -117,6 +119,7 @@ class _Context:
     role_level: bool
     in_progress: bool
     fallback: str
+    salt: int = 0
     unresolved: set[str] = field(default_factory=set)
 
     def resolve(self, revision: str | None) -> RevisionData | None:
@@ -127,10 +130,30 @@ class _Context:
             self.unresolved.add(revision)
         return data
 
+    def same_as_update(self, revision: str | None) -> bool:
+        """Whether ``revision`` is the update revision or records the same pod-shaping data under another name.
+
+        Kthena's Go controller names revisions with other hashes; its groups on the same templates are updated.
+        """
+        if revision is None:
+            return False
+        if revision == self.revision:
+            return True
+        data = self.revisions.get(revision)
+        return data is not None and revision_hash(data, self.salt) == self.revision
+
     def instance_updated(self, instance: InstanceState) -> bool:
         want = self.hashes.get(instance.role)
         live = [pod for pod in instance.pods.values() if not pod.terminating]
-        return want is not None and bool(live) and all(pod.role_hash == want for pod in live)
+        if want is None or not live:
+            return False
+        if all(pod.role_hash == want for pod in live):
+            return True
+        data = self.revisions.get(instance.revision() or "")
+        if data is None:
+            return False
+        role = data.role(instance.role)
+        return role is not None and role_template_hash(data, role) == want
 
     def instance_revision(self, instance: InstanceState, group_revision: str | None) -> str | None:
         """The revision to complete an instance that has pods from."""
@@ -221,7 +244,7 @@ def _group_target(ctx: _Context, ordinal: int, group: GroupState | None, protect
             inst.role in names and ctx.instance_updated(inst) for inst in group.instances.values() if inst.live
         )
     else:
-        updated = revision == ctx.revision
+        updated = ctx.same_as_update(revision)
     return GroupTarget(ordinal, revision if data is not None else None, data, roles, updated, ready, protected)
 
 
@@ -257,6 +280,7 @@ def build_targets(
         role_level=role_level,
         in_progress=in_progress,
         fallback=current if in_progress and current else revision,
+        salt=(ms.status.collision_count if ms.status is not None else None) or 0,
     )
     config = strategy.rolling_update_configuration if strategy is not None and not role_level else None
     budget = (

@@ -266,3 +266,24 @@ def test_scale_down_takes_protected_units_last() -> None:
     # without a partition, the not-ready unit goes first
     plan = plan_units(views, 3, Budget(), rollout_in_progress=True)
     assert plan.remove[0] == 1
+
+
+def test_taking_over_groups_of_kthenas_go_controller_rolls_nothing() -> None:
+    """Groups labelled with a revision Kthena named differently, recording the same templates, are up to date."""
+    fleet = _started(_group_rolling(3))
+    ours = fleet.doc["status"]["currentRevision"]
+    (cr,) = fleet.cluster.objects["revisions"].values()
+    kthena = dict(cr)
+    kthena["metadata"] = {**cr["metadata"], "name": "llama-5d4f8b9c7", "uid": "kthena-cr"}
+    kthena["data"] = {"data": cr["data"]["data"]}  # Kthena records the roles only
+    fleet.cluster.objects["revisions"] = {"llama-5d4f8b9c7": kthena}
+    for pod in fleet.cluster.pods().values():
+        pod["metadata"]["labels"]["modelserving.volcano.sh/revision"] = "5d4f8b9c7"
+        pod["metadata"]["labels"]["modelserving.volcano.sh/role-template-hash"] = "12345"
+    fleet.doc["status"]["currentRevision"] = "5d4f8b9c7"
+    uids = fleet.uids()
+    fleet.settle()
+    assert fleet.uids() == uids
+    assert fleet.doc["status"]["currentRevision"] == ours
+    assert fleet.doc["status"]["updatedReplicas"] == 3
+    assert not [e for e in fleet.events if e[1] == "ServingGroupUpdating"]
