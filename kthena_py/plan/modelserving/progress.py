@@ -9,8 +9,9 @@ Guarantees (pure; the same ModelServing object always gives the same answer):
   keeps the rest on their revision), or the rollout is complete: ``UpdateInProgress`` is False with reason
   ``RolloutComplete`` or absent (no rollout ever started), and the counters agree: ``currentRevision`` equals
   ``updateRevision`` and ``updatedReplicas`` and ``availableReplicas`` reach ``spec.replicas``.
-* Otherwise the message says how far it is (updated and available ServingGroups, and the condition's reason and
-  message); ``stalled`` is set while the condition's reason is ``UpdateStalled`` (the rollout may still resume).
+* Otherwise the message says how far it is (updated and available ServingGroups, live ones when they differ from
+  ``spec.replicas``, and the condition's reason and message); ``stalled`` is set while the condition's reason is
+  ``UpdateStalled`` (the rollout may still resume).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def rollout_progress(ms: ModelServing) -> Progress:
     updated = status.updated_replicas or 0
     available = status.available_replicas or 0
     counts = f"{updated} of {replicas} ServingGroups updated, {available} available"
+    if status.replicas is not None and status.replicas != replicas:
+        counts += f", {status.replicas} live"
     if condition is not None and condition.status == "False" and condition.reason == REASON_PARTITION:
         return Progress(True, f"partitioned roll out complete: {counts}; {condition.message}", partition=True)
     complete = condition is None or (condition.status == "False" and condition.reason == REASON_COMPLETE)

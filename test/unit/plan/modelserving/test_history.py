@@ -214,6 +214,15 @@ def _progress_doc(generation: int = 2, **status: Any) -> ModelServing:
             "(UpdateStalled: llama-3 (ImagePullBackOff))",
         ),
         (
+            _progress_doc(
+                replicas=5, currentRevision="a", updatedReplicas=1, conditions=[_condition("GroupsUpdating")]
+            ),
+            False,
+            False,
+            False,
+            "1 of 4 ServingGroups updated, 4 available, 5 live (GroupsUpdating: m)...",
+        ),
+        (
             _progress_doc(currentRevision="a", updatedReplicas=2, conditions=[_condition("GroupsUpdating")]),
             False,
             False,
