@@ -104,7 +104,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     """Register ``rollout`` and its ``status``, ``history``, ``undo`` and ``plan`` subcommands."""
     p = sub.add_parser("rollout", help="follow, list, undo or plan ModelServing rollouts")
     inner = p.add_subparsers(dest="rollout_command", required=True, metavar="COMMAND")
-    s = inner.add_parser("status", help="follow a rollout until it is finished", description=__doc__)
+    s = inner.add_parser(
+        "status",
+        help="follow a rollout until it is finished",
+        description="Print the rollout's progress each time it changes until it is complete or its partition is "
+        "reached (exit 0); exit 1 on --timeout. --watch=false prints it once (exit 0 only when finished).",
+    )
     _online(s)
     s.add_argument(
         "-w",
@@ -117,11 +122,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     s.add_argument("--timeout", type=_timeout, default=0.0, help="give up after this long (e.g. 5m; 0: never)")
     s.set_defaults(run=run_status)
-    h = inner.add_parser("history", help="list the revisions of a ModelServing")
+    h = inner.add_parser(
+        "history",
+        help="list the revisions of a ModelServing",
+        description="One line per ControllerRevision: number, hash, current/update, live pods, images per role and "
+        "what changed since the line before.",
+    )
     _online(h)
     h.add_argument("--revision", type=_positive, help="print this revision in full")
     h.set_defaults(run=run_history)
-    u = inner.add_parser("undo", help="go back to an earlier revision")
+    u = inner.add_parser(
+        "undo",
+        help="go back to an earlier revision",
+        description="Patch the spec back to a revision's roles, schedulerName and plugins, keeping the current role "
+        "replicas and rollout settings (default: the previous revision).",
+    )
     _online(u)
     u.add_argument("--to-revision", type=_positive, help="the revision to go back to (default: the previous one)")
     u.set_defaults(run=run_undo)

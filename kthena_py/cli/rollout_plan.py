@@ -53,6 +53,18 @@ __all__ = ["add_parser", "format_report", "readiness_of", "run"]
 
 STALLED_EXIT = 3
 
+_DESCRIPTION = """\
+Run the controller's planners over an in-memory cluster: OLD starts with every pod ready, then its spec
+becomes NEW's. Each step prints what the rollout takes down, creates, surges, removes and keeps, the ready
+ServingGroups and the UpdateInProgress condition; then pods become ready:
+
+  --replicas-ready all    every pod created in the step (default)
+  --replicas-ready N      at most N units per step (ServingGroups, or role instances), lowest ordinal first
+  --replicas-ready none   no pod of the new revision ever becomes ready (a bad image)
+  --never-ready UNITS     these units never become ready (<ms>-<g> or <ms>-<g>/<role>-<r>)
+
+Exit status: 0 complete or partition reached, 3 stalled or not finished, 1 invalid input."""
+
 
 def _ready_spec(value: str) -> str:
     if value in ("all", "none"):
@@ -81,7 +93,7 @@ def add_parser(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     p = inner.add_parser(
         "plan",
         help="print, step by step, what a rollout from OLD to NEW would do (offline)",
-        description=__doc__,
+        description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("-f", "--filename", required=True, metavar="OLD.yaml", help="the ModelServing as it runs now")

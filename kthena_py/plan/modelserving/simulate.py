@@ -72,6 +72,9 @@ VOLCANO = PodGroupSupport(crd_served=True, sub_group_policy=True)
 STEP_SECONDS = 10.0
 """Simulated seconds per step (only condition transition times show it)."""
 
+_NOT_REMOVALS = frozenset({"rolling update", "recovery"})
+"""Reasons of pod deletions that are not a unit being removed (the unit comes back)."""
+
 _KINDS = {"Pod": "pods", "Service": "services", "PodGroup": "podgroups", "ControllerRevision": "revisions"}
 
 
@@ -190,7 +193,7 @@ class StepReport:
     surge: tuple[UnitAction, ...] = ()
     """Units created beyond ``replicas`` (``maxSurge``)."""
     removed: tuple[str, ...] = ()
-    """Units scaled away (surplus surge units, or replicas lowered)."""
+    """Units scaled away (surplus surge units, replicas lowered, roles no longer in the template)."""
     became_ready: tuple[str, ...] = ()
     """Units whose pods became ready at the end of the step."""
     available: int = 0
@@ -316,7 +319,7 @@ class Simulation:
         pods = self.cluster.pods()
         for delete in plan.deletes:
             pod = pods.get(delete.name)
-            if delete.kind == "Pod" and pod is not None and delete.reason == "scale down":
+            if delete.kind == "Pod" and pod is not None and delete.reason not in _NOT_REMOVALS:
                 unit = self._unit_of(pod, role_level)
                 if unit is not None and unit[0] not in acc.removed:
                     acc.removed.append(unit[0])
