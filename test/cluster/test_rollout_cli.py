@@ -95,13 +95,15 @@ async def test_status_follows_a_stalled_rollout_until_it_completes(
         code, out, err = await _run(kubeconfig, namespace, "status", "st", "--timeout", "2s")
         assert code == 1 and "timed out waiting for the rollout of st to finish" in err
         follower = await _cli(kubeconfig, namespace, "status", "st", "--timeout", "5m")
-        await asyncio.sleep(3)
+        assert follower.stdout is not None
+        first = (await asyncio.wait_for(follower.stdout.readline(), 120)).decode()
+        assert first.startswith('Waiting for modelserving "st" rollout to finish') and "UpdateStalled" in first
+        await asyncio.sleep(2)
         assert follower.returncode is None  # still following the stalled rollout
         await _set_image(kube, namespace, "st", "nginx:1.28")
         out_bytes, err_bytes = await asyncio.wait_for(follower.communicate(), 300)
         lines = out_bytes.decode().splitlines()
         assert follower.returncode == 0, err_bytes.decode()
-        assert lines[0].startswith('Waiting for modelserving "st" rollout to finish')
         assert lines[-1].startswith('modelserving "st" successfully rolled out (3 of 3 ServingGroups updated')
         images = {image for image, _ in (await _pods(kube, namespace, "st")).values()}
         assert images == {"nginx:1.28"}
