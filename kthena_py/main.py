@@ -12,12 +12,12 @@ import sys
 from collections.abc import Sequence
 
 from kthena_py import __version__
-from kthena_py.cli import autoscaler, crds, manager, modelbooster, optimize, render, validate
+from kthena_py.cli import autoscaler, crds, manager, modelbooster, optimize, render, rollout, validate
 from kthena_py.cli.common import CommandError
 from kthena_py.kube import ConfigError
 
 # One line per subcommand module (each has add_parser(sub) and sets args.run).
-SUBCOMMANDS = [manager, render, crds, validate, optimize, autoscaler, modelbooster]
+SUBCOMMANDS = [manager, render, crds, validate, optimize, autoscaler, modelbooster, rollout]
 
 
 def build_parser() -> argparse.ArgumentParser:

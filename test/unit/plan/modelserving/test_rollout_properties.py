@@ -14,9 +14,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kthena_py.plan.modelserving.rollout import plan_rollout
+from kthena_py.plan.modelserving.simulate import merge_status
 
 from .builders import VOLCANO, ms_doc, parse, ready_status, ref_of, role_doc
-from .fleet import Fleet, merge_status
+from .fleet import Fleet
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
