@@ -4,17 +4,27 @@ from __future__ import annotations
 
 from kthena_py.runtime.manager import Manager
 
-from . import autoscaling, modelserving
+from . import autoscaling, eviction, modelserving
 
 
-def register_all(manager: Manager, *, workers: int = 4, autoscaler_sync_period: float | None = None) -> list[str]:
+def register_all(
+    manager: Manager,
+    *,
+    workers: int = 4,
+    autoscaler_sync_period: float | None = None,
+    eviction_budget: bool = False,
+) -> list[str]:
     """Register every controller with ``manager``; return their names.
 
     Args:
         manager: The manager to add the controllers to.
         workers: Concurrent reconciles per controller.
         autoscaler_sync_period: Seconds between autoscaling passes (None: the autoscaler's default, 15).
+        eviction_budget: Also run the eviction budget reconciler (``--enable-eviction-webhook``; it needs the
+            ConfigMap permissions of ``manifests/eviction``).
     """
     modelserving.register(manager, workers=workers)
     autoscaling.register(manager, workers=workers, sync_period=autoscaler_sync_period)
+    if eviction_budget:
+        eviction.register(manager, workers=workers)
     return [c.name for c in manager.controllers]

@@ -12,7 +12,8 @@ Guarantees:
 * Conditions (``metav1.Condition``): ``Available`` (True iff ``availableReplicas >= spec.replicas``) and
   ``Progressing`` (True while a group is being created, recreated, scaled, deleted, waited for or is starting).
   ``lastTransitionTime`` is kept from the previous status when a condition's status does not change.
-  Other condition types are dropped.
+  ``DisruptionAllowed`` (owned by the eviction budget reconciler) is carried over unchanged; other condition
+  types are dropped.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kthena_py.api.common import Condition
+from kthena_py.api.common import Condition, to_dict
 from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.eviction.report import CONDITION_TYPE as DISRUPTION_ALLOWED
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.types import KubeObject
 
@@ -137,11 +139,17 @@ def compute_status(state: PlanningState, activity: Mapping[str, str], now: float
         "currentRevision": current,
         "updateRevision": state.revision,
         "labelSelector": label_selector(state.ref.name, ms.spec.template.roles[0].name),
-        "conditions": [available_condition, progressing],
+        "conditions": [available_condition, progressing, *_carried(conditions)],
     }
     if previous is not None and previous.collision_count is not None:
         status["collisionCount"] = previous.collision_count
     return status
+
+
+def _carried(conditions: list[Condition] | None) -> list[KubeObject]:
+    # Written by another reconciler with its own field manager (server-side apply). This writer sends the whole
+    # list (merge patch), so it must send those back as they are, or it would drop them.
+    return [to_dict(c, with_defaults=False) for c in conditions or [] if c.type == DISRUPTION_ALLOWED]
 
 
 def _by_ordinal(item: tuple[str, str]) -> tuple[int, str]:

@@ -2,7 +2,8 @@
 
 :mod:`.tracker` reads and writes Kthena's disruption tracker (ConfigMap ``kthena-eviction-tracker-<ms>``) and
 exposes :func:`disrupted_units`, the unavailability view rollout and eviction share; :mod:`.budget` turns the
-observed ServingGroups into units and budgets and decides evictions.
+observed ServingGroups into units and budgets and decides evictions; :mod:`.report` words the
+``DisruptionAllowed`` condition.
 """
 
 from .budget import (
@@ -23,6 +24,7 @@ from .budget import (
     target_of,
     unit_index,
 )
+from .report import CONDITION_TYPE, budget_condition
 from .tracker import (
     ENTRIES_KEY,
     TRACKER_PREFIX,
@@ -45,6 +47,7 @@ from .tracker import (
 
 __all__ = [
     "ALLOWED_REASONS",
+    "CONDITION_TYPE",
     "DENIED_REASONS",
     "ENTRIES_KEY",
     "TRACKER_PREFIX",
@@ -56,6 +59,7 @@ __all__ = [
     "Unit",
     "UnitHealth",
     "Verdict",
+    "budget_condition",
     "budget_statuses",
     "budgets",
     "decide",

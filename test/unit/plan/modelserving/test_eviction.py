@@ -11,11 +11,13 @@ from kthena_py.api.intstr import IntOrString
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.plan.modelserving.eviction import (
     ENTRIES_KEY,
+    BudgetStatus,
     PodIdentity,
     Target,
     TrackerEntry,
     UnitHealth,
     Verdict,
+    budget_condition,
     budget_statuses,
     disrupted_units,
     evaluate,
@@ -401,3 +403,66 @@ def test_target_of_reads_labels_and_readiness() -> None:
     pod["metadata"]["deletionTimestamp"] = format_time(NOW)
     terminating = target_of(pod)
     assert terminating is not None and not terminating.pod_ready
+
+
+# -- the DisruptionAllowed condition ---------------------------------------------------------------------------------
+
+
+def _status(group: str | None, role: str | None, ready: int, minimum: int, disrupted: int = 0) -> BudgetStatus:
+    level = "Role" if role else "ServingGroup"
+    return BudgetStatus(level, group, role, ready, 3, minimum, disrupted, max(0, ready - minimum))
+
+
+@pytest.mark.parametrize(
+    ("level", "statuses", "expected"),
+    [
+        (
+            "ServingGroup",
+            [_status(None, None, 3, 2)],
+            (
+                True,
+                "SufficientReady",
+                "ServingGroup level: 3 of 3 ServingGroups ready, minAvailable 2: 1 eviction allowed",
+            ),
+        ),
+        (
+            "ServingGroup",
+            [_status(None, None, 2, 2, disrupted=1)],
+            (
+                False,
+                "InsufficientReady",
+                "ServingGroup level: 2 of 3 ServingGroups ready (1 disrupted), minAvailable 2: 0 evictions allowed",
+            ),
+        ),
+        ("ServingGroup", [], (True, "NoProtectedUnits", "ServingGroup level: no ServingGroup to protect")),
+        ("Role", [], (True, "NoProtectedUnits", "Role level: no instance of a protected role to protect")),
+        (
+            "Role",
+            [_status("llm-0", "prefill", 2, 1), _status("llm-1", "prefill", 1, 1, disrupted=1)],
+            (
+                False,
+                "InsufficientReady",
+                "Role level: 1 of 2 role budgets allow an eviction; blocked: "
+                "llm-1 prefill: 1/3 ready, 1 disrupted, minAvailable 1, 0 allowed",
+            ),
+        ),
+        (
+            "Role",
+            [_status("llm-0", "prefill", 2, 1)],
+            (
+                True,
+                "SufficientReady",
+                "Role level: 1 of 1 role budgets allow an eviction; budgets: "
+                "llm-0 prefill: 2/3 ready, minAvailable 1, 1 allowed",
+            ),
+        ),
+    ],
+)
+def test_budget_condition(level: Any, statuses: list[BudgetStatus], expected: tuple[bool, str, str]) -> None:
+    assert budget_condition(level, statuses) == expected
+
+
+def test_budget_condition_lists_at_most_a_dozen_budgets() -> None:
+    statuses = [_status(f"llm-{g}", "prefill", 1, 1) for g in range(20)]
+    _, _, message = budget_condition("Role", statuses)
+    assert message.count("llm-") == 12 and message.endswith("; and 8 more")

@@ -95,6 +95,18 @@ def test_not_ready_group_and_transition_times() -> None:
     assert [c["lastTransitionTime"] for c in unchanged["conditions"]] == [T0, T0]
     assert [c["type"] for c in unchanged["conditions"]] == ["Available", "Progressing"]
     assert unchanged["collisionCount"] == 2
+    # The eviction budget's condition belongs to another reconciler: carried over as it is.
+    budget = {
+        "type": "DisruptionAllowed",
+        "status": "True",
+        "reason": "SufficientReady",
+        "message": "m",
+        "lastTransitionTime": T0,
+        "observedGeneration": 1,
+    }
+    with_budget = copy.deepcopy(with_status)
+    with_budget["status"]["conditions"].append(budget)
+    assert _status(cluster, with_budget)["conditions"][2:] == [budget]
     cluster.not_ready("llama-1-prefill-0-0", NOW - 5)
     status = _status(cluster, with_status)
     cond = _conditions(status)
