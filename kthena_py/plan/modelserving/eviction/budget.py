@@ -40,7 +40,17 @@ from kthena_py.plan.modelserving.scaling import UnitScore, plan_ordinals
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.types import KubeObject
 
-from .tracker import PodIdentity, TrackerEntry, UnitHealth, group_key, prune, role_key, unit_disrupted
+from .tracker import (
+    GROUP_PREFIX,
+    ROLE_PREFIX,
+    PodIdentity,
+    TrackerEntry,
+    UnitHealth,
+    group_key,
+    prune,
+    role_key,
+    unit_disrupted,
+)
 
 __all__ = [
     "ALLOWED_REASONS",
@@ -433,6 +443,23 @@ def evaluate(
     return decide(target_budget(state, strategy, target), state.ref.namespace, target, pruned, now=now, ttl=ttl)
 
 
+def _recorded(budget: Budget, namespace: str, disrupted: frozenset[str]) -> int:
+    """How many units of ``budget`` the tracker records, observed or not (a unit being rebuilt has no pods)."""
+    if budget.level == "ServingGroup":
+        groups = set()
+        for key in disrupted:
+            for prefix in (GROUP_PREFIX, ROLE_PREFIX):
+                parts = key[len(prefix) :].split("/") if key.startswith(prefix) else []
+                if len(parts) >= 3 and parts[:2] == [namespace, budget.ms]:
+                    groups.add(parts[2])
+        return len(groups)
+    assert budget.group is not None and budget.role is not None
+    if group_key(namespace, budget.ms, budget.group) in disrupted:
+        return max(budget.total, len(budget.units))
+    prefix = role_key(namespace, budget.ms, budget.group, budget.role, "")
+    return sum(1 for key in disrupted if key.startswith(prefix))
+
+
 def budget_statuses(
     state: PlanningState, strategy: EvictionStrategySpec, disrupted: frozenset[str]
 ) -> list[BudgetStatus]:
@@ -440,7 +467,7 @@ def budget_statuses(
     out: list[BudgetStatus] = []
     for budget in budgets(state, strategy):
         ready = budget.ready(disrupted)
-        tracked = sum(1 for unit in budget.units if unit_disrupted(unit.key, disrupted))
+        tracked = _recorded(budget, state.ref.namespace, disrupted)
         out.append(
             BudgetStatus(
                 budget.level,

@@ -386,11 +386,16 @@ def test_unit_index_covers_both_levels_and_statuses_report_the_budget() -> None:
         update={"protection_level": "Role", "role_min_available": {"prefill": IntOrString(1)}}
     )
     statuses = budget_statuses(state, role_strategy, frozenset({role_key0("prefill", 0)}))
-    assert [(s.group, s.role, s.ready, s.allowed) for s in statuses] == [
-        ("llama-0", "prefill", 1, 0),
-        ("llama-1", "prefill", 2, 1),
-        ("llama-2", "prefill", 2, 1),
+    assert [(s.group, s.role, s.ready, s.disrupted, s.allowed) for s in statuses] == [
+        ("llama-0", "prefill", 1, 1, 0),
+        ("llama-1", "prefill", 2, 0, 1),
+        ("llama-2", "prefill", 2, 0, 1),
     ]
+    # A recorded group being rebuilt (no pod observed) still counts as disrupted.
+    for name in [n for n in cluster.pods() if n.startswith("llama-1-")]:
+        del cluster.pods()[name]
+    (status,) = budget_statuses(state_of(ms, cluster), strategy, frozenset({G1}))
+    assert (status.ready, status.disrupted, status.allowed) == (2, 1, 0)
 
 
 def test_target_of_reads_labels_and_readiness() -> None:
