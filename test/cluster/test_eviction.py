@@ -21,6 +21,7 @@ import pytest
 from kthena_py.controllers.eviction.metrics import REQUESTS
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient, NotFound
+from kthena_py.kube.metrics import REST_CLIENT_REQUESTS, WRITE_METHODS
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONFIGMAPS, EVENTS, PODS, ResourceType
 from kthena_py.plan.modelserving.eviction import tracker_entries, tracker_name
@@ -461,3 +462,42 @@ async def test_pods_not_owned_by_a_modelserving_are_not_protected(
 
 async def _running(kube: KubeClient, namespace: str, name: str) -> bool:
     return pod_ready(await kube.get(PODS, name, namespace))
+
+
+def _writes() -> float:
+    return sum(
+        s.value
+        for m in REST_CLIENT_REQUESTS.collect()
+        for s in m.samples
+        if s.name.endswith("_total") and s.labels.get("method") in WRITE_METHODS
+    )
+
+
+async def test_restart_on_a_converged_protected_modelserving_writes_nothing(
+    kube: KubeClient, namespace: str, kubeconfig: Path
+) -> None:
+    async with replica(str(kubeconfig), namespace):
+        await kube.create(MODELSERVINGS, protected("llm", 2, {"minAvailable": 1}), namespace)
+        await wait_available(kube, namespace, "llm", 2)
+
+        async def shown() -> bool:
+            return (await condition(kube, namespace, "llm")).get("reason") == "SufficientReady"
+
+        await eventually(shown, timeout=30, description="DisruptionAllowed condition")
+        await asyncio.sleep(3)  # let the status settle (both writers agree)
+    before = _writes()
+    async with replica(str(kubeconfig), namespace):
+        await asyncio.sleep(5)
+        assert _writes() == before, "a restarted manager wrote to the API server"
+        conditions = [c["type"] for c in (await kube.get(MODELSERVINGS, "llm", namespace))["status"]["conditions"]]
+        assert conditions == ["Available", "Progressing", "DisruptionAllowed"]
+        # Without an evictionStrategy the budget condition goes; the other reconciler's conditions stay.
+        await kube.patch(
+            MODELSERVINGS, "llm", [{"op": "remove", "path": "/spec/rolloutStrategy"}], namespace, patch_type="json"
+        )
+
+        async def removed() -> bool:
+            obj = await kube.get(MODELSERVINGS, "llm", namespace)
+            return [c["type"] for c in obj["status"]["conditions"]] == ["Available", "Progressing"]
+
+        await eventually(removed, timeout=30, description="DisruptionAllowed removed")

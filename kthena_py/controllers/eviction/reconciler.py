@@ -94,12 +94,13 @@ class EvictionBudgetReconciler:
         pruned = prune(entries, unit_index(state), now)
         if tracker is not None and (pruned != entries or not pruned):
             try:
-                await self.store.write(ref, tracker, pruned)
+                wrote = await self.store.write(ref, tracker, pruned)
             except TrackerConflict:
                 TRACKER_WRITES.labels("conflict").inc()
                 return Result(requeue_after=0.5)  # the webhook wrote meanwhile: look again once the cache has it
-            TRACKER_WRITES.labels("ok").inc()
-            log.info("tracker pruned", dropped=sorted(set(entries) - set(pruned)), left=len(pruned))
+            if wrote:
+                TRACKER_WRITES.labels("ok").inc()
+                log.info("tracker pruned", dropped=sorted(set(entries) - set(pruned)), left=len(pruned))
         if strategy is None:
             self.series.set(ref.namespace, ref.name, {})
             await self._remove_condition(obj)

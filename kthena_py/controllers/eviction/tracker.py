@@ -66,8 +66,11 @@ class TrackerStore:
         except NotFound:
             return None
 
-    async def write(self, ref: MSRef, current: KubeObject | None, entries: Mapping[str, TrackerEntry]) -> None:
+    async def write(self, ref: MSRef, current: KubeObject | None, entries: Mapping[str, TrackerEntry]) -> bool:
         """Store ``entries`` in place of ``current`` (the tracker the decision read; ``None``: there was none).
+
+        Returns:
+            Whether anything was written (deleting a tracker that is already gone writes nothing).
 
         Raises:
             TrackerConflict: The tracker changed (or appeared, or disappeared) since ``current`` was read.
@@ -76,23 +79,26 @@ class TrackerStore:
         name = tracker_name(ref.name)
         try:
             if current is None:
-                if entries:
-                    await self._client.create(
-                        CONFIGMAPS, self._body(ref, entries), ref.namespace, field_manager=self._field_manager
-                    )
-                return
+                if not entries:
+                    return False
+                await self._client.create(
+                    CONFIGMAPS, self._body(ref, entries), ref.namespace, field_manager=self._field_manager
+                )
+                return True
             version = resource_version_of(current)
             if not entries:
                 await self._client.delete(CONFIGMAPS, name, ref.namespace, resource_version=version)
-                return
+                return True
             body = self._body(ref, entries)
             body["metadata"]["resourceVersion"] = version
             await self._client.replace(CONFIGMAPS, body, ref.namespace, field_manager=self._field_manager)
+            return True
         except (Conflict, AlreadyExists) as exc:
             raise TrackerConflict(str(exc)) from exc
         except NotFound as exc:
             if current is not None and entries:
                 raise TrackerConflict(str(exc)) from exc
+            return False
 
     @staticmethod
     def _body(ref: MSRef, entries: Mapping[str, TrackerEntry]) -> dict[str, Any]:
