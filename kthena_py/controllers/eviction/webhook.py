@@ -71,6 +71,9 @@ class EvictionWebhook:
         ttl: Seconds a granted disruption stays recorded at most (``--eviction-tracker-ttl``).
         wall_clock: Epoch seconds.
         deadline: Seconds one request may spend deciding again after conflicts.
+        answer_within: Seconds after which a request is denied (429, so drains retry) rather than left to the
+            API server's webhook timeout (5 s), which fails the eviction with an error ``kubectl drain`` does
+            not retry.
     """
 
     def __init__(
@@ -83,6 +86,7 @@ class EvictionWebhook:
         ttl: float = DEFAULT_TTL,
         wall_clock: Callable[[], float] = time.time,
         deadline: float = 2.5,
+        answer_within: float = 4.0,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -92,11 +96,17 @@ class EvictionWebhook:
         self.store = TrackerStore(client, FIELD_MANAGER)
         self._now = wall_clock
         self._deadline = deadline
+        self._answer_within = answer_within
         self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
 
     async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
         """Answer one AdmissionReview."""
-        ms_obj, verdict = await self._verdict(request)
+        try:
+            async with asyncio.timeout(self._answer_within):
+                ms_obj, verdict = await self._verdict(request)
+        except TimeoutError:
+            ms_obj = None
+            verdict = self._failed(reasons.LOOKUP_FAILED, f"no decision within {self._answer_within:g}s; retry")
         REQUESTS.labels("allowed" if verdict.allowed else "denied", verdict.reason).inc()
         if verdict.allowed:
             if verdict.record:
@@ -156,9 +166,11 @@ class EvictionWebhook:
         except pydantic.ValidationError:
             return self._free(reasons.NO_STRATEGY, "the ModelServing's spec cannot be read")
         strategy = ms.spec.rollout_strategy.eviction_strategy if ms.spec.rollout_strategy else None
-        target = target_of(pod)
-        if strategy is None or target is None:
+        if strategy is None:
             return self._free(reasons.NO_STRATEGY, "no evictionStrategy")
+        target = target_of(pod)
+        if target is None:
+            return self._free(reasons.NOT_OWNED, "pod without ServingGroup and role labels")
         ref = ms_ref(ms_obj)
         key = (namespace, ms_name)
         lock, users = self._locks.get(key, (asyncio.Lock(), 0))
