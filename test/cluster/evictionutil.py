@@ -7,8 +7,8 @@ import asyncio
 import base64
 import contextlib
 import datetime
-import time
-from collections.abc import AsyncIterator, Callable
+import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,10 +19,12 @@ from kthena_py.controllers import eviction, register_all
 from kthena_py.controllers.eviction import EVICTION_PATH, EvictionWebhook
 from kthena_py.kube import KubeClient, NotFound, TooManyRequests
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import PODS, VALIDATING_WEBHOOKS
+from kthena_py.kube.resources import NODES, PODS, VALIDATING_WEBHOOKS
 from kthena_py.runtime.certs import generate
 from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse, WebhookServer
+from kthena_py.testing.controlplane import ClusterTier
+from kthena_py.testing.controlplane.cluster import FakeNode
 from kthena_py.testing.proxy import TcpProxy
 from kthena_py.testing.wait import eventually
 
@@ -254,7 +256,35 @@ async def kubectl(kubeconfig: str, *args: str, timeout: float = 300) -> tuple[in
     return int(proc.returncode or 0), out.decode()
 
 
-async def timed(call: Callable[[], Any]) -> float:
-    started = time.monotonic()
-    await call()
-    return time.monotonic() - started
+PIN_LABEL = "kthena-py/eviction-test"
+
+
+@contextlib.asynccontextmanager
+async def dedicated_node(cluster: ClusterTier, *, gpus: int = 8) -> AsyncIterator[str]:
+    """A fake node only pods pinned with :func:`pin` go to (label and taint ``kthena-py/eviction-test=<name>``);
+    yields its name, removes it (and its pods) afterwards."""
+    name = f"ev-{uuid.uuid4().hex[:8]}"
+    node = FakeNode(
+        name, gpus=gpus, labels={PIN_LABEL: name}, taints=[{"key": PIN_LABEL, "value": name, "effect": "NoSchedule"}]
+    )
+    await asyncio.to_thread(cluster.add_node, node)
+    try:
+        yield name
+    finally:
+        await asyncio.to_thread(cluster.remove_node, name)
+
+
+def pin(roles: list[dict[str, Any]], node: str) -> list[dict[str, Any]]:
+    """Pin the roles' pods to the :func:`dedicated_node` ``node``."""
+    for r in roles:
+        for key in ("entryTemplate", "workerTemplate"):
+            if key in r:
+                spec = r[key]["spec"]
+                spec["nodeSelector"] = {PIN_LABEL: node}
+                spec["tolerations"] = [{"key": PIN_LABEL, "operator": "Equal", "value": node, "effect": "NoSchedule"}]
+    return roles
+
+
+async def cordon(kube: KubeClient, node: str, *, on: bool = True) -> None:
+    """Mark ``node`` (un)schedulable: replacements of evicted pods then stay Pending, so records stay."""
+    await kube.patch(NODES, node, {"spec": {"unschedulable": on}})

@@ -34,8 +34,11 @@ from .evictionutil import (
     ReadyWatcher,
     Replica,
     RoundRobinProxy,
+    cordon,
+    dedicated_node,
     evict,
     kubectl,
+    pin,
     pod_ready,
     replica,
     webhook_installed,
@@ -167,8 +170,8 @@ async def test_drain_keeps_two_of_three_groups_ready_and_completes_once_rebuilt(
                 )
                 assert code == 0, out
                 assert DENIED in out, "the budget must have held evictions back"
-                assert await nodes_of(kube, namespace, "llm") <= set(spares)
                 await wait_available(kube, namespace, "llm", 3)
+                assert await nodes_of(kube, namespace, "llm") <= set(spares)
                 # Drain 2: every node the groups moved to, one after the other, onto fresh nodes.
                 created += await asyncio.to_thread(_nodes, cluster, tag, ["t1", "t2", "t3"], 1)
                 code, out = await kubectl(
@@ -213,11 +216,19 @@ async def clients(kubeconfig: Path, count: int) -> AsyncIterator[list[KubeClient
 
 @pytest.mark.parametrize(("replicas", "min_available", "granted"), [(3, "50%", 1), (4, "60%", 1), (4, "49%", 2)])
 async def test_percentages_round_up_against_replicas(
-    kube: KubeClient, namespace: str, kubeconfig: Path, replicas: int, min_available: str, granted: int
+    kube: KubeClient,
+    namespace: str,
+    kubeconfig: Path,
+    cluster: ClusterTier,
+    replicas: int,
+    min_available: str,
+    granted: int,
 ) -> None:
-    async with budget(kube, kubeconfig, namespace):
-        await kube.create(MODELSERVINGS, protected("llm", replicas, {"minAvailable": min_available}), namespace)
+    async with dedicated_node(cluster) as node, budget(kube, kubeconfig, namespace):
+        roles = pin([role("main", gpu=0)], node)
+        await kube.create(MODELSERVINGS, protected("llm", replicas, {"minAvailable": min_available}, roles), namespace)
         await wait_available(kube, namespace, "llm", replicas)
+        await cordon(kube, node)  # evicted groups are not rebuilt during the test
         pods = [names[0] for names in (await group_pods(kube, namespace, "llm")).values()]
         async with clients(kubeconfig, len(pods)) as several:
             results = await evict_all(several, namespace, pods)
@@ -228,11 +239,13 @@ async def test_percentages_round_up_against_replicas(
 
 
 async def test_concurrent_evictions_from_several_clients_grant_exactly_the_budget(
-    kube: KubeClient, namespace: str, kubeconfig: Path
+    kube: KubeClient, namespace: str, kubeconfig: Path, cluster: ClusterTier
 ) -> None:
-    async with budget(kube, kubeconfig, namespace) as (one, _):
-        await kube.create(MODELSERVINGS, protected("llm", 8, {"minAvailable": 5}), namespace)
+    async with dedicated_node(cluster) as node, budget(kube, kubeconfig, namespace) as (one, _):
+        roles = pin([role("main", gpu=0)], node)
+        await kube.create(MODELSERVINGS, protected("llm", 8, {"minAvailable": 5}, roles), namespace)
         await wait_available(kube, namespace, "llm", 8, timeout=180)
+        await cordon(kube, node)  # evicted groups are not rebuilt until the records are checked
         pods = [names[0] for names in (await group_pods(kube, namespace, "llm")).values()]
         denied_before = requests_counted("denied")
         async with clients(kubeconfig, len(pods)) as several:
@@ -256,6 +269,7 @@ async def test_concurrent_evictions_from_several_clients_grant_exactly_the_budge
         assert DENIED in events[0]["message"]
         assert len(events) < 5, "denials of one moment are one Event"
         # Once the evicted groups are rebuilt, their records go and the budget is back.
+        await cordon(kube, node, on=False)
         await wait_available(kube, namespace, "llm", 8, timeout=180)
 
         async def pruned() -> bool:
@@ -277,12 +291,15 @@ async def _status_true(kube: KubeClient, namespace: str) -> dict[str, Any] | Non
 # -- Role level ------------------------------------------------------------------------------------------------
 
 
-async def test_role_level_protects_only_the_listed_role(kube: KubeClient, namespace: str, kubeconfig: Path) -> None:
-    roles = [role("prefill", replicas=2, gpu=0), role("decode", replicas=2, gpu=0)]
+async def test_role_level_protects_only_the_listed_role(
+    kube: KubeClient, namespace: str, kubeconfig: Path, cluster: ClusterTier
+) -> None:
     strategy = {"protectionLevel": "Role", "roleMinAvailable": {"prefill": 1}}
-    async with budget(kube, kubeconfig, namespace):
+    async with dedicated_node(cluster) as node, budget(kube, kubeconfig, namespace):
+        roles = pin([role("prefill", replicas=2, gpu=0), role("decode", replicas=2, gpu=0)], node)
         await kube.create(MODELSERVINGS, protected("pd", 2, strategy, roles), namespace)
         await wait_available(kube, namespace, "pd", 2)
+        await cordon(kube, node)  # evicted instances are not rebuilt during the test
         # decode is unprotected: both instances of group 0 may go.
         assert await evict(kube, namespace, "pd-0-decode-0-0") is None
         assert await evict(kube, namespace, "pd-0-decode-1-0") is None
