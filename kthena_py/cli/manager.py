@@ -13,7 +13,8 @@ import signal
 import structlog
 
 from kthena_py import __version__
-from kthena_py.controllers import admission, modelbooster, register_all
+from kthena_py.api.duration import DurationError, parse_duration
+from kthena_py.controllers import admission, eviction, modelbooster, register_all
 from kthena_py.controllers.admission import CERT_MODES
 from kthena_py.kube import ApiError, KubeClient
 from kthena_py.runtime import logconfig
@@ -39,6 +40,19 @@ def _positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
     return n
+
+
+def _ttl(value: str) -> float:
+    try:
+        seconds = parse_duration(value) / 1e9
+    except DurationError:
+        try:
+            seconds = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a duration: {value!r} (e.g. 60s, 2m)") from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
+    return seconds
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -72,6 +86,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "cert-manager: serve --webhook-cert-dir as it is and touch nothing (default: %(default)s)",
     )
     m.add_argument("--webhook-bind-address", default="0.0.0.0", help="host the webhook server binds (default: all)")
+    m.add_argument(
+        "--enable-eviction-webhook",
+        action="store_true",
+        help="enforce rolloutStrategy.evictionStrategy on pod evictions (the /validate-eviction endpoint and the "
+        "eviction budget reconciler; needs manifests/eviction). Off: the endpoint admits every eviction",
+    )
+    m.add_argument(
+        "--eviction-tracker-ttl",
+        type=_ttl,
+        default=60.0,
+        metavar="DURATION",
+        help="how long a granted eviction keeps its unit counted as disrupted at most, e.g. 60s (default 60s)",
+    )
     m.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles per controller")
     m.add_argument(
         "--autoscaler-sync-period",
@@ -141,9 +168,10 @@ async def _run_manager(args: argparse.Namespace) -> int:
                 runtime_image=args.modelbooster_runtime_image,
                 config_namespace=_own_namespace(),
             ),
+            eviction_budget=args.enable_eviction_webhook,
         )
         try:
-            admission.register(
+            server = admission.register(
                 manager,
                 args.webhook_port,
                 args.webhook_cert_dir,
@@ -152,6 +180,8 @@ async def _run_manager(args: argparse.Namespace) -> int:
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        if server is not None:
+            eviction.add_webhook(server, manager, enabled=args.enable_eviction_webhook, ttl=args.eviction_tracker_ttl)
         log.info(
             "starting manager",
             version=__version__,
@@ -160,6 +190,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             controllers=names,
             namespace=args.namespace or "*",
             leader_elect=args.leader_elect,
+            eviction_webhook=args.enable_eviction_webhook,
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -177,6 +208,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the manager until SIGTERM/SIGINT (0) or loss of leadership (1)."""
     if not 0 <= args.webhook_port <= 65535:
         raise CommandError(f"--webhook-port must be 0 (disabled) or a port number: {args.webhook_port}")
+    if args.enable_eviction_webhook and not args.webhook_port:
+        raise CommandError("--enable-eviction-webhook needs the webhook server (--webhook-port other than 0)")
     if args.webhook_port and args.webhook_cert_mode == "cert-manager" and not args.webhook_cert_dir:
         raise CommandError("--webhook-cert-mode=cert-manager needs --webhook-cert-dir")
     if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:

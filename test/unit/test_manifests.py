@@ -646,3 +646,84 @@ def test_container_ignore_files_are_an_identical_allowlist() -> None:
     included = {p[1:] for p in patterns if p.startswith("!")}
     assert included >= {"pyproject.toml", "kthena_py"}
     assert not included & {".venv", ".git", "test", ".pytest_cache", ".hypothesis"}
+
+
+# -- the eviction budget component ----------------------------------------------------------------------------
+
+
+def eviction_hook() -> Doc:
+    (patch,) = [d for d in objects("eviction") if d["kind"] == "ValidatingWebhookConfiguration"]
+    assert patch["metadata"]["name"] == VALIDATING
+    (hook,) = patch["webhooks"]
+    return hook
+
+
+def test_eviction_component_adds_kthenas_webhook_off_by_default(base: list[Doc]) -> None:
+    from kthena_py.controllers.eviction import EVICTION_PATH
+
+    (component,) = load(MANIFESTS / "eviction" / "kustomization.yaml")
+    assert component["kind"] == "Component"
+    hook = eviction_hook()
+    assert hook["name"] == "eviction.modelserving.volcano.sh"
+    assert hook["clientConfig"]["service"] == {
+        "name": WEBHOOK_SERVICE,
+        "namespace": NAMESPACE,
+        "path": EVICTION_PATH,
+        "port": 443,
+    }
+    assert hook["rules"] == [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["pods/eviction"],
+            "scope": "Namespaced",
+        }
+    ]
+    assert (hook["failurePolicy"], hook["sideEffects"], hook["timeoutSeconds"]) == ("Fail", "NoneOnDryRun", 5)
+    (expression,) = hook["namespaceSelector"]["matchExpressions"]
+    assert expression["key"] == "kubernetes.io/metadata.name" and expression["operator"] == "NotIn"
+    assert NAMESPACE in expression["values"], "the manager's own pods must stay evictable"
+    # Off by default: the default install has no eviction webhook and no ConfigMap access.
+    assert all(h["name"] != hook["name"] for _, h in webhooks(base))
+
+
+def test_eviction_component_grants_only_configmaps_to_the_manager() -> None:
+    docs = objects("eviction")
+    role = the(docs, "ClusterRole", "kthena-py-eviction")
+    assert role["rules"] == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "verbs": ["get", "list", "watch", "create", "update", "delete"],
+        }
+    ]
+    binding = the(docs, "ClusterRoleBinding", "kthena-py-eviction")
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "kthena-py-eviction",
+    }
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]
+
+
+@needs_kubectl
+def test_kustomize_builds_the_eviction_component(tmp_path: Path, base: list[Doc]) -> None:
+    up = os.path.relpath(MANIFESTS, tmp_path)
+    overlay = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "namespace": NAMESPACE,
+        "resources": [f"{up}/{f}" for f in DEFAULT_FOLDERS],
+        "components": [f"{up}/eviction", f"{up}/webhook/cert-manager"],
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
+    docs = kustomize(tmp_path)
+    config = the(docs, "ValidatingWebhookConfiguration", VALIDATING)
+    default = [h["name"] for kind, h in webhooks(base) if kind == "ValidatingWebhookConfiguration"]
+    assert sorted(h["name"] for h in config["webhooks"]) == sorted(["eviction.modelserving.volcano.sh", *default])
+    assert config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"], "one caBundle for every webhook"
+    args = the(docs, "Deployment", DEPLOYMENT)["spec"]["template"]["spec"]["containers"][0]["args"]
+    parsed = build_parser().parse_args(args)
+    assert parsed.enable_eviction_webhook is True
+    assert parsed.eviction_tracker_ttl == 60.0

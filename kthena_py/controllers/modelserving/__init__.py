@@ -22,8 +22,15 @@ from .servinggroups import ServingGroupReconciler
 __all__ = ["register"]
 
 
-def register(manager: Manager, *, workers: int) -> list[Controller]:
-    """Add the ModelServing controllers to ``manager``."""
+def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -> list[Controller]:
+    """Add the ModelServing controllers to ``manager``.
+
+    Args:
+        manager: The manager.
+        workers: Concurrent reconciles per controller.
+        eviction_budget: The eviction budget runs (its tracker ConfigMaps are cached): the rollout counts the units
+            it records as disrupted as unavailable.
+    """
     cache = manager.cache
     recorder = manager.recorder_for(MODELSERVING)
     register_informers(cache)
@@ -59,7 +66,7 @@ def register(manager: Manager, *, workers: int) -> list[Controller]:
     rollout = (
         Controller(
             "modelserving-rollout",
-            RolloutReconciler(manager.client, cache, recorder),
+            RolloutReconciler(manager.client, cache, recorder, trackers=eviction_budget),
             cache,
             workers=workers,
         )

@@ -19,7 +19,8 @@ import structlog
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, labels_of, namespace_of
-from kthena_py.kube.resources import PODS
+from kthena_py.kube.resources import CONFIGMAPS, PODS
+from kthena_py.plan.modelserving.eviction.tracker import disrupted_units, tracker_entries, tracker_name
 from kthena_py.plan.modelserving.plugins import PluginError
 from kthena_py.plan.modelserving.rollout import plan_rollout
 from kthena_py.runtime.cache import SharedCache
@@ -71,11 +72,22 @@ class RolloutReconciler:
         cache: SharedCache,
         recorder: EventRecorder,
         *,
+        trackers: bool = False,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.cache = cache
         self.applier = PlanApplier(client, recorder, FIELD_MANAGER, cache)
+        self.trackers = trackers
         self._now = wall_clock
+
+    def _disruptions(self, name: str, namespace: str, now: float) -> tuple[frozenset[str], float | None]:
+        """Units the eviction tracker records as disrupted, and when the first record expires."""
+        if not self.trackers:
+            return frozenset(), None
+        tracker = self.cache.get(CONFIGMAPS, tracker_name(name), namespace)
+        entries = tracker_entries(tracker)
+        live = [entry.expires_at - now for entry in entries.values() if entry.expires_at > now]
+        return disrupted_units(tracker, now), (min(live) + 0.1 if live else None)
 
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply one rollout step."""
@@ -87,11 +99,14 @@ class RolloutReconciler:
         except pydantic.ValidationError:
             return None  # reported by the ServingGroup reconciler
         ref = ms_ref(obj)
+        now = self._now()
+        disrupted, expiry = self._disruptions(ref.name, ref.namespace, now)
         try:
-            plan = plan_rollout(ms, ref, observe(self.cache, ref), podgroup_support(self.cache), self._now())
+            plan = plan_rollout(ms, ref, observe(self.cache, ref), podgroup_support(self.cache), now, disrupted)
         except PluginError:
             return None  # reported by the ServingGroup reconciler
         writes = await self.applier.apply(plan, obj)
         if writes:
             log.info("rollout step", writes=writes, reasons=list(plan.reasons))
-        return None
+        # A disruption record that expires frees budget: look again then.
+        return Result(requeue_after=expiry) if expiry is not None and plan.status is not None else None

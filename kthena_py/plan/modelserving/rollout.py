@@ -30,10 +30,12 @@ from dataclasses import dataclass, field
 from kthena_py.api.common import Condition
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.eviction.tracker import group_key, role_key, unit_disrupted
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState
 from kthena_py.plan.modelserving.rolling import UnitView, choose_updates
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.status import rollout_complete, set_condition
+from kthena_py.plan.modelserving.targets import Disrupted
 from kthena_py.plan.modelserving.types import Delete, MSRef, Observed, Plan, PlannedEvent, PodGroupSupport
 
 __all__ = [
@@ -235,7 +237,28 @@ def _condition(state: PlanningState, step: RolloutStep) -> tuple[bool, str, str]
     return True, reason, f"Updating to {to}: waiting for {waiting}; outdated: {_listed(unprotected)}"
 
 
-def plan_rollout(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport, now: float) -> Plan:
+def disruption_check(ms: ModelServing, disrupted: frozenset[str]) -> Disrupted:
+    """A :data:`~kthena_py.plan.modelserving.targets.Disrupted` over the unit keys an eviction tracker records."""
+
+    def check(group: str, role_id: str | None) -> bool:
+        if not disrupted:
+            return False
+        if role_id is None:
+            return unit_disrupted(group_key(ms.namespace, ms.name, group), disrupted)
+        role = role_id.rsplit("-", 1)[0]
+        return unit_disrupted(role_key(ms.namespace, ms.name, group, role, role_id), disrupted)
+
+    return check
+
+
+def plan_rollout(
+    ms: ModelServing,
+    ref: MSRef,
+    observed: Observed,
+    support: PodGroupSupport,
+    now: float,
+    disrupted: frozenset[str] = frozenset(),
+) -> Plan:
     """Plan one rollout step for a ModelServing (see the module docstring).
 
     Args:
@@ -244,12 +267,14 @@ def plan_rollout(ms: ModelServing, ref: MSRef, observed: Observed, support: PodG
         observed: The objects it owns, as cached.
         support: PodGroup support of the cluster.
         now: The current time (epoch seconds), for the condition's transition time.
+        disrupted: Unit keys an eviction tracker records as disrupted
+            (:func:`~kthena_py.plan.modelserving.eviction.tracker.disrupted_units`): they count as unavailable.
 
     Returns:
         Deletes of the units taken down, their events, and the ``UpdateInProgress`` condition as the status share
         of the rollout reconciler (``None`` while no rollout has ever started).
     """
-    state = build_state(ms, ref, observed, support)
+    state = build_state(ms, ref, observed, support, disruption_check(ms, disrupted))
     step = rollout_step(state)
     events = list(step.events)
     status = None

@@ -27,7 +27,7 @@ from kthena_py.plan.modelserving.revision import (
     revision_data,
     revision_hash,
 )
-from kthena_py.plan.modelserving.targets import GroupTarget, Targets, build_targets, effective_roles
+from kthena_py.plan.modelserving.targets import Disrupted, GroupTarget, Targets, build_targets, effective_roles
 from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, PodGroupSupport
 
 __all__ = ["PlanningState", "build_state"]
@@ -74,7 +74,9 @@ def _owned(obj: KubeObject, uid: str) -> bool:
     return any(isinstance(o, dict) and o.get("controller") and o.get("uid") == uid for o in owners)
 
 
-def build_state(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport) -> PlanningState:
+def build_state(
+    ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport, disrupted: Disrupted | None = None
+) -> PlanningState:
     """Derive the planning state.
 
     Args:
@@ -82,6 +84,7 @@ def build_state(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGr
         ref: Its identity.
         observed: The objects it owns.
         support: PodGroup support of the cluster.
+        disrupted: Units recorded as disrupted by evictions (the rollout passes them: they count as not ready).
 
     Returns:
         The state every planner works from.
@@ -118,7 +121,7 @@ def build_state(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGr
         revisions=revisions,
         revision_objects=objects,
         groups=groups,
-        targets=build_targets(ms, revision, data, revisions, groups),
+        targets=build_targets(ms, revision, data, revisions, groups, *(() if disrupted is None else (disrupted,))),
         gang=naming.gang_applies(ms.spec.scheduler_name, support),
         collision=collision,
     )

@@ -27,7 +27,7 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kthena_py.api.modelserving import ModelServing, Role
@@ -35,7 +35,23 @@ from kthena_py.plan.modelserving.groups import GroupState, InstanceState, Observ
 from kthena_py.plan.modelserving.revision import RevisionData, revision_hash, role_template_hash
 from kthena_py.plan.modelserving.rolling import Budget, UnitPlan, UnitView, plan_units, resolve_budget
 
-__all__ = ["GroupTarget", "InstanceTarget", "RoleTargets", "Targets", "build_targets", "effective_roles"]
+__all__ = [
+    "Disrupted",
+    "GroupTarget",
+    "InstanceTarget",
+    "RoleTargets",
+    "Targets",
+    "build_targets",
+    "effective_roles",
+]
+
+Disrupted = Callable[[str, str | None], bool]
+"""Whether a unit is recorded as disrupted by an eviction: ``(group name, role id or None for the group)``."""
+
+
+def _never(_group: str, _role_id: str | None) -> bool:
+    return False
+
 
 _NO_ROLLOUT = Budget(max_unavailable=1, max_surge=0, partition=0)
 
@@ -120,6 +136,7 @@ class _Context:
     in_progress: bool
     fallback: str
     salt: int = 0
+    disrupted: Disrupted = _never
     unresolved: set[str] = field(default_factory=set)
 
     def resolve(self, revision: str | None) -> RevisionData | None:
@@ -183,7 +200,8 @@ def _role_targets(
             ordinal=r,
             live=inst.live,
             updated=ctx.instance_updated(inst) if ctx.role_level else True,
-            ready=inst.complete_and_ready(_workers(ctx, inst, role)),
+            ready=inst.complete_and_ready(_workers(ctx, inst, role))
+            and not (group is not None and ctx.disrupted(group.name, f"{role.name}-{r}")),
             terminating=inst.terminating,
             cost=inst.cost,
         )
@@ -254,6 +272,7 @@ def build_targets(
     data: RevisionData,
     revisions: Mapping[str, RevisionData],
     groups: ObservedGroups,
+    disrupted: Disrupted = _never,
 ) -> Targets:
     """Decide the wanted units and what each is rendered from (see the module docstring).
 
@@ -263,6 +282,7 @@ def build_targets(
         data: The update revision's data (the current spec).
         revisions: Every resolvable revision (the update revision included).
         groups: The observed groups.
+        disrupted: Units an eviction recorded as disrupted count as not ready (one unavailability budget).
 
     Returns:
         The targets.
@@ -281,6 +301,7 @@ def build_targets(
         in_progress=in_progress,
         fallback=current if in_progress and current else revision,
         salt=(ms.status.collision_count if ms.status is not None else None) or 0,
+        disrupted=disrupted,
     )
     config = strategy.rolling_update_configuration if strategy is not None and not role_level else None
     budget = (
@@ -295,7 +316,7 @@ def build_targets(
             ordinal=g.ordinal,
             live=g.live,
             updated=observed[g.ordinal].updated,
-            ready=observed[g.ordinal].ready,
+            ready=observed[g.ordinal].ready and not disrupted(g.name, None),
             terminating=g.terminating,
             cost=g.cost,
         )

@@ -98,6 +98,10 @@ def test_not_ready_group_and_transition_times() -> None:
     assert [c["lastTransitionTime"] for c in unchanged["conditions"]] == [T0, T0]
     assert [c["type"] for c in unchanged["conditions"]] == ["Available", "Progressing"]
     assert unchanged["collisionCount"] == 2
+    # Other reconcilers' conditions (the eviction budget's) are not part of this share: server-side apply keeps them.
+    with_budget = copy.deepcopy(with_status)
+    with_budget["status"]["conditions"].append({**previous["conditions"][0], "type": "DisruptionAllowed"})
+    assert [c["type"] for c in _status(cluster, with_budget)["conditions"]] == ["Available", "Progressing"]
     cluster.not_ready("llama-1-prefill-0-0", NOW - 5)
     status = _status(cluster, with_status)
     cond = _conditions(status)

@@ -1,0 +1,50 @@
+"""The observed state an eviction decision works on: a ModelServing's pods and revisions, cached or live.
+
+Guarantees: :func:`observe_cached` reads only the informer cache; :func:`observe_live` reads the API server
+(two label-selected lists) and is used when the cache cannot be trusted for a decision (not synced yet, or it
+does not hold the target pod as the API server has it now). Both return only objects controlled by the
+ModelServing's UID.
+"""
+
+from __future__ import annotations
+
+from kthena_py.api.modelserving import ModelServing
+from kthena_py.kube import KubeClient
+from kthena_py.kube.objects import KubeObject, controller_ref, name_of, uid_of
+from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS
+from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.state import PlanningState, build_state
+from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
+from kthena_py.runtime.cache import SharedCache
+
+from ..modelserving.observe import observe
+
+__all__ = ["has_pod", "observe_cached", "observe_live", "planning_state"]
+
+
+def planning_state(ms: ModelServing, ref: MSRef, observed: Observed) -> PlanningState:
+    """The planning state of the budget (gang support is irrelevant to readiness)."""
+    return build_state(ms, ref, observed, PodGroupSupport())
+
+
+def observe_cached(cache: SharedCache, ref: MSRef) -> Observed:
+    """The ModelServing's pods and revisions as the cache holds them."""
+    return observe(cache, ref)
+
+
+def _controlled(items: list[KubeObject], uid: str) -> tuple[KubeObject, ...]:
+    return tuple(obj for obj in items if (controller_ref(obj) or {}).get("uid") == uid)
+
+
+async def observe_live(client: KubeClient, ref: MSRef) -> Observed:
+    """The ModelServing's pods and revisions as the API server holds them now."""
+    selector = f"{naming.LABEL_NAME}={ref.name}"
+    pods = await client.list_all(PODS, ref.namespace, label_selector=selector)
+    revisions = await client.list_all(CONTROLLER_REVISIONS, ref.namespace, label_selector=selector)
+    return Observed(pods=_controlled(pods.items, ref.uid), revisions=_controlled(revisions.items, ref.uid))
+
+
+def has_pod(observed: Observed, pod: KubeObject) -> bool:
+    """Whether ``observed`` holds ``pod`` (same name and UID)."""
+    name, uid = name_of(pod), uid_of(pod)
+    return any(name_of(obj) == name and uid_of(obj) == uid for obj in observed.pods)

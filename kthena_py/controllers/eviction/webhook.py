@@ -1,0 +1,240 @@
+"""The eviction endpoint: a validating admission handler for ``pods/eviction`` CREATE.
+
+Guarantees:
+
+* Disabled (``--enable-eviction-webhook`` not given), it admits every eviction without reading anything, so a
+  webhook configuration left behind never blocks a drain.
+* Admitted without spending any budget: requests that are not pod evictions, pods outside the manager's
+  namespace scope, pods that do not exist or carry no ``modelserving.volcano.sh/name`` label, pods not
+  controlled by that ModelServing (UID), ModelServings without ``rolloutStrategy.evictionStrategy``, and the
+  cases :func:`~kthena_py.plan.modelserving.eviction.decide` allows for free.
+* The target pod and the tracker are read from the API server for every protected eviction; the other pods of
+  the ModelServing from the informer cache, or from the API server when the cache is not synced or does not
+  hold the target pod as it is now. A grant is admitted only once the tracker write that records it succeeded
+  with the ``resourceVersion`` the decision read (:class:`~kthena_py.controllers.eviction.tracker.TrackerStore`);
+  on a conflict the decision is made again from a fresh read. Concurrent requests for one ModelServing are
+  serialised within a replica; across replicas the tracker's concurrency check does it. So two replicas, or two
+  drains, never both spend the last allowed disruption, and a restarted manager honours earlier grants.
+* A denial is HTTP 429 ``TooManyRequests`` (``kubectl drain`` retries it) with Kthena's message; it is counted
+  in ``kthena_eviction_requests_total`` and recorded as a Warning Event ``EvictionDenied`` on the ModelServing
+  (events of one ModelServing within a second are one Event, repeats increase its count). Failures to read or
+  write the cluster deny with the reason in the message, well within the webhook's 5 s timeout. Dry-run
+  evictions get the same answer and write nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable
+
+import pydantic
+import structlog
+
+from kthena_py.api.modelserving import EvictionStrategySpec, ModelServing
+from kthena_py.kube import ApiError, KubeClient, NotFound
+from kthena_py.kube.objects import KubeObject, controller_ref, labels_of, meta
+from kthena_py.kube.resources import PODS
+from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.eviction import Target, Verdict, decide, prune, target_budget, target_of, unit_index
+from kthena_py.plan.modelserving.eviction import budget as reasons
+from kthena_py.plan.modelserving.types import MSRef
+from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse
+
+from ..modelserving.observe import ms_ref, parse_modelserving
+from ..resources import MODELSERVINGS
+from .metrics import REQUESTS, TRACKER_WRITES
+from .tracker import TrackerConflict, TrackerStore, owned_entries
+from .view import has_pod, observe_cached, observe_live, planning_state
+
+__all__ = ["DEFAULT_TTL", "EVICTION_PATH", "FIELD_MANAGER", "EvictionWebhook"]
+
+EVICTION_PATH = "/validate-eviction"
+FIELD_MANAGER = "kthena-py-eviction-webhook"
+DEFAULT_TTL = 60.0
+EVENT_REASON = "EvictionDenied"
+
+log = structlog.get_logger("kthena_py.eviction")
+
+
+class EvictionWebhook:
+    """Decides evictions against the eviction budgets (see the module docstring).
+
+    Args:
+        client: The API client.
+        cache: The manager's informer cache (ModelServings and their pods and revisions).
+        recorder: Where denial events go.
+        enabled: ``False`` admits everything.
+        ttl: Seconds a granted disruption stays recorded at most (``--eviction-tracker-ttl``).
+        wall_clock: Epoch seconds.
+        deadline: Seconds one request may spend deciding again after conflicts.
+        answer_within: Seconds after which a request is denied (429, so drains retry) rather than left to the
+            API server's webhook timeout (5 s), which fails the eviction with an error ``kubectl drain`` does
+            not retry.
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        cache: SharedCache,
+        recorder: EventRecorder,
+        *,
+        enabled: bool,
+        ttl: float = DEFAULT_TTL,
+        wall_clock: Callable[[], float] = time.time,
+        deadline: float = 2.5,
+        answer_within: float = 4.0,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+        self.enabled = enabled
+        self.ttl = ttl
+        self.store = TrackerStore(client, FIELD_MANAGER)
+        self._now = wall_clock
+        self._deadline = deadline
+        self._answer_within = answer_within
+        self._locks: dict[tuple[str, str], tuple[asyncio.Lock, int]] = {}
+
+    async def __call__(self, request: AdmissionRequest) -> AdmissionResponse:
+        """Answer one AdmissionReview."""
+        try:
+            async with asyncio.timeout(self._answer_within):
+                ms_obj, verdict = await self._verdict(request)
+        except TimeoutError:
+            ms_obj = None
+            verdict = self._failed(reasons.LOOKUP_FAILED, f"no decision within {self._answer_within:g}s; retry")
+        REQUESTS.labels("allowed" if verdict.allowed else "denied", verdict.reason).inc()
+        if verdict.allowed:
+            if verdict.record:
+                log.info(
+                    "eviction granted",
+                    namespace=request.namespace,
+                    pod=request.name,
+                    unit=verdict.record,
+                    ready=verdict.ready,
+                    min_available=verdict.min_available,
+                    dry_run=request.dry_run,
+                )
+            return AdmissionResponse.allow()
+        log.info("eviction denied", namespace=request.namespace, pod=request.name, reason=verdict.reason)
+        if ms_obj is not None and not request.dry_run:
+            self.recorder.event(ms_obj, "Warning", EVENT_REASON, f"{verdict.message} (pod {request.name})")
+        return AdmissionResponse.deny(verdict.message, code=429, reason="TooManyRequests")
+
+    @staticmethod
+    def _free(reason: str, message: str) -> tuple[KubeObject | None, Verdict]:
+        return None, Verdict(True, reason, message, {})
+
+    async def _verdict(self, request: AdmissionRequest) -> tuple[KubeObject | None, Verdict]:
+        if not self.enabled:
+            return self._free(reasons.DISABLED, "the eviction webhook is disabled")
+        if (
+            request.operation != "CREATE"
+            or request.sub_resource != "eviction"
+            or request.resource.get("resource") != "pods"
+        ):
+            return self._free(reasons.NOT_OWNED, "not a pod eviction")
+        namespace = request.namespace
+        name = request.name or str(meta(request.object if isinstance(request.object, dict) else {}).get("name") or "")
+        if self.cache.namespace and namespace != self.cache.namespace:
+            return self._free(reasons.NOT_OWNED, "outside the manager's namespace")
+        try:
+            pod = await self.client.get(PODS, name, namespace)
+        except NotFound:
+            return self._free(reasons.NOT_OWNED, "pod not found")
+        except ApiError as exc:
+            return None, self._failed(reasons.LOOKUP_FAILED, f"failed to get pod {namespace}/{name}: {exc}")
+        ms_name = labels_of(pod).get(naming.LABEL_NAME)
+        if not ms_name:
+            return self._free(reasons.NOT_OWNED, "pod not managed by a ModelServing")
+        ms_obj = self.cache.get(MODELSERVINGS, ms_name, namespace)
+        if ms_obj is None:
+            try:
+                ms_obj = await self.client.get(MODELSERVINGS, ms_name, namespace)
+            except NotFound:
+                return self._free(reasons.NOT_OWNED, "ModelServing not found")
+            except ApiError as exc:
+                return None, self._failed(reasons.LOOKUP_FAILED, f"failed to get ModelServing {ms_name}: {exc}")
+        if (controller_ref(pod) or {}).get("uid") != meta(ms_obj).get("uid"):
+            return self._free(reasons.NOT_OWNED, "pod not controlled by the ModelServing")
+        try:
+            ms = parse_modelserving(ms_obj)
+        except pydantic.ValidationError:
+            return self._free(reasons.NO_STRATEGY, "the ModelServing's spec cannot be read")
+        strategy = ms.spec.rollout_strategy.eviction_strategy if ms.spec.rollout_strategy else None
+        if strategy is None:
+            return self._free(reasons.NO_STRATEGY, "no evictionStrategy")
+        target = target_of(pod)
+        if target is None:
+            return self._free(reasons.NOT_OWNED, "pod without ServingGroup and role labels")
+        ref = ms_ref(ms_obj)
+        key = (namespace, ms_name)
+        lock, users = self._locks.get(key, (asyncio.Lock(), 0))
+        self._locks[key] = (lock, users + 1)
+        try:
+            async with lock:
+                return ms_obj, await self._decide_protected(request, ms, ref, pod, strategy, target)
+        finally:
+            lock, users = self._locks[key]
+            if users <= 1:
+                del self._locks[key]
+            else:
+                self._locks[key] = (lock, users - 1)
+
+    async def _decide_protected(
+        self,
+        request: AdmissionRequest,
+        ms: ModelServing,
+        ref: MSRef,
+        pod: KubeObject,
+        strategy: EvictionStrategySpec,
+        target: Target,
+    ) -> Verdict:
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self._deadline
+        last_error = ""
+        while True:
+            try:
+                observed = observe_cached(self.cache, ref)
+                if not self.cache.synced or not has_pod(observed, pod):
+                    observed = await observe_live(self.client, ref)
+                state = planning_state(ms, ref, observed)
+                budget = target_budget(state, strategy, target)
+                if budget is None or budget.total <= 0:
+                    return decide(budget, ref.namespace, target, {}, now=self._now(), ttl=self.ttl)
+                tracker = await self.store.read(ref)
+            except ApiError as exc:
+                return self._failed(reasons.LOOKUP_FAILED, f"failed to read ModelServing {ref.name}: {exc}")
+            now = self._now()
+            entries = prune(owned_entries(tracker, ref), unit_index(state), now)
+            verdict = decide(budget, ref.namespace, target, entries, now=now, ttl=self.ttl)
+            if not verdict.allowed or verdict.record is None or request.dry_run:
+                return verdict
+            try:
+                await self.store.write(ref, tracker, verdict.entries)
+            except TrackerConflict as exc:
+                TRACKER_WRITES.labels("conflict").inc()
+                last_error = str(exc)
+            except ApiError as exc:
+                TRACKER_WRITES.labels("error").inc()
+                return self._failed(reasons.TRACKER_ERROR, self._tracker_message(ref.name, str(exc)))
+            else:
+                TRACKER_WRITES.labels("ok").inc()
+                return verdict
+            if loop.time() >= give_up:
+                return self._failed(reasons.TRACKER_CONFLICT, self._tracker_message(ref.name, last_error))
+            await asyncio.sleep(random.uniform(0.005, 0.05))  # let the other writer finish; then decide again
+
+    @staticmethod
+    def _tracker_message(ms: str, error: str) -> str:
+        return f"Eviction denied: failed to update ModelServing {ms} disruption tracker: {error}."
+
+    @staticmethod
+    def _failed(reason: str, message: str) -> Verdict:
+        if not message.startswith("Eviction denied"):
+            message = f"Eviction denied: {message}"
+        return Verdict(False, reason, message, {})

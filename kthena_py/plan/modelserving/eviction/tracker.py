@@ -1,0 +1,254 @@
+"""The disruption tracker: which eviction units were recently granted an eviction, as Kthena records them.
+
+The tracker is ConfigMap ``kthena-eviction-tracker-<ms>`` in the ModelServing's namespace, with one data key,
+``entries``: a JSON object mapping a *unit key* to ``{"expiresAt", "triggerPodUID", "triggerPodName"}``. Unit keys
+are Kthena's:
+
+* ``ServingGroup/<namespace>/<ms>/<group>`` for a ServingGroup (``<group>`` is its name, ``<ms>-<ordinal>``);
+* ``Role/<namespace>/<ms>/<group>/<role>/<roleID>`` for one role instance (``<roleID>`` is ``<role>-<ordinal>``).
+
+Guarantees:
+
+* Pure and total: a missing ConfigMap, a missing or malformed ``entries`` value, or a malformed entry never
+  raises; what cannot be read is ignored (an unreadable entry protects nothing).
+* :func:`render_entries` is deterministic (sorted keys, timestamps to the millisecond, UTC ``Z``) and
+  :func:`parse_entries` reads back what it writes, as well as Go's ``time.Time`` JSON (nanoseconds, offsets).
+* An entry is *unexpired* while ``now < expiresAt``. :func:`disrupted_units` is the set of unexpired keys, the
+  one view rollout and eviction share: a unit in it is unavailable, whatever its pods look like.
+* :func:`prune` drops expired entries and the entries whose unit is ready again with a *replacement* of the pod
+  that triggered them; nothing else. A replacement is a pod of the same name, another UID and a later
+  ``creationTimestamp`` than the trigger pod had (recorded as ``triggerPodCreated``, a field of ours that
+  Kthena's decoder ignores). So a view of the pods that lags behind the cluster (a replica whose watch is
+  reconnecting still shows the pod the trigger pod itself replaced) never drops a record that still protects a
+  unit. Entries Kthena wrote (without ``triggerPodCreated``) are dropped by Kthena's rule: ready again without
+  the trigger pod's UID.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = [
+    "ENTRIES_KEY",
+    "GROUP_PREFIX",
+    "ROLE_PREFIX",
+    "TRACKER_PREFIX",
+    "PodIdentity",
+    "TrackerEntry",
+    "UnitHealth",
+    "disrupted_units",
+    "format_expiry",
+    "group_key",
+    "next_expiry",
+    "parse_entries",
+    "parse_expiry",
+    "prune",
+    "render_entries",
+    "role_key",
+    "tracker_entries",
+    "tracker_name",
+    "unit_disrupted",
+]
+
+TRACKER_PREFIX = "kthena-eviction-tracker-"
+ENTRIES_KEY = "entries"
+GROUP_PREFIX = "ServingGroup/"
+ROLE_PREFIX = "Role/"
+
+_FRACTION = re.compile(r"\.(\d+)")
+
+
+def tracker_name(ms: str) -> str:
+    """The tracker ConfigMap's name for ModelServing ``ms``."""
+    return f"{TRACKER_PREFIX}{ms}"
+
+
+def group_key(namespace: str, ms: str, group: str) -> str:
+    """The unit key of ServingGroup ``group`` (its name, e.g. ``llm-0``)."""
+    return f"{GROUP_PREFIX}{namespace}/{ms}/{group}"
+
+
+def role_key(namespace: str, ms: str, group: str, role: str, role_id: str) -> str:
+    """The unit key of role instance ``role_id`` (e.g. ``decode-1``) of ``role`` in ServingGroup ``group``."""
+    return f"{ROLE_PREFIX}{namespace}/{ms}/{group}/{role}/{role_id}"
+
+
+@dataclass(frozen=True)
+class TrackerEntry:
+    """One granted disruption: the unit stays unavailable until ``expires_at`` (epoch seconds) at the latest."""
+
+    expires_at: float
+    trigger_pod_uid: str
+    trigger_pod_name: str
+    trigger_pod_created: float | None = None
+    """The trigger pod's ``creationTimestamp`` (epoch seconds); ``None`` in entries written by Kthena."""
+
+
+@dataclass(frozen=True)
+class PodIdentity:
+    """One observed pod of a unit."""
+
+    name: str
+    uid: str
+    created_at: float | None
+
+
+@dataclass(frozen=True)
+class UnitHealth:
+    """What :func:`prune` needs to know of an observed unit."""
+
+    healthy: bool
+    """Complete, every pod Running and Ready, none terminating (the tracker not considered)."""
+    pods: tuple[PodIdentity, ...] = ()
+
+    def replaced(self, entry: TrackerEntry) -> bool:
+        """Whether this unit is healthy again with a replacement of ``entry``'s trigger pod."""
+        if not self.healthy:
+            return False
+        if entry.trigger_pod_created is None:  # Kthena's record: its rule
+            return all(pod.uid != entry.trigger_pod_uid for pod in self.pods)
+        for pod in self.pods:
+            if pod.name == entry.trigger_pod_name:
+                return (
+                    pod.uid != entry.trigger_pod_uid
+                    and pod.created_at is not None
+                    and pod.created_at > entry.trigger_pod_created
+                )
+        return False
+
+
+def format_expiry(when: float) -> str:
+    """Render epoch seconds as an RFC 3339 UTC timestamp with milliseconds (``2026-01-02T03:04:05.678Z``)."""
+    return datetime.fromtimestamp(when, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_expiry(value: Any) -> float | None:
+    """Parse an RFC 3339 timestamp (any fraction length, ``Z`` or an offset) into epoch seconds, else ``None``."""
+    if not isinstance(value, str) or not value:
+        return None
+    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), value, count=1)
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    return parsed.timestamp() if parsed.tzinfo is not None else None
+
+
+def parse_entries(text: Any) -> dict[str, TrackerEntry]:
+    """Read the ``entries`` JSON of a tracker (anything unreadable is left out)."""
+    if not isinstance(text, str) or not text:
+        return {}
+    try:
+        raw = json.loads(text)
+    except ValueError:
+        return {}
+    if not isinstance(raw, dict):
+        return {}
+    entries: dict[str, TrackerEntry] = {}
+    for key, value in raw.items():
+        if not isinstance(key, str) or not isinstance(value, dict):
+            continue
+        expires = parse_expiry(value.get("expiresAt"))
+        if expires is None:
+            continue
+        uid, name = value.get("triggerPodUID"), value.get("triggerPodName")
+        entries[key] = TrackerEntry(
+            expires,
+            uid if isinstance(uid, str) else "",
+            name if isinstance(name, str) else "",
+            parse_expiry(value.get("triggerPodCreated")),
+        )
+    return entries
+
+
+def tracker_entries(tracker: Mapping[str, Any] | None) -> dict[str, TrackerEntry]:
+    """The entries of a tracker ConfigMap object (``None``: no tracker, no entries)."""
+    if not tracker:
+        return {}
+    data = tracker.get("data")
+    return parse_entries(data.get(ENTRIES_KEY) if isinstance(data, Mapping) else None)
+
+
+def render_entries(entries: Mapping[str, TrackerEntry]) -> str:
+    """The ``entries`` JSON for ``entries`` (deterministic)."""
+    body: dict[str, dict[str, str]] = {}
+    for key, entry in sorted(entries.items()):
+        item = {
+            "expiresAt": format_expiry(entry.expires_at),
+            "triggerPodUID": entry.trigger_pod_uid,
+            "triggerPodName": entry.trigger_pod_name,
+        }
+        if entry.trigger_pod_created is not None:
+            item["triggerPodCreated"] = format_expiry(entry.trigger_pod_created)
+        body[key] = item
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def disrupted_units(tracker: Mapping[str, Any] | None, now: float) -> frozenset[str]:
+    """The unit keys a tracker records as disrupted at ``now``: its unexpired entries.
+
+    This is the one unavailability budget rollout and eviction share. A planner that takes units down (a rolling
+    update) must count every unit in this set as unavailable, and the eviction webhook counts units a rollout
+    took down as unavailable because their pods are not ready. A key of one level also covers the other: see
+    :func:`unit_disrupted`.
+
+    Args:
+        tracker: The tracker ConfigMap object as read from the cluster or the cache (``None``: none exists).
+        now: The current time, epoch seconds.
+
+    Returns:
+        Keys in Kthena's format, ``ServingGroup/<ns>/<ms>/<group>`` and ``Role/<ns>/<ms>/<group>/<role>/<roleID>``.
+    """
+    return frozenset(key for key, entry in tracker_entries(tracker).items() if now < entry.expires_at)
+
+
+def unit_disrupted(key: str, disrupted: frozenset[str] | set[str]) -> bool:
+    """Whether unit ``key`` counts as disrupted given the disrupted keys.
+
+    A ServingGroup counts as disrupted when its own key or the key of any of its role instances is recorded (a
+    group missing a role instance is not whole); a role instance when its own key or its group's key is.
+    """
+    if key in disrupted:
+        return True
+    if key.startswith(GROUP_PREFIX):
+        prefix = ROLE_PREFIX + key[len(GROUP_PREFIX) :] + "/"
+        return any(other.startswith(prefix) for other in disrupted)
+    if key.startswith(ROLE_PREFIX):
+        parts = key[len(ROLE_PREFIX) :].split("/")
+        return len(parts) == 5 and GROUP_PREFIX + "/".join(parts[:3]) in disrupted
+    return False
+
+
+def prune(entries: Mapping[str, TrackerEntry], units: Mapping[str, UnitHealth], now: float) -> dict[str, TrackerEntry]:
+    """Drop the entries that no longer protect anything.
+
+    Args:
+        entries: The tracker's entries.
+        units: The observed units by key (ServingGroups and role instances alike).
+        now: The current time, epoch seconds.
+
+    Returns:
+        The entries that are unexpired and whose unit is not healthy again with a replacement of its trigger pod
+        (:meth:`UnitHealth.replaced`). A unit that is not observed keeps its entry until it expires.
+    """
+    kept: dict[str, TrackerEntry] = {}
+    for key, entry in entries.items():
+        if entry.expires_at <= now:
+            continue
+        unit = units.get(key)
+        if unit is not None and unit.replaced(entry):
+            continue
+        kept[key] = entry
+    return kept
+
+
+def next_expiry(entries: Mapping[str, TrackerEntry]) -> float | None:
+    """The earliest ``expires_at`` among ``entries`` (``None`` when empty)."""
+    return min((entry.expires_at for entry in entries.values()), default=None)
