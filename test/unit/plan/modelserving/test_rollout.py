@@ -287,3 +287,21 @@ def test_taking_over_groups_of_kthenas_go_controller_rolls_nothing() -> None:
     assert fleet.doc["status"]["currentRevision"] == ours
     assert fleet.doc["status"]["updatedReplicas"] == 3
     assert not [e for e in fleet.events if e[1] == "ServingGroupUpdating"]
+
+
+def test_units_an_eviction_disrupted_count_against_the_rollout_budget() -> None:
+    from kthena_py.plan.modelserving.eviction.tracker import group_key
+    from kthena_py.plan.modelserving.rollout import plan_rollout
+
+    from .builders import VOLCANO, parse, ref_of
+
+    fleet = _started(_group_rolling(4, maxUnavailable=1))
+    fleet.set_image("img:2")
+    ms = parse(fleet.doc)
+    free = plan_rollout(ms, ref_of(ms), fleet.cluster.observed(), VOLCANO, fleet.now)
+    assert {d.name.rsplit("-", 3)[0] for d in free.deletes if d.kind == "Pod"} == {"llama-3"}
+    evicted = frozenset({group_key("ns", "llama", "llama-0")})
+    held = plan_rollout(ms, ref_of(ms), fleet.cluster.observed(), VOLCANO, fleet.now, evicted)
+    # The disrupted group already uses the budget: no ready group is taken down; the disrupted (outdated) one is
+    # replaced instead, at no further cost.
+    assert {d.name.rsplit("-", 3)[0] for d in held.deletes if d.kind == "Pod"} == {"llama-0"}
