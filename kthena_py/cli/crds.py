@@ -13,8 +13,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from kthena_py.api.crdgen import render_api_docs, rendered_crds
-
 from .common import CommandError
 
 
@@ -35,6 +33,8 @@ def expected_files(output_dir: Path, api_docs: Path | None) -> dict[Path, str]:
         output_dir: Directory of the CRD files.
         api_docs: Path of the API reference, or ``None`` to leave it out.
     """
+    from kthena_py.api.crdgen import render_api_docs, rendered_crds
+
     files = {output_dir / name: text for name, text in rendered_crds().items()}
     if api_docs is not None:
         files[api_docs] = render_api_docs()
@@ -44,6 +44,8 @@ def expected_files(output_dir: Path, api_docs: Path | None) -> dict[Path, str]:
 def run(args: argparse.Namespace) -> int:
     """Write, check or print the generated files."""
     if args.stdout:
+        from kthena_py.api.crdgen import rendered_crds
+
         sys.stdout.write("---\n".join(rendered_crds().values()))
         return 0
     files = expected_files(Path(args.output_dir), Path(args.api_docs) if args.api_docs else None)

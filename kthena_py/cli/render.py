@@ -12,11 +12,6 @@ import json
 import sys
 from typing import Any
 
-import pydantic
-import yaml
-
-from kthena_py.plan.modelserving.render import render
-
 from .common import CommandError
 
 
@@ -29,6 +24,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _load(path: str) -> list[dict[str, Any]]:
+    import yaml
+
     try:
         text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
         docs = [d for d in yaml.safe_load_all(text) if d]
@@ -39,6 +36,11 @@ def _load(path: str) -> list[dict[str, Any]]:
 
 def run(args: argparse.Namespace) -> int:
     """Render every ModelServing of the file as one ``v1`` ``List``."""
+    import pydantic
+    import yaml
+
+    from kthena_py.plan.modelserving.render import render
+
     items: list[dict[str, Any]] = []
     errors: list[str] = []
     for doc in _load(args.filename):

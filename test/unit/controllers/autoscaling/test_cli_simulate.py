@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kthena_py.cli.autoscaler import read_trace
 from kthena_py.cli.common import CommandError
+from kthena_py.cli.simulate import read_trace
 from kthena_py.main import main
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "autoscaling"
