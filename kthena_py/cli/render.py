@@ -2,6 +2,9 @@
 
 Guarantees: uses the same planning code as the controller (PodGroups as if Volcano with
 ``subGroupPolicy`` were installed), needs no cluster, and prints the same bytes for the same input.
+Each document first gets the CRD's structural defaults (:func:`kthena_py.api.structural.with_defaults`,
+e.g. ``protocol: TCP`` on container ports), as the API server stores it, so the revision and the objects
+are those the controller derives from the stored object (``test/envtest/test_render_agreement.py``).
 Invalid documents end the command with a one-line error per problem and exit status 1.
 """
 
@@ -39,6 +42,7 @@ def run(args: argparse.Namespace) -> int:
     import pydantic
     import yaml
 
+    from kthena_py.api.structural import with_defaults
     from kthena_py.plan.modelserving.render import render
 
     items: list[dict[str, Any]] = []
@@ -48,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         name = (doc.get("metadata") or {}).get("name", "?")
         try:
-            items.extend(render(doc))
+            items.extend(render(with_defaults(doc)))
         except pydantic.ValidationError as exc:
             errors.extend(f"ModelServing/{name}: {e['loc']}: {e['msg']}" for e in exc.errors())
         except ValueError as exc:
