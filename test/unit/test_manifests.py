@@ -1,14 +1,13 @@
 """The deployment manifests under manifests/: well-formed, consistent with each other and with the CLI.
 
-Everything is read with PyYAML; when kubectl is on PATH the kustomizations are also built with
-``kubectl kustomize``. The CRD YAML files under manifests/crd/ are generated from the API models;
+Everything is read with PyYAML, and the kustomizations are also built with ``kubectl kustomize`` (the
+kubectl ``hack/build-controlplane.sh`` builds; fixture ``kubectl_path``). The CRD YAML files under manifests/crd/ are generated from the API models;
 the checks that need them skip while they are absent.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import tomllib
 from collections.abc import Iterator
@@ -536,25 +535,19 @@ def test_prometheus_service_monitor_selects_the_metrics_service(base: list[Doc])
 
 # -- kubectl kustomize ---------------------------------------------------------------------------------------
 
-KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
 
-
-def kustomize(path: Path) -> list[Doc]:
-    assert KUBECTL is not None
-    result = subprocess.run([KUBECTL, "kustomize", str(path)], capture_output=True, text=True, timeout=120, check=False)
+def kustomize(kubectl: Path, path: Path) -> list[Doc]:
+    result = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, f"kubectl kustomize {path} failed:\n{result.stderr}"
     return [d for d in yaml.safe_load_all(result.stdout) if d is not None]
 
 
-@needs_kubectl
 @pytest.mark.parametrize("folder", [*DEFAULT_FOLDERS, "prometheus"])
-def test_kustomize_builds_each_part(folder: str) -> None:
-    assert kustomize(MANIFESTS / folder)
+def test_kustomize_builds_each_part(folder: str, kubectl_path: Path) -> None:
+    assert kustomize(kubectl_path, MANIFESTS / folder)
 
 
-@needs_kubectl
-def test_kustomize_builds_the_cert_manager_component(tmp_path: Path) -> None:
+def test_kustomize_builds_the_cert_manager_component(tmp_path: Path, kubectl_path: Path) -> None:
     # Everything of manifests/default except the generated CRDs, plus the component. kustomize wants
     # relative paths.
     up = os.path.relpath(MANIFESTS, tmp_path)
@@ -566,7 +559,7 @@ def test_kustomize_builds_the_cert_manager_component(tmp_path: Path) -> None:
         "components": [f"{up}/webhook/cert-manager"],
     }
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
-    docs = kustomize(tmp_path)
+    docs = kustomize(kubectl_path, tmp_path)
     kinds = {d["kind"] for d in docs}
     assert {"Issuer", "Certificate", "Deployment"} <= kinds
     for d in docs:
@@ -578,13 +571,12 @@ def test_kustomize_builds_the_cert_manager_component(tmp_path: Path) -> None:
     assert any(a.startswith("--webhook-cert-dir=") for a in args)
 
 
-@needs_kubectl
 @pytest.mark.parametrize("folder", ["default", "."])
-def test_kustomize_builds_the_default_install(folder: str) -> None:
+def test_kustomize_builds_the_default_install(folder: str, kubectl_path: Path) -> None:
     missing = [name for name in GENERATED_CRDS if not (MANIFESTS / "crd" / name).is_file()]
     if missing:
         pytest.skip(f"generated CRD files not present yet in manifests/crd/: {', '.join(missing)}")
-    docs = kustomize(MANIFESTS / folder)
+    docs = kustomize(kubectl_path, MANIFESTS / folder)
     crds = {d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"}
     assert crds == {f"{plural}.{GROUP}" for plural in GENERATED_CRDS.values()}
     for d in docs:
