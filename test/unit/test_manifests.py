@@ -1,7 +1,8 @@
 """The deployment manifests under manifests/: well-formed, consistent with each other and with the CLI.
 
 Everything is read with PyYAML, and the kustomizations are also built with ``kubectl kustomize`` (the
-kubectl ``hack/build-controlplane.sh`` builds; fixture ``kubectl_path``). The CRD YAML files under manifests/crd/ are generated from the API models;
+kubectl ``hack/build-controlplane.sh`` builds; fixture ``kubectl_path``). The CRD YAML files under
+manifests/crd/ are generated from the API models;
 the checks that need them skip while they are absent.
 """
 
