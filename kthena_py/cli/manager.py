@@ -99,6 +99,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _own_namespace() -> str:
+    """``$POD_NAMESPACE`` (the Deployment sets it), else the service account's namespace, else kthena-system."""
+    import os
+
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
     try:
         with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace", encoding="utf-8") as f:
             return f.read().strip() or "kthena-system"

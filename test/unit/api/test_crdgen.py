@@ -27,7 +27,9 @@ MODELS = {model.__name__: model for kind in KINDS for model in reachable_models(
 def test_committed_crds_and_api_docs_are_up_to_date() -> None:
     stale = [
         str(path.relative_to(ROOT))
-        for path, content in expected_files(ROOT / "manifests" / "crd", ROOT / "docs" / "api.md").items()
+        for path, content in expected_files(
+            ROOT / "manifests" / "crd", ROOT / "docs" / "api.md", ROOT / "charts" / "kthena-py" / "crds"
+        ).items()
         if not path.exists() or path.read_text(encoding="utf-8") != content
     ]
     assert not stale, f"out of date: {stale}; run hack/gen-crds.sh (kthena-py crds --api-docs docs/api.md)"
