@@ -167,6 +167,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             version=__version__,
             server=client.host,
             server_version=version.get("gitVersion"),
+            config=client.config_source,
             controllers=names,
             namespace=args.namespace or "*",
             leader_elect=args.leader_elect,
