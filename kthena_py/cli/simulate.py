@@ -28,6 +28,7 @@ import importlib
 import io
 import json
 import math
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -189,8 +190,26 @@ def _table(rows: list[dict[str, Any]], metrics: Sequence[str], params: list[Cost
     return "\n".join("  ".join(cell.rjust(w) for cell, w in zip(line, widths, strict=True)) for line in lines)
 
 
-def plot(path: str, timeline: Sequence[TimelinePoint], metrics: Sequence[str], title: str) -> None:
-    """Draw load (left axis) and replicas (right axis) over time into ``path``, shading panic passes.
+def _per_replica(point: TimelinePoint, metric: str, source: str) -> float:
+    """The load of one replica: a pod source's total over the ready replicas, an external total over all."""
+    value = point.values.get(metric)
+    replicas = point.ready if source == "pods" else point.current
+    if value is None or replicas <= 0:
+        return math.nan
+    return value / replicas
+
+
+def plot(
+    path: str,
+    timeline: Sequence[TimelinePoint],
+    unit: ScalingSpec,
+    title: str,
+    source: Literal["external", "pods"] = "pods",
+) -> None:
+    """Draw the load per replica against its target (top) and the replicas (bottom) into ``path``.
+
+    Made to be read at a glance: the target and the panic threshold are labelled lines, panic passes are a
+    labelled band, the legends sit outside the data, and both panels share the time axis.
 
     Raises:
         CommandError: matplotlib is not installed, or the image cannot be written.
@@ -199,30 +218,60 @@ def plot(path: str, timeline: Sequence[TimelinePoint], metrics: Sequence[str], t
         matplotlib: Any = importlib.import_module("matplotlib")
         matplotlib.use("Agg")
         plt: Any = importlib.import_module("matplotlib.pyplot")
+        patches: Any = importlib.import_module("matplotlib.patches")
     except ImportError as err:
         raise CommandError("--plot needs matplotlib: pip install 'kthena-py[plot]'") from err
     times = [p.time for p in timeline]
-    fig, load_axis = plt.subplots(figsize=(10, 4.5))
-    for metric in metrics:
-        values = [p.values.get(metric, math.nan) for p in timeline]
-        load_axis.step(times, values, where="post", label=metric)
-    load_axis.set_xlabel("time (s)")
-    load_axis.set_ylabel("load")
-    replica_axis = load_axis.twinx()
-    replica_axis.step(times, [p.desired for p in timeline], where="post", color="black", linewidth=2, label="replicas")
-    replica_axis.step(times, [p.ready for p in timeline], where="post", color="grey", linestyle=":", label="ready")
+    step = times[1] - times[0] if len(times) > 1 else 1.0
+    fig, (load_axis, replica_axis) = plt.subplots(
+        2, 1, figsize=(11, 6.5), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+    )
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    panic = unit.behavior.scale_up.panic_policy
+    threshold = None if panic is None or not panic.panic_mode_hold else panic.panic_threshold_percent
+    for index, metric in enumerate(unit.metrics):
+        color = colors[index % len(colors)]
+        values = [_per_replica(p, metric.name, source) for p in timeline]
+        load_axis.step(times, values, where="post", color=color, linewidth=2, label=f"{metric.name} per replica")
+        target = float(metric.exact_target)
+        load_axis.axhline(target, color=color, linestyle="--", linewidth=1, label=f"target {target:g}")
+        if threshold is not None:
+            load_axis.axhline(
+                target * threshold / 100,
+                color=color,
+                linestyle=":",
+                linewidth=1,
+                label=f"panic threshold ({threshold}% of target)",
+            )
+    load_axis.set_ylabel("load per replica")
+    load_axis.set_ylim(bottom=0)
+    replica_axis.step(times, [p.desired for p in timeline], where="post", color="black", linewidth=2, label="desired")
+    replica_axis.step(
+        times, [p.ready for p in timeline], where="post", color="grey", linestyle=":", linewidth=2, label="ready"
+    )
+    replica_axis.axhline(unit.min_replicas, color="silver", linewidth=1, label=f"min {unit.min_replicas}")
+    replica_axis.axhline(
+        unit.max_replicas, color="silver", linewidth=1, linestyle="--", label=f"max {unit.max_replicas}"
+    )
     replica_axis.set_ylabel("replicas")
-    replica_axis.set_ylim(bottom=0)
-    for point in timeline:
-        if point.mode == "Panic":
-            replica_axis.axvspan(point.time, point.time + (times[1] - times[0] if len(times) > 1 else 1), alpha=0.1)
-    handles = load_axis.get_legend_handles_labels()
-    extra = replica_axis.get_legend_handles_labels()
-    load_axis.legend(handles[0] + extra[0], handles[1] + extra[1], loc="upper left")
+    replica_axis.set_xlabel("time (s)")
+    replica_axis.set_ylim(bottom=0, top=unit.max_replicas + 1)
+    replica_axis.yaxis.get_major_locator().set_params(integer=True)
+    panicking = [p.time for p in timeline if p.mode == "Panic"]
+    for axis in (load_axis, replica_axis):
+        for start in panicking:
+            axis.axvspan(start, start + step, color="tab:red", alpha=0.12, linewidth=0)
+        axis.grid(True, alpha=0.3)
+    band = [patches.Patch(color="tab:red", alpha=0.12, label="panic mode (fast scale-up)")] if panicking else []
+    for axis in (load_axis, replica_axis):
+        handles, labels = axis.get_legend_handles_labels()
+        axis.legend(
+            handles + band, labels + [b.get_label() for b in band], loc="upper left", bbox_to_anchor=(1.01, 1.0)
+        )
     load_axis.set_title(title)
     fig.tight_layout()
     try:
-        fig.savefig(path)
+        fig.savefig(path, bbox_inches="tight", dpi=110)
     except OSError as err:
         raise CommandError(f"cannot write {path}: {err.strerror or err}") from err
     finally:
@@ -268,5 +317,8 @@ def run_simulate(args: argparse.Namespace) -> int:
             for point in timeline:
                 print(f"t={point.time:g}: " + " | ".join(point.reasons))
     if args.plot:
-        plot(args.plot, timeline, metrics, f"{policy.name or 'policy'} ({source} source)")
+        role = f", role {args.role}" if args.role else ""
+        title = f"{policy.name or 'policy'}{role}: {source} source, a pass every {args.sync_period:g}s"
+        plot(args.plot, timeline, unit, title, source)
+        print(f"plot written to {os.path.abspath(args.plot)}", file=sys.stderr)
     return 0
