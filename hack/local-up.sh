@@ -33,7 +33,7 @@ if [ -z "$PY" ]; then
     say "creating .venv and installing kthena-py"
     python3 -m venv .venv
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e .
+    .venv/bin/python -m pip install --quiet --constraint constraints.txt -e .
   fi
   PY=.venv/bin/python
 fi

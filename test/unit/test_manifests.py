@@ -9,6 +9,7 @@ the checks that need them skip while they are absent.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import tomllib
 from collections.abc import Iterator
@@ -613,7 +614,8 @@ def test_containerfile_builds_a_non_root_image_of_the_console_script(container: 
     instructions = containerfile_instructions()
     froms = [args for keyword, args in instructions if keyword == "FROM"]
     assert len(froms) == 2, "a builder stage and a final stage"
-    assert ("ARG", "PYTHON_IMAGE=python:3.11-slim") in instructions
+    (base,) = [args for keyword, args in instructions if keyword == "ARG" and args.startswith("PYTHON_IMAGE=")]
+    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}", base), "base image pinned by digest"
     final = instructions[max(i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM") :]
     assert ("USER", "65532:65532") in final
     assert final[-2:] == [("ENTRYPOINT", '["kthena-py"]'), ("CMD", '["manager"]')]
@@ -633,5 +635,32 @@ def test_container_ignore_files_are_an_identical_allowlist() -> None:
     patterns = [p.strip() for p in containerignore.splitlines() if p.strip() and not p.startswith("#")]
     assert patterns[0] == "*", "everything is excluded unless re-included"
     included = {p[1:] for p in patterns if p.startswith("!")}
-    assert included >= {"pyproject.toml", "kthena_py"}
+    assert included >= {"pyproject.toml", "kthena_py", "constraints.txt", "LICENSE"}
     assert not included & {".venv", ".git", "test", ".pytest_cache", ".hypothesis"}
+
+
+def _name(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0]).lower()
+
+
+def test_dependencies_are_pinned_by_constraints_txt_and_the_image_uses_it() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        project = tomllib.load(f)["project"]
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version and re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", version), f"not an exact pin: {line}"
+            pins[_name(name)] = version
+    assert {_name(r) for r in project["dependencies"]} <= set(pins), "every runtime dependency is pinned"
+    builds = [args for keyword, args in containerfile_instructions() if keyword == "RUN" and "pip wheel" in args]
+    assert builds and all("--constraint constraints.txt" in args for args in builds)
+
+
+def test_the_license_the_metadata_and_the_image_declare_is_there() -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        assert tomllib.load(f)["project"]["license"] == {"text": "Apache-2.0"}
+    labels = " ".join(args for keyword, args in containerfile_instructions() if keyword == "LABEL")
+    assert 'org.opencontainers.image.licenses="Apache-2.0"' in labels
