@@ -5,6 +5,7 @@
 # Components: etcd kube (apiserver + controller-manager) kwok volcano (vc-scheduler + CRDs) kubectl helm,
 # and go (only make sure a new enough Go is there). Default: all but go.
 # Prints the cache directory on the last line of stdout; progress goes to stderr.
+# hack/build-controlplane.sh --print-path kubectl|helm: builds that tool if missing, prints its path.
 #
 # Any Go works: when the local one is older than the modules need (GO_REQUIRED), Go GO_TOOLCHAIN is
 # fetched through the Go module proxy (the golang.org/toolchain module, checksum-verified) and used.
@@ -231,6 +232,10 @@ build_helm() {
 
 # --- main ---------------------------------------------------------------------------------------
 ALL=(etcd kwok volcano kube kubectl helm)
+PRINT_PATH=""
+if [ "${1:-}" = --print-path ]; then
+  case "${2:-}" in kubectl|helm) PRINT_PATH=$2; set -- "$2" ;; *) die "--print-path needs kubectl or helm" ;; esac
+fi
 components=("$@")
 [ ${#components[@]} -eq 0 ] && components=("${ALL[@]}")
 for c in "${components[@]}"; do
@@ -251,4 +256,4 @@ if [ ${#missing[@]} -gt 0 ]; then
   done
   log "done in $(minutes $((SECONDS - STARTED)))"
 fi
-echo "$CACHE"
+if [ -n "$PRINT_PATH" ]; then echo "$("${PRINT_PATH}_out")/$PRINT_PATH"; else echo "$CACHE"; fi
