@@ -20,6 +20,7 @@ FILES = ("validating_webhook_configuration.yaml", "mutating_webhook_configuratio
 
 
 def repoint(document: dict, url: str) -> dict:
+    """Replace every webhook's ``clientConfig.service`` with ``clientConfig.url`` (URL + the service's path)."""
     for webhook in document["webhooks"]:
         service = webhook["clientConfig"].pop("service")
         webhook["clientConfig"]["url"] = url.rstrip("/") + service["path"]
@@ -27,10 +28,12 @@ def repoint(document: dict, url: str) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    """Print the re-pointed configurations; exit status 2 on bad usage."""
     if len(argv) != 2 or not argv[1].startswith("https://"):
         print(__doc__, file=sys.stderr)
         return 2
-    documents = [repoint(yaml.safe_load((ROOT / "manifests" / "webhook" / name).read_text()), argv[1]) for name in FILES]
+    folder = ROOT / "manifests" / "webhook"
+    documents = [repoint(yaml.safe_load((folder / name).read_text()), argv[1]) for name in FILES]
     sys.stdout.write(yaml.safe_dump_all(documents, sort_keys=False))
     return 0
 
