@@ -15,7 +15,7 @@ reported, never raised.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -31,8 +31,6 @@ from kthena_py.api.validation.modelserving import validate_modelserving
 from kthena_py.api.validation.schema import parse_model
 
 __all__ = ["KINDS", "validate_document"]
-
-M = TypeVar("M", bound=BaseModel)
 
 _Semantic = Callable[[Any, Any], list[FieldError]]
 #: kind -> (model, list model, semantic validator)
