@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Run every test tier (README command 2): lint, unit, envtest, cluster.
-# Works on a fresh machine with Python >= 3.11 and Go: installs tox into .venv, builds the
-# control-plane binaries that are missing (cached outside the repo), then runs the tox envs.
+# Works on a fresh machine with Python >= 3.11 and any Go: installs tox into .venv, builds the
+# control-plane binaries and tools that are missing (cached outside the repo; the build script says
+# what it builds and how long it takes, and nothing when all is cached), then runs the tox envs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,6 @@ if ! command -v prometheus >/dev/null 2>&1; then
   fi
 fi
 
-echo "== building missing control-plane binaries" >&2
 hack/build-controlplane.sh >/dev/null
 
 echo "== running tox envs: ${TOX_ENVS:-lint,unit,envtest,cluster}" >&2

@@ -2,6 +2,7 @@
 
 * ``envtest`` / ``cluster``: session-scoped; each starts its tier once, in a directory under pytest's
   temporary directory (logs in ``<dir>/logs``), and stops it at the end of the session.
+* ``kubectl_path`` / ``helm_path``: the tools built by ``hack/build-controlplane.sh`` (any tier).
 * ``control_plane``: the tier of the current test: ``cluster`` for tests marked ``cluster``, else
   ``envtest``. ``kubeconfig``, ``make_namespace``, ``namespace`` and ``api_client`` build on it.
 
@@ -22,7 +23,7 @@ from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_kube_config
 
 from kthena_py.kube import KubeClient
-from kthena_py.testing.controlplane import ClusterTier, EnvTest
+from kthena_py.testing.controlplane import BinariesNotFoundError, ClusterTier, EnvTest, find_helm, find_kubectl
 
 SKIP_ENV = "KTHENA_PY_SKIP_CONTROLPLANE"
 REPO = Path(__file__).resolve().parent.parent
@@ -51,6 +52,28 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if any(item.get_closest_marker(m) for m in TIER_MARKERS):
             item.add_marker(skip)
+
+
+def _built_tool(find: Callable[[], Path]) -> Path:
+    """A tool built by hack/build-controlplane.sh: skipped with KTHENA_PY_SKIP_CONTROLPLANE=1, else must exist."""
+    if _skip_requested():
+        pytest.skip(f"{SKIP_ENV}=1: tools built by hack/build-controlplane.sh are not used")
+    try:
+        return find()
+    except BinariesNotFoundError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def kubectl_path() -> Path:
+    """kubectl of the control plane's Kubernetes version, from the binary cache (never PATH)."""
+    return _built_tool(find_kubectl)
+
+
+@pytest.fixture(scope="session")
+def helm_path() -> Path:
+    """helm, from the binary cache (never PATH)."""
+    return _built_tool(find_helm)
 
 
 @pytest.fixture(scope="session")

@@ -115,9 +115,11 @@ DIFFERENCES: tuple[Difference, ...] = (
     Difference(
         "unknown-fields",
         "all kinds",
-        "The API server prunes unknown fields silently.",
-        "Reported as Forbidden 'unknown field \"<path>\"' (the text of strict field validation).",
-        "An offline validator should flag typos.",
+        "The API server prunes unknown fields, or refuses them under strict field validation (kubectl apply's "
+        "default).",
+        "kthena-py validate refuses them as strict validation does, anywhere (pod templates included, from the CRD "
+        "schema), as Forbidden 'unknown field \"<path>\"', and reports nothing else then, as the server stops there.",
+        "An offline validator should flag typos, and agree with kubectl apply.",
     ),
     Difference(
         "float-quantities",
@@ -132,6 +134,15 @@ DIFFERENCES: tuple[Difference, ...] = (
         "Image whitespace checks on regular containers only; the rest is the CRD's pod schema.",
         "Also checks init container images, that spec.containers exists, container names and resource quantities.",
         "kthena_py reads these fields, and templates are opaque JSON in the models.",
+    ),
+    Difference(
+        "role-name-first",
+        "ModelServing role names and the metadata.name length rule",
+        "Checks the generated-name length first, so an upper-case role name is first reported as metadata.name "
+        "'invalid name'.",
+        "Checks role names first; the length rule measures an invalid role name as if it were valid, so it reports "
+        "only real length problems.",
+        "The first error should name the real cause.",
     ),
     Difference(
         "generated-name-offline",

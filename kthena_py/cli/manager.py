@@ -1,30 +1,30 @@
 """``kthena-py manager``: run the controller-manager.
 
 Guarantees: an unusable kubeconfig, an unreachable API server or an unusable bind address ends
-the command with a one-line :class:`~kthena_py.cli.common.CommandError`, never a traceback.
+the command with a one-line :class:`~kthena_py.cli.common.CommandError`, never a traceback. The
+configuration is found as client-go finds it: ``--kubeconfig``, else ``$KUBECONFIG``, else the pod's
+service account (in a cluster), else ``~/.kube/config``
+(:meth:`~kthena_py.kube.KubeClient.from_environment`). The controllers, the Kubernetes client and the
+servers are imported when the command runs, not when the parser is built.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
-
-import structlog
 
 from kthena_py import __version__
-from kthena_py.api.duration import DurationError, parse_duration
-from kthena_py.controllers import admission, eviction, modelbooster, register_all
-from kthena_py.controllers.admission import CERT_MODES
-from kthena_py.kube import ApiError, KubeClient
-from kthena_py.runtime import logconfig
-from kthena_py.runtime.httpserver import parse_address
-from kthena_py.runtime.manager import Manager, ManagerOptions
 
 from .common import CommandError
 
+#: ``--log-level`` choices (those of :data:`kthena_py.runtime.logconfig.LEVELS`).
+LOG_LEVELS = ("debug", "info", "warning", "error")
+#: ``--webhook-cert-mode`` choices (those of :data:`kthena_py.controllers.admission.CERT_MODES`).
+CERT_MODES = ("self", "cert-manager")
+
 
 def _address(value: str) -> str:
+    from kthena_py.runtime.httpserver import parse_address
+
     try:
         parse_address(value)
     except ValueError as exc:
@@ -43,6 +43,8 @@ def _positive_int(value: str) -> int:
 
 
 def _ttl(value: str) -> float:
+    from kthena_py.api.duration import DurationError, parse_duration
+
     try:
         seconds = parse_duration(value) / 1e9
     except DurationError:
@@ -59,7 +61,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     """Register ``manager`` and its flags."""
     m = sub.add_parser("manager", help="run the controller-manager")
     m.set_defaults(run=run)
-    m.add_argument("--kubeconfig", help="kubeconfig path (default: in-cluster config)")
+    m.add_argument(
+        "--kubeconfig",
+        help="kubeconfig path (default: $KUBECONFIG, else the in-cluster service account, else ~/.kube/config)",
+    )
     m.add_argument("--context", help="kubeconfig context")
     m.add_argument("--leader-elect", action="store_true", help="enable leader election (for >1 replica)")
     m.add_argument("--leader-election-id", default="kthena-py-controller-manager", help="Lease name")
@@ -99,6 +104,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="DURATION",
         help="how long a granted eviction keeps its unit counted as disrupted at most, e.g. 60s (default 60s)",
     )
+    m.add_argument(
+        "--webhook-host",
+        action="append",
+        default=[],
+        metavar="HOST",
+        help="an extra DNS name or IP address for the self-managed webhook certificate, beside the Service's "
+        "names (repeatable; e.g. 127.0.0.1 when the API server calls the webhook by URL)",
+    )
     m.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles per controller")
     m.add_argument(
         "--autoscaler-sync-period",
@@ -121,11 +134,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "else kthena/runtime:latest)",
     )
     m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
-    m.add_argument("--log-level", choices=logconfig.LEVELS, default="info")
+    m.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     m.add_argument("--log-format", choices=("json", "console"), default="json")
 
 
 def _own_namespace() -> str:
+    """``$POD_NAMESPACE`` (the Deployment sets it), else the service account's namespace, else kthena-system."""
+    import os
+
+    if os.environ.get("POD_NAMESPACE"):
+        return os.environ["POD_NAMESPACE"]
     try:
         with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace", encoding="utf-8") as f:
             return f.read().strip() or "kthena-system"
@@ -134,11 +152,20 @@ def _own_namespace() -> str:
 
 
 async def _run_manager(args: argparse.Namespace) -> int:
+    import asyncio
+    import signal
+
+    import structlog
+
+    from kthena_py.controllers import admission, eviction, modelbooster, register_all
+    from kthena_py.kube import ApiError, ConfigError, KubeClient
+    from kthena_py.runtime.manager import Manager, ManagerOptions
+
     log = structlog.get_logger("kthena_py.main")
-    if args.kubeconfig:
-        client = await KubeClient.from_kubeconfig(args.kubeconfig, args.context)
-    else:
-        client = KubeClient.in_cluster()
+    try:
+        client = await KubeClient.from_environment(args.kubeconfig, args.context)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from exc
     try:
         try:
             version = await asyncio.wait_for(client.server_version(), 15)
@@ -177,6 +204,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
                 args.webhook_cert_dir,
                 args.webhook_cert_mode,
                 bind_address=args.webhook_bind_address,
+                extra_hosts=args.webhook_host,
             )
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
@@ -187,6 +215,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             version=__version__,
             server=client.host,
             server_version=version.get("gitVersion"),
+            config=client.config_source,
             controllers=names,
             namespace=args.namespace or "*",
             leader_elect=args.leader_elect,
@@ -214,5 +243,9 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--webhook-cert-mode=cert-manager needs --webhook-cert-dir")
     if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:
         raise CommandError("need 0 < --retry-period < --renew-deadline < --lease-duration")
+    import asyncio
+
+    from kthena_py.runtime import logconfig
+
     logconfig.configure(args.log_level, json=args.log_format == "json")
     return asyncio.run(_run_manager(args))

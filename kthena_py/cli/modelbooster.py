@@ -2,16 +2,13 @@
 
 Guarantees: touches only the booster's ``metadata.annotations`` and its children's ``ownerReferences`` (see
 :mod:`kthena_py.controllers.modelbooster.migrate`), so no pod is deleted or restarted; prints one line per
-change; an unusable kubeconfig or a missing booster is a one-line error with exit status 1.
+change; an unusable kubeconfig or a missing booster is a one-line error with exit status 1. The configuration is
+found as client-go finds it; the client is imported only when the command runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-
-from kthena_py.controllers.modelbooster.migrate import MigrationError, migrate
-from kthena_py.kube import ApiError, KubeClient
 
 from .common import CommandError
 
@@ -28,13 +25,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     m.add_argument("name", metavar="NAME", help="the ModelBooster")
     m.add_argument("-n", "--namespace", default="default", help="its namespace (default: default)")
-    m.add_argument("--kubeconfig", default=None, help="kubeconfig path (default: $KUBECONFIG or ~/.kube/config)")
+    m.add_argument("--kubeconfig", default=None, help="kubeconfig (default: as client-go)")
     m.add_argument("--context", default=None, help="kubeconfig context")
     m.set_defaults(run=run)
 
 
 async def _migrate(args: argparse.Namespace) -> list[str]:
-    client = await KubeClient.from_kubeconfig(args.kubeconfig, args.context)
+    from kthena_py.controllers.modelbooster.migrate import MigrationError, migrate
+    from kthena_py.kube import ApiError, ConfigError, KubeClient
+
+    try:
+        client = await KubeClient.from_environment(args.kubeconfig, args.context)
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from exc
     try:
         return await migrate(client, args.name, args.namespace)
     except MigrationError as exc:
@@ -47,6 +50,8 @@ async def _migrate(args: argparse.Namespace) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the migration and print what it did."""
+    import asyncio
+
     for line in asyncio.run(_migrate(args)):
         print(line)
     return 0

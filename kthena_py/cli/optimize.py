@@ -16,16 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
-
-import pydantic
-import yaml
-
-from kthena_py.api.autoscaling import AutoscalingPolicy
-from kthena_py.controllers.autoscaling.convert import PolicyError, cost_params, parse_policy
-from kthena_py.plan.autoscaling import CostParam, kthena_greedy, optimize, optimize_milp
+from typing import TYPE_CHECKING, Any
 
 from .common import CommandError
+
+if TYPE_CHECKING:
+    from kthena_py.api.autoscaling import AutoscalingPolicy
+    from kthena_py.plan.autoscaling import CostParam
 
 __all__ = ["add_parser", "load_policy", "run"]
 
@@ -64,6 +61,11 @@ def load_policy(path: str) -> AutoscalingPolicy:
     Raises:
         CommandError: Unreadable file, no AutoscalingPolicy, or a spec that does not match the API.
     """
+    import pydantic
+    import yaml
+
+    from kthena_py.controllers.autoscaling.convert import parse_policy
+
     try:
         if path == "-":
             docs = list(yaml.safe_load_all(sys.stdin))
@@ -98,6 +100,8 @@ def allocate(params: list[CostParam], total: int, rate: int, algorithm: str) -> 
     Raises:
         CommandError: The milp solver failed.
     """
+    from kthena_py.plan.autoscaling import kthena_greedy, optimize, optimize_milp
+
     if algorithm == "kthena":
         return kthena_greedy(params, total, rate)
     if algorithm == "milp":
@@ -110,6 +114,8 @@ def allocate(params: list[CostParam], total: int, rate: int, algorithm: str) -> 
 
 def run(args: argparse.Namespace) -> int:
     """Print the allocation as JSON; exit status 0."""
+    from kthena_py.controllers.autoscaling.convert import PolicyError, cost_params
+
     policy = load_policy(args.filename)
     target = policy.spec.heterogeneous_target
     if target is None:

@@ -32,10 +32,9 @@ import pydantic
 import yaml
 
 from kthena_py.api.common import to_dict
-from kthena_py.api.duration import DurationError, parse_duration
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.controllers.resources import MODELSERVINGS
-from kthena_py.kube import ApiError, ApiUnavailable, Conflict, Gone, KubeClient, NotFound
+from kthena_py.kube import ApiError, ApiUnavailable, ConfigError, Conflict, Gone, KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS
 from kthena_py.plan.modelserving import naming
@@ -51,96 +50,13 @@ from kthena_py.plan.modelserving.history import (
 from kthena_py.plan.modelserving.progress import rollout_progress
 from kthena_py.plan.modelserving.revision import revision_data
 
-from . import rollout_plan
 from .common import CommandError
 
-__all__ = ["add_parser", "connect"]
+__all__ = ["connect", "run_history", "run_status", "run_undo"]
 
 FIELD_MANAGER = "kthena-py-rollout-undo"
 _SA_NAMESPACE = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 _FIELDS = ("apiVersion", "kind", "metadata", "spec", "status")
-
-
-def _timeout(value: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        try:
-            seconds = parse_duration(value) / 1e9
-        except DurationError as err:
-            raise argparse.ArgumentTypeError(str(err)) from None
-    if seconds < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {value}")
-    return seconds
-
-
-def _bool(value: str) -> bool:
-    lowered = value.lower()
-    if lowered in ("true", "t", "1", "yes"):
-        return True
-    if lowered in ("false", "f", "0", "no"):
-        return False
-    raise argparse.ArgumentTypeError(f"not a boolean: {value!r}")
-
-
-def _positive(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
-    return n
-
-
-def _online(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("name", metavar="NAME", help="the ModelServing")
-    parser.add_argument("-n", "--namespace", help="its namespace (default: the kubeconfig context's, else default)")
-    parser.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-    parser.add_argument("--context", help="kubeconfig context")
-
-
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``rollout`` and its ``status``, ``history``, ``undo`` and ``plan`` subcommands."""
-    p = sub.add_parser("rollout", help="follow, list, undo or plan ModelServing rollouts")
-    inner = p.add_subparsers(dest="rollout_command", required=True, metavar="COMMAND")
-    s = inner.add_parser(
-        "status",
-        help="follow a rollout until it is finished",
-        description="Print the rollout's progress each time it changes until it is complete or its partition is "
-        "reached (exit 0); exit 1 on --timeout. --watch=false prints it once (exit 0 only when finished).",
-    )
-    _online(s)
-    s.add_argument(
-        "-w",
-        "--watch",
-        type=_bool,
-        nargs="?",
-        const=True,
-        default=True,
-        help="follow until finished (default); --watch=false prints the state once",
-    )
-    s.add_argument("--timeout", type=_timeout, default=0.0, help="give up after this long (e.g. 5m; 0: never)")
-    s.set_defaults(run=run_status)
-    h = inner.add_parser(
-        "history",
-        help="list the revisions of a ModelServing",
-        description="One line per ControllerRevision: number, hash, current/update, live pods, images per role and "
-        "what changed since the line before.",
-    )
-    _online(h)
-    h.add_argument("--revision", type=_positive, help="print this revision in full")
-    h.set_defaults(run=run_history)
-    u = inner.add_parser(
-        "undo",
-        help="go back to an earlier revision",
-        description="Patch the spec back to a revision's roles, schedulerName and plugins, keeping the current role "
-        "replicas and rollout settings (default: the previous revision).",
-    )
-    _online(u)
-    u.add_argument("--to-revision", type=_positive, help="the revision to go back to (default: the previous one)")
-    u.set_defaults(run=run_undo)
-    rollout_plan.add_parser(inner)
 
 
 # --- the client ---------------------------------------------------------------------------------------------------
@@ -182,12 +98,13 @@ async def connect(kubeconfig: str | None, context: str | None) -> tuple[KubeClie
     account. The namespace is the context's (the service account's in a cluster), else ``default``.
 
     Raises:
-        ConfigError: No usable configuration.
+        CommandError: No usable configuration.
     """
-    from_file, namespace = _discover(kubeconfig, context)
-    if from_file:
-        return await KubeClient.from_kubeconfig(kubeconfig, context), namespace
-    return KubeClient.in_cluster(), namespace
+    _, namespace = _discover(kubeconfig, context)
+    try:
+        return await KubeClient.from_environment(kubeconfig, context), namespace
+    except ConfigError as exc:
+        raise CommandError(str(exc)) from exc
 
 
 @contextlib.asynccontextmanager

@@ -49,72 +49,9 @@ from kthena_py.plan.modelserving.simulate import (
 
 from .common import CommandError
 
-__all__ = ["add_parser", "format_report", "readiness_of", "run"]
+__all__ = ["format_report", "readiness_of", "run"]
 
 STALLED_EXIT = 3
-
-_DESCRIPTION = """\
-Run the controller's planners over an in-memory cluster: OLD starts with every pod ready, then its spec
-becomes NEW's. Each step prints what the rollout takes down, creates, surges, removes and keeps, the ready
-ServingGroups and the UpdateInProgress condition; then pods become ready:
-
-  --replicas-ready all    every pod created in the step (default)
-  --replicas-ready N      at most N units per step (ServingGroups, or role instances), lowest ordinal first
-  --replicas-ready none   no pod of the new revision ever becomes ready (a bad image)
-  --never-ready UNITS     these units never become ready (<ms>-<g> or <ms>-<g>/<role>-<r>)
-
-Exit status: 0 complete or partition reached, 3 stalled or not finished, 1 invalid input."""
-
-
-def _ready_spec(value: str) -> str:
-    if value in ("all", "none"):
-        return value
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected all, none or a number of units: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
-    return value
-
-
-def _positive(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
-    return n
-
-
-def add_parser(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``rollout plan``."""
-    p = inner.add_parser(
-        "plan",
-        help="print, step by step, what a rollout from OLD to NEW would do (offline)",
-        description=_DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("-f", "--filename", required=True, metavar="OLD.yaml", help="the ModelServing as it runs now")
-    p.add_argument("--to", required=True, metavar="NEW.yaml", help="the edited ModelServing")
-    p.add_argument(
-        "--replicas-ready",
-        type=_ready_spec,
-        default="all",
-        metavar="all|none|N",
-        help="which new pods become ready per step (default all)",
-    )
-    p.add_argument(
-        "--never-ready",
-        action="append",
-        default=[],
-        metavar="UNIT[,UNIT]",
-        help="units that never become ready (<ms>-<g> or <ms>-<g>/<role>-<r>); repeatable",
-    )
-    p.add_argument("--max-steps", type=_positive, default=200, help="give up after this many steps (default 200)")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    p.set_defaults(run=run)
 
 
 def _load(path: str) -> dict[str, Any]:

@@ -20,13 +20,10 @@ import argparse
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
-
-from kthena_py.api.common import GROUP, MODEL_BOOSTER_KIND
-from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING
-from kthena_py.api.validation import KINDS, FieldError, validate_document
+if TYPE_CHECKING:
+    from kthena_py.api.validation import FieldError
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -61,6 +58,8 @@ def _read(path: str) -> str:
 
 
 def _is_list(body: Any) -> bool:
+    from kthena_py.api.common import GROUP
+
     if not isinstance(body, dict) or not isinstance(body.get("items"), list):
         return False
     api_version, kind = str(body.get("apiVersion", "")), str(body.get("kind", ""))
@@ -82,6 +81,8 @@ def load(path: str) -> list[Document]:
         OSError: The file cannot be read.
         yaml.YAMLError: The text is not YAML.
     """
+    import yaml
+
     found: list[Document] = []
     for index, body in enumerate(yaml.safe_load_all(_read(path))):
         if body is not None:
@@ -91,6 +92,9 @@ def load(path: str) -> list[Document]:
 
 def _ours(body: Any) -> bool:
     """Whether a document is for us: our group, one of our kinds, or not even an object with an apiVersion."""
+    from kthena_py.api.common import GROUP
+    from kthena_py.api.validation import KINDS
+
     if not isinstance(body, dict):
         return True
     api_version = body.get("apiVersion")
@@ -124,6 +128,12 @@ def problem_lines(document: Document, errors: list[FieldError]) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Validate every document; print problems; exit 0 only when all are valid."""
+    import yaml
+
+    from kthena_py.api.common import GROUP, MODEL_BOOSTER_KIND
+    from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING
+    from kthena_py.api.validation import validate_document
+
     failed = False
     old: dict[tuple[str, str, str], Any] = {}
     if args.old:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import aiohttp
+import yaml
 from kubernetes_asyncio import client as k8s_client
 from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.config.config_exception import ConfigException
@@ -74,6 +75,8 @@ class KubeClient:
 
     def __init__(self, api_client: Any, *, user_agent: str = "kthena-py") -> None:
         self._api = api_client
+        #: Where the configuration came from (a kubeconfig path or "in-cluster service account"), for logs.
+        self.config_source = ""
         self._api.user_agent = user_agent
         _skip_env_lookups(api_client)
 
@@ -98,6 +101,41 @@ class KubeClient:
             raise ConfigError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
         conf.connection_pool_maxsize = qps_pool
         return cls(k8s_client.ApiClient(configuration=conf))
+
+    @classmethod
+    async def from_environment(
+        cls, path: str | None = None, context: str | None = None, *, qps_pool: int = 100
+    ) -> KubeClient:
+        """Build a client from the configuration client-go (and controller-runtime) would pick.
+
+        In order: ``path`` (``--kubeconfig``); else ``$KUBECONFIG`` (a list of files joined with the OS path
+        separator is merged, the first file winning); else the pod's service account, when running in a
+        cluster (``$KUBERNETES_SERVICE_HOST`` set and the token mounted); else ``~/.kube/config``.
+        :attr:`config_source` says which one was used.
+
+        Args:
+            path: An explicit kubeconfig path, or ``None``.
+            context: Context name for a kubeconfig (``None``: its current context).
+            qps_pool: Maximum number of concurrent connections.
+
+        Raises:
+            ConfigError: The chosen kubeconfig is unusable, or none of the four exists.
+        """
+        choice = _choose_config(path)
+        if choice is None:
+            client = cls.in_cluster(qps_pool=qps_pool)
+            client.config_source = "in-cluster service account"
+            return client
+        file, source = choice
+        if context is None and file == os.environ.get("KUBECONFIG"):
+            context = _first_current_context(file)
+        return await cls._from_file(file, context, qps_pool, source)
+
+    @classmethod
+    async def _from_file(cls, path: str, context: str | None, qps_pool: int, source: str) -> KubeClient:
+        client = await cls.from_kubeconfig(path, context, qps_pool=qps_pool)
+        client.config_source = source
+        return client
 
     @classmethod
     def in_cluster(cls, *, qps_pool: int = 100) -> KubeClient:
@@ -465,6 +503,55 @@ class KubeClient:
                 return False
             raise
         return any(r.get("name") == rt.plural for r in data.get("resources") or [])
+
+
+def _in_cluster_usable() -> bool:
+    try:
+        k8s_config.load_incluster_config(client_configuration=k8s_client.Configuration())  # type: ignore[no-untyped-call]
+    except ConfigException:
+        return False
+    return True
+
+
+def _choose_config(path: str | None) -> tuple[str, str] | None:
+    """The kubeconfig to load and how it was chosen, or ``None`` for the in-cluster service account.
+
+    Raises:
+        ConfigError: Nothing is configured.
+    """
+    if path:
+        return path, f"--kubeconfig {path}"
+    env = os.environ.get("KUBECONFIG", "")
+    if env.strip(os.pathsep):
+        return env, f"$KUBECONFIG={env}"
+    # Like client-go, an incomplete in-cluster environment (no token mounted) falls through to ~/.kube/config.
+    if os.environ.get("KUBERNETES_SERVICE_HOST") and _in_cluster_usable():
+        return None
+    home = os.path.join(os.path.expanduser("~"), ".kube", "config")
+    if os.path.exists(home):
+        return home, home
+    raise ConfigError(
+        "no Kubernetes configuration found: pass --kubeconfig, set $KUBECONFIG, run in a cluster, or create " + home
+    )
+
+
+def _first_current_context(paths: str) -> str | None:
+    """The ``current-context`` of a ``$KUBECONFIG`` list as client-go merges it: the first file that sets it wins.
+
+    (kubernetes-asyncio lets the last one win; an unreadable file is left for the loader to report.)
+    """
+    for path in paths.split(os.pathsep):
+        if not path:
+            continue
+        try:
+            with open(os.path.expanduser(path), encoding="utf-8") as handle:
+                document = yaml.safe_load(handle)
+        except (OSError, yaml.YAMLError):
+            continue
+        current = document.get("current-context") if isinstance(document, dict) else None
+        if isinstance(current, str) and current:
+            return current
+    return None
 
 
 def _skip_env_lookups(api_client: Any) -> None:

@@ -19,6 +19,7 @@ from kthena_py.kube import KubeClient
 from kthena_py.kube.metrics import REST_CLIENT_REQUESTS, WRITE_METHODS
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, EVENTS, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.render import PLACEHOLDER_UID
+from kthena_py.testing.controlplane import find_kubectl
 from kthena_py.testing.wait import eventually
 
 from .msutil import (
@@ -59,7 +60,7 @@ async def test_pd_lifecycle(kube: KubeClient, namespace: str, kubeconfig: Path) 
         assert all(is_ready(p) for p in live.values())
         # `kubectl wait` works on the Available condition.
         proc = await asyncio.create_subprocess_exec(
-            "kubectl",
+            str(find_kubectl()),
             "--kubeconfig",
             str(kubeconfig),
             "-n",

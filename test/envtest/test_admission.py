@@ -116,6 +116,18 @@ SERVER_EXPECT: dict[str, tuple[str | None, str]] = {
     "ms-unknown-role-field": (None, 'unknown field "spec.template.roles[0].image"'),
     "ms-unknown-template-metadata-field": (None, 'unknown field "spec.template.roles[0].entryTemplate.metadata.name"'),
     "ms-snake-case-key": (None, 'unknown field "spec.template.roles[1].worker_replicas"'),
+    "ms-unknown-pod-field": (
+        None,
+        'unknown field "spec.template.roles[0].entryTemplate.spec.containers[0].imagePullPolice"',
+    ),
+    "ms-unknown-worker-pod-field": (
+        None,
+        'unknown field "spec.template.roles[0].workerTemplate.spec.securityContext.runAsUsr"',
+    ),
+    "asp-unknown-field-in-a-map-value": (
+        None,
+        'unknown field "spec.homogeneousTarget.target.metricSources.kv_cache.pod.portt"',
+    ),
     # The request goes to the v1alpha1 endpoint; the server compares the kind and apiVersion with it.
     "doc-api-version": (None, 'ModelServing in version "v1" cannot be handled as a ModelServing'),
     "doc-kind": ("kind", 'Invalid value: "ModelServer": must be ModelServing'),

@@ -131,4 +131,5 @@ def test_version_constants_match_the_build_script() -> None:
         "KWOK_VERSION": binaries.DEFAULT_KWOK_VERSION,
         "VOLCANO_VERSION": binaries.DEFAULT_VOLCANO_VERSION,
         "VOLCANO_APIS_VERSION": binaries.DEFAULT_VOLCANO_APIS_VERSION,
+        "HELM_VERSION": binaries.DEFAULT_HELM_VERSION,
     }

@@ -16,9 +16,10 @@ import pytest
 import yaml
 
 from kthena_py.api.crdgen import KIND_SPECS, file_name
-from kthena_py.controllers.resources import MODELBOOSTERS, MODELSERVINGS
+from kthena_py.api.crdgen.descriptions import MARKER
+from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELBOOSTERS, MODELSERVINGS
 from kthena_py.kube import Invalid, KubeClient
-from kthena_py.testing.controlplane import EnvTest
+from kthena_py.testing.controlplane import EnvTest, find_kubectl
 
 pytestmark = pytest.mark.envtest
 
@@ -41,7 +42,7 @@ def _base(name: str, namespace: str) -> dict[str, Any]:
 
 async def _kubectl(kubeconfig: Path, *args: str) -> tuple[int, str, str]:
     process = await asyncio.create_subprocess_exec(
-        "kubectl",
+        str(find_kubectl()),
         "--kubeconfig",
         str(kubeconfig),
         *args,
@@ -88,6 +89,52 @@ async def test_kubectl_explain_reaches_the_pod_schema(envtest: EnvTest, crds: li
     code, out, err = await _kubectl(envtest.kubeconfig_path, "explain", "asp.spec.behavior.scaleUp.panicPolicy")
     assert code == 0, err
     assert "panicThresholdPercent" in out
+
+
+async def test_kubectl_explain_shows_prose_not_marker_text(envtest: EnvTest, crds: list[dict[str, Any]]) -> None:
+    code, out, err = await _kubectl(envtest.kubeconfig_path, "explain", "ms.spec.template", "--recursive=false")
+    assert code == 0, err
+    assert "Roles are the roles of every ServingGroup" in out, out
+    for path in ("ms.spec.template.roles", "ms.spec.plugins.scope", "asp.spec", "mb.spec"):
+        code, out, err = await _kubectl(envtest.kubeconfig_path, "explain", path)
+        assert code == 0, err
+        assert not MARKER.search(out), (path, out)
+
+
+async def test_autoscalingpolicy_printer_columns(
+    envtest: EnvTest, crds: list[dict[str, Any]], kube: KubeClient, namespace: str
+) -> None:
+    homogeneous = _base("autoscalingpolicy-homogeneous", namespace)
+    disaggregated = _base("autoscalingpolicy-disaggregated", namespace)
+    for policy in (homogeneous, disaggregated):
+        await kube.create(AUTOSCALINGPOLICIES, policy, namespace)
+    await kube.patch(
+        AUTOSCALINGPOLICIES,
+        homogeneous["metadata"]["name"],
+        {"status": {"homogeneousStatus": {"currentReplicas": 2, "desiredReplicas": 5, "mode": "Panic"}}},
+        namespace,
+        subresource="status",
+    )
+    roles = [
+        {"name": "prefill", "currentReplicas": 1, "desiredReplicas": 2, "mode": "Stable"},
+        {"name": "decode", "currentReplicas": 3, "desiredReplicas": 3, "mode": "Stable"},
+    ]
+    await kube.patch(
+        AUTOSCALINGPOLICIES,
+        disaggregated["metadata"]["name"],
+        {"status": {"disaggregatedStatus": {"roles": roles}}},
+        namespace,
+        subresource="status",
+    )
+    code, out, err = await _kubectl(envtest.kubeconfig_path, "get", "asp", "-n", namespace)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["NAME", "TARGET", "CURRENT", "DESIRED", "MODE", "AGE"]
+    rows = {line.split()[0]: line.split()[1:5] for line in lines[1:]}
+    target = homogeneous["spec"]["homogeneousTarget"]["target"]["targetRef"]["name"]
+    assert rows[homogeneous["metadata"]["name"]] == [target, "2", "5", "Panic"]
+    target = disaggregated["spec"]["disaggregatedTarget"]["targetRef"]["name"]
+    assert rows[disaggregated["metadata"]["name"]] == [target, "1", "2", "Stable"]
 
 
 async def test_scale_status_and_printer_columns(

@@ -1,14 +1,15 @@
 """The deployment manifests under manifests/: well-formed, consistent with each other and with the CLI.
 
-Everything is read with PyYAML; when kubectl is on PATH the kustomizations are also built with
-``kubectl kustomize``. The CRD YAML files under manifests/crd/ are generated from the API models;
+Everything is read with PyYAML, and the kustomizations are also built with ``kubectl kustomize`` (the
+kubectl ``hack/build-controlplane.sh`` builds; fixture ``kubectl_path``). The CRD YAML files under
+manifests/crd/ are generated from the API models;
 the checks that need them skip while they are absent.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
+import re
 import subprocess
 import tomllib
 from collections.abc import Iterator
@@ -540,25 +541,19 @@ def test_prometheus_service_monitor_selects_the_metrics_service(base: list[Doc])
 
 # -- kubectl kustomize ---------------------------------------------------------------------------------------
 
-KUBECTL = shutil.which("kubectl")
-needs_kubectl = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not on PATH")
 
-
-def kustomize(path: Path) -> list[Doc]:
-    assert KUBECTL is not None
-    result = subprocess.run([KUBECTL, "kustomize", str(path)], capture_output=True, text=True, timeout=120, check=False)
+def kustomize(kubectl: Path, path: Path) -> list[Doc]:
+    result = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, f"kubectl kustomize {path} failed:\n{result.stderr}"
     return [d for d in yaml.safe_load_all(result.stdout) if d is not None]
 
 
-@needs_kubectl
 @pytest.mark.parametrize("folder", [*DEFAULT_FOLDERS, "prometheus"])
-def test_kustomize_builds_each_part(folder: str) -> None:
-    assert kustomize(MANIFESTS / folder)
+def test_kustomize_builds_each_part(folder: str, kubectl_path: Path) -> None:
+    assert kustomize(kubectl_path, MANIFESTS / folder)
 
 
-@needs_kubectl
-def test_kustomize_builds_the_cert_manager_component(tmp_path: Path) -> None:
+def test_kustomize_builds_the_cert_manager_component(tmp_path: Path, kubectl_path: Path) -> None:
     # Everything of manifests/default except the generated CRDs, plus the component. kustomize wants
     # relative paths.
     up = os.path.relpath(MANIFESTS, tmp_path)
@@ -570,7 +565,7 @@ def test_kustomize_builds_the_cert_manager_component(tmp_path: Path) -> None:
         "components": [f"{up}/webhook/cert-manager"],
     }
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
-    docs = kustomize(tmp_path)
+    docs = kustomize(kubectl_path, tmp_path)
     kinds = {d["kind"] for d in docs}
     assert {"Issuer", "Certificate", "Deployment"} <= kinds
     for d in docs:
@@ -582,13 +577,12 @@ def test_kustomize_builds_the_cert_manager_component(tmp_path: Path) -> None:
     assert any(a.startswith("--webhook-cert-dir=") for a in args)
 
 
-@needs_kubectl
 @pytest.mark.parametrize("folder", ["default", "."])
-def test_kustomize_builds_the_default_install(folder: str) -> None:
+def test_kustomize_builds_the_default_install(folder: str, kubectl_path: Path) -> None:
     missing = [name for name in GENERATED_CRDS if not (MANIFESTS / "crd" / name).is_file()]
     if missing:
         pytest.skip(f"generated CRD files not present yet in manifests/crd/: {', '.join(missing)}")
-    docs = kustomize(MANIFESTS / folder)
+    docs = kustomize(kubectl_path, MANIFESTS / folder)
     crds = {d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"}
     assert crds == {f"{plural}.{GROUP}" for plural in GENERATED_CRDS.values()}
     for d in docs:
@@ -624,7 +618,8 @@ def test_containerfile_builds_a_non_root_image_of_the_console_script(container: 
     instructions = containerfile_instructions()
     froms = [args for keyword, args in instructions if keyword == "FROM"]
     assert len(froms) == 2, "a builder stage and a final stage"
-    assert ("ARG", "PYTHON_IMAGE=python:3.11-slim") in instructions
+    (base,) = [args for keyword, args in instructions if keyword == "ARG" and args.startswith("PYTHON_IMAGE=")]
+    assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}", base), "base image pinned by digest"
     final = instructions[max(i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM") :]
     assert ("USER", "65532:65532") in final
     assert final[-2:] == [("ENTRYPOINT", '["kthena-py"]'), ("CMD", '["manager"]')]
@@ -644,7 +639,7 @@ def test_container_ignore_files_are_an_identical_allowlist() -> None:
     patterns = [p.strip() for p in containerignore.splitlines() if p.strip() and not p.startswith("#")]
     assert patterns[0] == "*", "everything is excluded unless re-included"
     included = {p[1:] for p in patterns if p.startswith("!")}
-    assert included >= {"pyproject.toml", "kthena_py"}
+    assert included >= {"pyproject.toml", "kthena_py", "constraints.txt", "LICENSE"}
     assert not included & {".venv", ".git", "test", ".pytest_cache", ".hypothesis"}
 
 
@@ -707,8 +702,7 @@ def test_eviction_component_grants_only_configmaps_to_the_manager() -> None:
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": NAMESPACE}]
 
 
-@needs_kubectl
-def test_kustomize_builds_the_eviction_component(tmp_path: Path, base: list[Doc]) -> None:
+def test_kustomize_builds_the_eviction_component(tmp_path: Path, base: list[Doc], kubectl_path: Path) -> None:
     up = os.path.relpath(MANIFESTS, tmp_path)
     overlay = {
         "apiVersion": "kustomize.config.k8s.io/v1beta1",
@@ -718,7 +712,7 @@ def test_kustomize_builds_the_eviction_component(tmp_path: Path, base: list[Doc]
         "components": [f"{up}/eviction", f"{up}/webhook/cert-manager"],
     }
     (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(overlay), encoding="utf-8")
-    docs = kustomize(tmp_path)
+    docs = kustomize(kubectl_path, tmp_path)
     config = the(docs, "ValidatingWebhookConfiguration", VALIDATING)
     default = [h["name"] for kind, h in webhooks(base) if kind == "ValidatingWebhookConfiguration"]
     assert sorted(h["name"] for h in config["webhooks"]) == sorted(["eviction.modelserving.volcano.sh", *default])
@@ -727,3 +721,30 @@ def test_kustomize_builds_the_eviction_component(tmp_path: Path, base: list[Doc]
     parsed = build_parser().parse_args(args)
     assert parsed.enable_eviction_webhook is True
     assert parsed.eviction_tracker_ttl == 60.0
+
+
+def _name(requirement: str) -> str:
+    return re.sub(r"[-_.]+", "-", re.split(r"[<>=!~\[; ]", requirement, maxsplit=1)[0]).lower()
+
+
+def test_dependencies_are_pinned_by_constraints_txt_and_the_image_uses_it() -> None:
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        project = tomllib.load(f)["project"]
+    pins = {}
+    for line in (ROOT / "constraints.txt").read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            name, _, version = line.partition("==")
+            assert version and re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", version), f"not an exact pin: {line}"
+            pins[_name(name)] = version
+    assert {_name(r) for r in project["dependencies"]} <= set(pins), "every runtime dependency is pinned"
+    builds = [args for keyword, args in containerfile_instructions() if keyword == "RUN" and "pip wheel" in args]
+    assert builds and all("--constraint constraints.txt" in args for args in builds)
+
+
+def test_the_license_the_metadata_and_the_image_declare_is_there() -> None:
+    text = (ROOT / "LICENSE").read_text(encoding="utf-8")
+    assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
+    with (ROOT / "pyproject.toml").open("rb") as f:
+        assert tomllib.load(f)["project"]["license"] == {"text": "Apache-2.0"}
+    labels = " ".join(args for keyword, args in containerfile_instructions() if keyword == "LABEL")
+    assert 'org.opencontainers.image.licenses="Apache-2.0"' in labels

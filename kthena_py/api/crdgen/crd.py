@@ -123,6 +123,33 @@ KIND_SPECS: tuple[KindSpec, ...] = (
         AUTOSCALING_POLICY_PLURAL,
         ("asp",),
         (
+            # Recursive descent finds the one target of a homogeneous or disaggregated policy; the API server
+            # prints the first match, so a heterogeneous policy shows its first param's target and a
+            # disaggregated one its first role's replicas.
+            {
+                "name": "Target",
+                "type": "string",
+                "jsonPath": ".spec..targetRef.name",
+                "description": "The ModelServing scaled (the first one of a heterogeneous target)",
+            },
+            {
+                "name": "Current",
+                "type": "integer",
+                "jsonPath": ".status..currentReplicas",
+                "description": "Replicas now (the first role or target of a multi-unit policy)",
+            },
+            {
+                "name": "Desired",
+                "type": "integer",
+                "jsonPath": ".status..desiredReplicas",
+                "description": "Replicas the last pass asked for (the first role or target of a multi-unit policy)",
+            },
+            {
+                "name": "Mode",
+                "type": "string",
+                "jsonPath": ".status..mode",
+                "description": "Stable or Panic",
+            },
             {
                 "name": "Tolerance",
                 "type": "integer",

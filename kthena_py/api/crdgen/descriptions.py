@@ -5,13 +5,16 @@ Guarantees: every type and field of the API reference has the reference's own te
 entry at all (the ``metav1``-typed fields kthena_py accepts, Volcano's network-topology spec,
 ``metav1.Condition``), :data:`EXTRA_TYPES` and :data:`EXTRA_FIELDS` provide it; :data:`OVERRIDES` replaces
 reference texts that contradict what kthena_py implements. Lookups never raise: an undocumented field has the
-empty description (a unit test insists there are none).
+empty description (a unit test insists there are none). Code-generator marker text that leaked into the
+reference's comments (``MaxItems: 4``, ``kubebuilder:default=All``, ``+optional``) is removed
+(:func:`clean`), so ``kubectl explain`` shows prose only; the constraints themselves are in the schema.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import re
 from importlib import resources
 from typing import Any
 
@@ -19,6 +22,7 @@ __all__ = [
     "COMMON_FIELDS",
     "EXTRA_FIELDS",
     "EXTRA_TYPES",
+    "MARKER",
     "OVERRIDES",
     "field_description",
     "type_description",
@@ -60,6 +64,12 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
         ),
     },
     "AutoscalingPolicyStatus": {"conditions": "Conditions describe the current state of the policy."},
+    "ServingGroup": {
+        "roles": (
+            "Roles are the roles of every ServingGroup (1 to 4), for example prefill and decode. Each role "
+            "instance is an entry pod plus workerReplicas worker pods."
+        ),
+    },
     "ModelServingStatus": {"conditions": "Conditions describe the current state of the ModelServing."},
     "ModelStatus": {"conditions": "Conditions describe the current state of the ModelBooster."},
     "TargetScalingStatus": {"lastScaleTime": "LastScaleTime is when the unit was last scaled."},
@@ -118,6 +128,21 @@ COMMON_FIELDS = {
 }
 
 
+#: Code-generator markers (kubebuilder validation markers, ``+optional``, ``+listType=...``) in comment text.
+MARKER = re.compile(
+    r"\+?kubebuilder:\S+"
+    r"|\+(?:optional|required|k8s:\S+|listType=\S+|listMapKey=\S+|mapType=\S+|structType=\S+)"
+    r"|\b(?:MaxItems|MinItems|MaxLength|MinLength|Maximum|Minimum|ExclusiveMaximum|ExclusiveMinimum|MaxProperties"
+    r"|MinProperties|MultipleOf):\s*-?\d+(?:\.\d+)?"
+)
+
+
+def clean(text: str) -> str:
+    """Remove marker text (see :data:`MARKER`) from a description and tidy the spaces left behind."""
+    text = MARKER.sub("", text)
+    return re.sub(r"\s{2,}", " ", text).strip()
+
+
 @functools.cache
 def _reference() -> dict[str, Any]:
     text = resources.files("kthena_py.api.crdgen").joinpath("data", "descriptions.json").read_text("utf-8")
@@ -132,7 +157,7 @@ def type_description(type_name: str) -> str:
         type_name: The type's name in the API reference, e.g. ``ServingGroup``.
     """
     types: dict[str, str] = _reference()["types"]
-    return types.get(type_name) or EXTRA_TYPES.get(type_name, "")
+    return clean(types.get(type_name, "")) or EXTRA_TYPES.get(type_name, "")
 
 
 def field_description(type_name: str, json_name: str) -> str:
@@ -146,11 +171,11 @@ def field_description(type_name: str, json_name: str) -> str:
     if override:
         return override
     fields: dict[str, dict[str, str]] = _reference()["fields"]
-    text = fields.get(type_name, {}).get(json_name) or EXTRA_FIELDS.get(type_name, {}).get(json_name, "")
-    return text
+    text = clean(fields.get(type_name, {}).get(json_name, ""))
+    return text or EXTRA_FIELDS.get(type_name, {}).get(json_name, "")
 
 
 def value_description(type_name: str, value: str) -> str:
     """Return the description of one value of an enum type (``""`` when undocumented)."""
     values: dict[str, dict[str, str]] = _reference()["values"]
-    return values.get(type_name, {}).get(value, "")
+    return clean(values.get(type_name, {}).get(value, ""))

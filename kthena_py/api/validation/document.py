@@ -1,14 +1,21 @@
-"""Validate a raw manifest end to end: dispatch by ``apiVersion``/``kind``, schema, then semantic rules.
+"""Validate a raw manifest end to end: dispatch by ``apiVersion``/``kind``, strict decoding, schema, semantic rules.
 
-Guarantees: like the API server, semantic (webhook) rules only run on schema-valid objects, so a document
-gets either its schema errors or its semantic errors. List kinds are validated item by item, with paths
-prefixed by ``items[i]``. Unknown kinds and API versions are reported, never raised.
+Guarantees, in the API server's order:
+
+1. Strict decoding (what ``kubectl apply`` asks for): a field the CRD's structural schema does not know,
+   anywhere, including inside pod templates (:func:`kthena_py.api.structural.unknown_fields`), is reported as
+   ``Forbidden: unknown field "<path>"``, and nothing else is checked, as the server stops there.
+2. Schema errors; semantic (webhook) rules only run on schema-valid objects, so a document gets either its
+   schema errors or its semantic errors.
+
+List kinds are validated item by item, with paths prefixed by ``items[i]``. Unknown kinds and API versions are
+reported, never raised.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -16,15 +23,14 @@ from kthena_py.api.autoscaling import AutoscalingPolicy, AutoscalingPolicyList
 from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelbooster import ModelBooster, ModelBoosterList
 from kthena_py.api.modelserving import ModelServing, ModelServingList
+from kthena_py.api.structural import kind_schema_of, unknown_fields
 from kthena_py.api.validation.autoscaling import validate_autoscalingpolicy
-from kthena_py.api.validation.errors import FieldError, invalid, not_supported, required
+from kthena_py.api.validation.errors import FieldError, forbidden, invalid, not_supported, required
 from kthena_py.api.validation.modelbooster import validate_modelbooster
 from kthena_py.api.validation.modelserving import validate_modelserving
 from kthena_py.api.validation.schema import parse_model
 
 __all__ = ["KINDS", "validate_document"]
-
-M = TypeVar("M", bound=BaseModel)
 
 _Semantic = Callable[[Any, Any], list[FieldError]]
 #: kind -> (model, list model, semantic validator)
@@ -35,7 +41,18 @@ KINDS: dict[str, tuple[type[BaseModel], type[BaseModel], _Semantic]] = {
 }
 
 
-def _single(model: type[M], semantic: _Semantic, doc: Any, old_doc: Any) -> list[FieldError]:
+def _strict(kind: str, doc: Any) -> list[FieldError]:
+    schema = kind_schema_of(kind)
+    if schema is None:
+        return []
+    return [forbidden(path, f'unknown field "{path}"') for path in unknown_fields(schema, doc)]
+
+
+def _single(kind: str, semantic: _Semantic, doc: Any, old_doc: Any) -> list[FieldError]:
+    unknown = _strict(kind, doc)
+    if unknown:
+        return unknown
+    model = KINDS[kind][0]
     obj, errors = parse_model(model, doc)
     if obj is None:
         return errors
@@ -66,16 +83,25 @@ def validate_document(doc: Any, old: Any = None) -> list[FieldError]:
         return [not_supported("apiVersion", api_version, [API_VERSION])]
     list_kinds = {f"{name}List": name for name in KINDS}
     if kind in KINDS:
-        model, _, semantic = KINDS[kind]
-        return _single(model, semantic, doc, old)
+        return _single(kind, KINDS[kind][2], doc, old)
     if kind in list_kinds:
-        model, list_model, semantic = KINDS[list_kinds[kind]]
+        item_kind = list_kinds[kind]
+        _, list_model, semantic = KINDS[item_kind]
+        items = doc.get("items")
+        if isinstance(items, list):
+            unknown = [
+                error.with_prefix(f"items[{index}]")
+                for index, item in enumerate(items)
+                for error in _strict(item_kind, item)
+            ]
+            if unknown:
+                return unknown
         parsed, errors = parse_model(list_model, doc)
         if parsed is None:
             return errors
         found: list[FieldError] = []
         for index, item in enumerate(doc.get("items") or []):
-            found.extend(error.with_prefix(f"items[{index}]") for error in _single(model, semantic, item, None))
+            found.extend(error.with_prefix(f"items[{index}]") for error in _single(item_kind, semantic, item, None))
         return found
     if kind is None:
         return [required("kind")]

@@ -4,7 +4,10 @@ Guarantees:
 
 * Pure: no I/O, no clock; the result depends only on the (schema-valid, defaulted) objects passed in.
 * Rules run in Kthena's webhook order (modelserving.md §8) followed by the rollout rules of §4/§5; every rule
-  reports all of its violations rather than stopping at the first.
+  reports all of its violations rather than stopping at the first. One deliberate exception, so that the first
+  error is the real cause: role names are checked before the generated-name length, and the length check of a
+  role whose name is itself invalid measures the name as if it were valid (an upper-case role name is reported
+  once, at ``roles[i].name``, not also as a misleading ``metadata.name`` error).
 * With ``old`` given (an UPDATE), the immutability rules of :mod:`kthena_py.api.validation.modelserving_update`
   run as well.
 """
@@ -35,7 +38,9 @@ def _generated_names(ms: ModelServing) -> list[FieldError]:
         return []  # generateName: the final name is not known offline
     errors: list[FieldError] = []
     for role in ms.spec.template.roles:
-        longest = f"{ms.name}-{ms.spec.replicas}-{role.name}-{role.replicas}-{role.worker_replicas}"
+        # A role name that is no label is reported by _role_names; here only its length counts.
+        role_name = role.name if not is_dns1035_label(role.name) else "r" * len(role.name)
+        longest = f"{ms.name}-{ms.spec.replicas}-{role_name}-{role.replicas}-{role.worker_replicas}"
         problems = is_dns1035_label(longest)
         if problems:
             errors.append(invalid("metadata.name", ms.name, "invalid name: " + "; ".join(problems)))
@@ -156,8 +161,8 @@ def validate_modelserving(ms: ModelServing, old: ModelServing | None = None) -> 
         All field errors, empty when the object is acceptable.
     """
     errors = [
-        *_generated_names(ms),
         *_role_names(ms),
+        *_generated_names(ms),
         *_templates(ms),
         *_replicas(ms),
         *validate_rolling_updates(ms),

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Literal
 
 from kthena_py.api.common import AUTOSCALING_POLICY_KIND, MODEL_BOOSTER_KIND, MODEL_SERVING_KIND
@@ -98,6 +99,7 @@ def register(
     *,
     bind_address: str = "0.0.0.0",
     namespace: str | None = None,
+    extra_hosts: Sequence[str] = (),
 ) -> WebhookServer | None:
     """Serve the admission webhooks from every replica of ``manager``.
 
@@ -109,6 +111,8 @@ def register(
         bind_address: Host to bind.
         namespace: Namespace of the certificate Secret and the webhook Service; default: ``$POD_NAMESPACE``,
             else the service account's namespace, else ``kthena-system``.
+        extra_hosts: More DNS names or IP addresses for the ``self`` certificate, beside the Service's names
+            (e.g. ``127.0.0.1`` when the API server calls the webhooks by URL, as in ``hack/local-up.sh``).
 
     Returns:
         The server, or ``None`` when disabled.
@@ -125,7 +129,7 @@ def register(
             manager.client,
             namespace=own,
             secret_name=CERT_SECRET,
-            hosts=service_hosts(own),
+            hosts=[*service_hosts(own), *(host for host in extra_hosts if host not in service_hosts(own))],
             validating_webhooks=[VALIDATING_CONFIGURATION],
             mutating_webhooks=[MUTATING_CONFIGURATION],
         )

@@ -33,9 +33,6 @@ import math
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
 
-import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, milp
-
 from kthena_py.plan.autoscaling.spec import CostParam
 
 __all__ = [
@@ -212,6 +209,9 @@ def optimize_milp(
     Returns:
         Replicas per param name, or ``None`` when the solver fails or its answer does not verify.
     """
+    import numpy as np  # only here: numpy and scipy cost ~1 s to import, and only this cross-check needs them
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
     greedy = kthena_greedy(params, total, cost_expansion_rate_percent)
     limit = budget(params, total, cost_expansion_rate_percent)
     size = len(params)

@@ -16,6 +16,8 @@ from kthena_py.testing.controlplane.binaries import (
     EnvTestBinaries,
     find_cluster_binaries,
     find_envtest_binaries,
+    find_helm,
+    find_kubectl,
 )
 from kthena_py.testing.controlplane.cluster import ClusterTier, FakeNode
 from kthena_py.testing.controlplane.envtest import CRDSource, EnvTest, load_crds
@@ -44,6 +46,8 @@ __all__ = [
     "StartupTimeoutError",
     "find_cluster_binaries",
     "find_envtest_binaries",
+    "find_helm",
+    "find_kubectl",
     "listening_sockets",
     "load_crds",
 ]

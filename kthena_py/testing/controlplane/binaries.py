@@ -13,6 +13,9 @@ Guarantees:
 * A missing binary raises :class:`BinariesNotFoundError`, whose message names the exact paths that
   were searched and the ``hack/build-controlplane.sh`` command that builds them. Nothing is ever
   downloaded or built from here.
+* The tools the tests drive (:func:`find_kubectl`, :func:`find_helm`) are found the same way: kubectl of
+  the control plane's Kubernetes version and the pinned helm, both built from Go modules by the build
+  script, never whatever happens to be on ``PATH``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from pathlib import Path
 
 __all__ = [
     "DEFAULT_ETCD_VERSION",
+    "DEFAULT_HELM_VERSION",
     "DEFAULT_K8S_VERSION",
     "DEFAULT_KWOK_VERSION",
     "DEFAULT_VOLCANO_APIS_VERSION",
@@ -33,6 +37,8 @@ __all__ = [
     "cache_dir",
     "find_cluster_binaries",
     "find_envtest_binaries",
+    "find_helm",
+    "find_kubectl",
 ]
 
 DEFAULT_K8S_VERSION = "1.35.4"
@@ -43,6 +49,7 @@ DEFAULT_VOLCANO_APIS_VERSION = "1.14.0"
 """The ``volcano.sh/apis`` module version vc-scheduler is built with (part of its cache key)."""
 DEFAULT_VOLCANO_APIS_VERSION = "1.14.0"
 """volcano.sh/apis v1.15.x is not served by the module proxy; see hack/build-controlplane.sh."""
+DEFAULT_HELM_VERSION = "4.3.2"
 
 _BUILD_SCRIPT = "hack/build-controlplane.sh"
 
@@ -178,3 +185,23 @@ def find_cluster_binaries() -> ClusterBinaries:
         vc_scheduler=volcano / "vc-scheduler",
         volcano_crd_dir=volcano / "crd",
     )
+
+
+def find_kubectl() -> Path:
+    """Locate kubectl (the control plane's Kubernetes version).
+
+    Raises:
+        BinariesNotFoundError: It has not been built.
+    """
+    version = _version("K8S_VERSION", DEFAULT_K8S_VERSION)
+    return _component_dir(f"kubectl-v{version}", ("kubectl",), "kubectl") / "kubectl"
+
+
+def find_helm() -> Path:
+    """Locate helm.
+
+    Raises:
+        BinariesNotFoundError: It has not been built.
+    """
+    version = _version("HELM_VERSION", DEFAULT_HELM_VERSION)
+    return _component_dir(f"helm-v{version}", ("helm",), "helm") / "helm"

@@ -27,7 +27,9 @@ MODELS = {model.__name__: model for kind in KINDS for model in reachable_models(
 def test_committed_crds_and_api_docs_are_up_to_date() -> None:
     stale = [
         str(path.relative_to(ROOT))
-        for path, content in expected_files(ROOT / "manifests" / "crd", ROOT / "docs" / "api.md").items()
+        for path, content in expected_files(
+            ROOT / "manifests" / "crd", ROOT / "docs" / "api.md", ROOT / "charts" / "kthena-py" / "crds"
+        ).items()
         if not path.exists() or path.read_text(encoding="utf-8") != content
     ]
     assert not stale, f"out of date: {stale}; run hack/gen-crds.sh (kthena-py crds --api-docs docs/api.md)"
@@ -298,3 +300,38 @@ def test_compatibility_doc_lists_every_difference() -> None:
     assert "\n## API and validation\n" in text
     missing = [difference.key for difference in DIFFERENCES if f"**`{difference.key}`**" not in text]
     assert missing == [], "add these DIFFERENCES entries to docs/compatibility.md"
+
+
+def _descriptions(schema: Any, path: str = "") -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    if isinstance(schema, dict):
+        if isinstance(schema.get("description"), str):
+            found.append((path, schema["description"]))
+        for key, value in schema.items():
+            found.extend(_descriptions(value, f"{path}.{key}"))
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            found.extend(_descriptions(value, f"{path}[{index}]"))
+    return found
+
+
+def test_descriptions_hold_no_code_generator_marker_text() -> None:
+    from kthena_py.api.crdgen.descriptions import MARKER, clean
+
+    assert clean("Roles. MaxItems: 4 MinItems: 1") == "Roles."
+    assert clean("All. kubebuilder:default=All kubebuilder:validation:Enum={All,Entry,Worker}") == "All."
+    leaked = [
+        (crd["spec"]["names"]["kind"], path, text)
+        for crd in build_crds().values()
+        for path, text in _descriptions(crd["spec"]["versions"][0]["schema"])
+        if MARKER.search(text)
+    ]
+    assert leaked == []
+    assert field_description("ServingGroup", "roles").startswith("Roles are the roles")
+
+
+def test_autoscalingpolicy_printer_columns_show_target_replicas_and_mode() -> None:
+    crd = next(c for c in build_crds().values() if c["spec"]["names"]["kind"] == "AutoscalingPolicy")
+    columns = {c["name"]: c for c in crd["spec"]["versions"][0]["additionalPrinterColumns"]}
+    assert list(columns) == ["Target", "Current", "Desired", "Mode", "Tolerance", "Age"]
+    assert columns["Tolerance"].get("priority") == 1

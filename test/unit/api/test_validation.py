@@ -112,10 +112,39 @@ def test_schema_reports_every_error() -> None:
     patch = [
         {"op": "replace", "path": "/spec/recoveryPolicy", "value": "Never"},
         {"op": "replace", "path": "/spec/revisionHistoryLimit", "value": -1},
-        {"op": "add", "path": "/spec/extra", "value": 1},
     ]
     paths = {error.split(":")[0] for error in _errors("modelserving-pd", patch)}
-    assert paths == {"spec.recoveryPolicy", "spec.revisionHistoryLimit", "spec.extra"}
+    assert paths == {"spec.recoveryPolicy", "spec.revisionHistoryLimit"}
+
+
+def test_unknown_fields_anywhere_are_reported_alone_as_strict_decoding_does() -> None:
+    patch = [
+        {"op": "replace", "path": "/spec/recoveryPolicy", "value": "Never"},
+        {"op": "add", "path": "/spec/extra", "value": 1},
+        {"op": "add", "path": "/spec/template/roles/0/entryTemplate/spec/containers/0/imagePullPolice", "value": "x"},
+        {"op": "add", "path": "/spec/template/roles/0/entryTemplate/spec/securityContext", "value": {"runAsUsr": 1}},
+        {"op": "add", "path": "/metadata/labelz", "value": {}},
+    ]
+    errors = _errors("modelserving-pd", patch)
+    prefix = "spec.template.roles[0].entryTemplate.spec"
+    assert sorted(errors) == sorted(
+        f'{path}: Forbidden: unknown field "{path}"'
+        for path in (
+            "metadata.labelz",
+            "spec.extra",
+            f"{prefix}.containers[0].imagePullPolice",
+            f"{prefix}.securityContext.runAsUsr",
+        )
+    )
+
+
+def test_known_pod_fields_and_open_maps_are_not_unknown() -> None:
+    patch = [
+        {"op": "add", "path": "/spec/template/roles/0/entryTemplate/spec/containers/0/imagePullPolicy", "value": "x"},
+        {"op": "add", "path": "/spec/template/roles/0/entryTemplate/spec/nodeSelector", "value": {"any-key": "v"}},
+        {"op": "add", "path": "/spec/template/roles/0/entryTemplate/metadata/annotations", "value": {"a/b": "c"}},
+    ]
+    assert _errors("modelserving-pd", patch) == []
 
 
 def test_list_documents_are_validated_item_by_item() -> None:
@@ -146,3 +175,24 @@ def test_semantic_validators_take_parsed_models() -> None:
     assert [str(error) for error in validate_modelserving(scaled, old=obj)] == [
         "spec.replicas: Invalid value: -3: replicas must be a non-negative integer"
     ]
+
+
+def test_an_invalid_role_name_is_the_first_error_and_not_also_a_metadata_name_error() -> None:
+    patch = [
+        {"op": "remove", "path": "/spec/template/gangPolicy"},
+        {"op": "replace", "path": "/spec/template/roles/1/name", "value": "Decode"},
+    ]
+    errors = _errors("modelserving-pd", patch)
+    assert len(errors) == 1
+    assert errors[0].startswith('spec.template.roles[1].name: Invalid value: "Decode": role name must be a valid')
+
+
+def test_a_generated_name_too_long_is_still_reported_beside_an_invalid_role_name() -> None:
+    patch = [
+        {"op": "remove", "path": "/spec/template/gangPolicy"},
+        {"op": "replace", "path": "/metadata/name", "value": "a" * 50},
+        {"op": "replace", "path": "/spec/template/roles/1/name", "value": "Decode"},
+    ]
+    errors = _errors("modelserving-pd", patch)
+    assert [error.split(":")[0] for error in errors] == ["spec.template.roles[1].name", "metadata.name"]
+    assert "must be no more than 63 characters" in errors[1]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from kthena_py.cli.autoscaler import read_trace
 from kthena_py.cli.common import CommandError
+from kthena_py.cli.simulate import read_trace
 from kthena_py.main import main
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "examples" / "autoscaling"
@@ -81,3 +81,6 @@ def test_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     args = ["autoscaler", "simulate", "-f", str(EXAMPLES / "homogeneous.yaml"), "--trace", str(EXAMPLES / "load.csv")]
     assert main([*args, "--plot", str(out)]) == 0
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    captured = capsys.readouterr()
+    assert f"plot written to {out.resolve()}" in captured.err  # the table on stdout stays clean
+    assert "plot written" not in captured.out

@@ -1,0 +1,59 @@
+{{/*
+Names are fixed, not derived from the release: the manager looks its Secret, Lease and webhook
+configurations up by these names, and one installation serves the whole cluster.
+*/}}
+
+{{- define "kthena-py.labels" -}}
+app.kubernetes.io/name: kthena-py
+app.kubernetes.io/part-of: kthena-py
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* The manager pods' selector (the same as manifests/default, so a kustomize install can be taken over). */}}
+{{- define "kthena-py.selectorLabels" -}}
+app.kubernetes.io/name: kthena-py
+app.kubernetes.io/component: controller-manager
+{{- end -}}
+
+{{- define "kthena-py.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default "latest" }}
+{{- end -}}
+{{- end -}}
+
+{{/* clientConfig of one webhook; call with (dict "root" $ "path" "/validate-...") */}}
+{{- define "kthena-py.webhookClientConfig" -}}
+{{- if .root.Values.webhook.url }}
+url: {{ printf "%s%s" (trimSuffix "/" .root.Values.webhook.url) .path | quote }}
+{{- else }}
+service:
+  name: kthena-py-webhook-service
+  namespace: {{ .root.Release.Namespace }}
+  path: {{ .path }}
+  port: 443
+{{- end }}
+{{- end -}}
+
+{{- define "kthena-py.webhookCommon" -}}
+failurePolicy: {{ .Values.webhook.failurePolicy }}
+matchPolicy: Equivalent
+sideEffects: None
+admissionReviewVersions: ["v1"]
+timeoutSeconds: {{ .Values.webhook.timeoutSeconds }}
+{{- with .Values.webhook.namespaceSelector }}
+namespaceSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{- define "kthena-py.injectCA" -}}
+{{- if .Values.webhook.certManager.enabled }}
+annotations:
+  cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/kthena-py-serving-cert
+{{- end }}
+{{- end -}}

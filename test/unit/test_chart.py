@@ -1,0 +1,241 @@
+"""The Helm chart charts/kthena-py: lints, renders, and installs what manifests/default installs.
+
+``helm`` and ``kubectl`` are the ones ``hack/build-controlplane.sh`` builds (fixtures ``helm_path`` and
+``kubectl_path``). The comparisons render the chart with ``helm template`` and the kustomizations with
+``kubectl kustomize`` and compare object by object (kind, name, namespace, and every field), after removing
+only the labels Helm adds for its own bookkeeping (instance, version, managed-by, chart). What the chart does
+in a cluster is tested in test/cluster/test_chart_install.py.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+CHART = ROOT / "charts" / "kthena-py"
+MANIFESTS = ROOT / "manifests"
+NAMESPACE = "kthena-system"
+HELM_LABELS = (
+    "app.kubernetes.io/instance",
+    "app.kubernetes.io/version",
+    "app.kubernetes.io/managed-by",
+    "helm.sh/chart",
+)
+DEFAULT_FOLDERS = ("crd", "rbac", "manager", "metrics", "webhook")
+
+Doc = dict[str, Any]
+
+
+def helm(helm_path: Path, *args: str) -> str:
+    result = subprocess.run([str(helm_path), *args], capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    assert result.returncode == 0, f"helm {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+def render(helm_path: Path, *values: str, namespace: str = NAMESPACE, crds: bool = True) -> list[Doc]:
+    args = ["template", "kthena-py", str(CHART), "--namespace", namespace]
+    if crds:
+        args.append("--include-crds")
+    for value in values:
+        args += ["--set", value]
+    return [d for d in yaml.safe_load_all(helm(helm_path, *args)) if d]
+
+
+def kustomize(kubectl_path: Path, path: Path) -> list[Doc]:
+    result = subprocess.run(
+        [str(kubectl_path), "kustomize", str(path)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def overlay(tmp_path: Path, components: list[str]) -> Path:
+    """manifests/default, written out as an overlay so kustomize components can be added."""
+    up = os.path.relpath(MANIFESTS, tmp_path)
+    document = {
+        "apiVersion": "kustomize.config.k8s.io/v1beta1",
+        "kind": "Kustomization",
+        "namespace": NAMESPACE,
+        "resources": [f"{up}/{folder}" for folder in DEFAULT_FOLDERS],
+        "components": [f"{up}/{component}" for component in components],
+        "labels": [{"pairs": {"app.kubernetes.io/part-of": "kthena-py"}, "includeSelectors": False}],
+    }
+    (tmp_path / "kustomization.yaml").write_text(yaml.safe_dump(document), encoding="utf-8")
+    return tmp_path
+
+
+def without_helm_labels(doc: Doc) -> Doc:
+    labels = doc.get("metadata", {}).get("labels")
+    if labels:
+        for key in HELM_LABELS:
+            labels.pop(key, None)
+    return doc
+
+
+def by_key(docs: list[Doc]) -> dict[tuple[str, str, str], Doc]:
+    return {(d["kind"], d["metadata"].get("namespace", ""), d["metadata"]["name"]): d for d in docs}
+
+
+def assert_same_objects(chart: list[Doc], expected: list[Doc]) -> None:
+    """The same objects, but the Namespace (the chart installs into the release's) and the ``part-of`` label
+    kustomize puts on the CRDs (Helm installs crds/ as the generated files are)."""
+    rendered = by_key([without_helm_labels(d) for d in chart])
+    wanted = by_key([d for d in expected if d["kind"] != "Namespace"])
+    for (kind, _, _), doc in wanted.items():
+        if kind == "CustomResourceDefinition":
+            doc["metadata"].pop("labels", None)
+    assert sorted(rendered) == sorted(wanted)
+    for key, doc in wanted.items():
+        assert rendered[key] == doc, key
+
+
+def the(docs: list[Doc], kind: str, name: str | None = None) -> Doc:
+    found = [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+    assert len(found) == 1, (kind, name, [d["metadata"]["name"] for d in docs if d["kind"] == kind])
+    return found[0]
+
+
+def manager_args(docs: list[Doc]) -> list[str]:
+    args: list[str] = the(docs, "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    return args
+
+
+def webhooks(docs: list[Doc]) -> list[Doc]:
+    return [w for d in docs if d["kind"].endswith("WebhookConfiguration") for w in d["webhooks"]]
+
+
+def test_helm_lint_is_clean(helm_path: Path) -> None:
+    out = helm(helm_path, "lint", "--strict", str(CHART))
+    assert "0 chart(s) failed" in out
+    out = helm(
+        helm_path, "lint", "--strict", str(CHART), "--set", "webhook.certManager.enabled=true,eviction.enabled=true"
+    )
+    assert "0 chart(s) failed" in out
+
+
+def test_default_values_install_exactly_manifests_default(helm_path: Path, kubectl_path: Path) -> None:
+    assert_same_objects(render(helm_path), kustomize(kubectl_path, MANIFESTS / "default"))
+
+
+def test_cert_manager_values_install_exactly_the_cert_manager_component(
+    helm_path: Path, kubectl_path: Path, tmp_path: Path
+) -> None:
+    expected = kustomize(kubectl_path, overlay(tmp_path, ["webhook/cert-manager"]))
+    assert_same_objects(render(helm_path, "webhook.certManager.enabled=true"), expected)
+
+
+def test_eviction_toggle_adds_the_webhook_flag_and_tracker_permissions(
+    helm_path: Path, kubectl_path: Path, tmp_path: Path
+) -> None:
+    off = render(helm_path, crds=False)
+    assert "--enable-eviction-webhook" not in manager_args(off)
+    assert "eviction.modelserving.volcano.sh" not in {w["name"] for w in webhooks(off)}
+    on = render(helm_path, "eviction.enabled=true", crds=False)
+    assert manager_args(on)[-1] == "--enable-eviction-webhook"
+    (hook,) = [w for w in webhooks(on) if w["name"] == "eviction.modelserving.volcano.sh"]
+    assert hook["clientConfig"]["service"]["path"] == "/validate-eviction"
+    assert hook["rules"] == [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["pods/eviction"],
+            "scope": "Namespaced",
+        }
+    ]
+    assert hook["namespaceSelector"]["matchExpressions"][0]["values"] == ["kube-system", NAMESPACE]
+    rules = the(on, "ClusterRole", "kthena-py-eviction")["rules"]
+    assert rules == [
+        {
+            "apiGroups": [""],
+            "resources": ["configmaps"],
+            "verbs": ["get", "list", "watch", "create", "update", "delete"],
+        }
+    ]
+    binding = the(on, "ClusterRoleBinding", "kthena-py-eviction")
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "kthena-py-controller-manager", "namespace": NAMESPACE}
+    ]
+    if (MANIFESTS / "eviction" / "kustomization.yaml").exists():
+        # Once the eviction component is in manifests/, the chart must install exactly what it adds.
+        assert_same_objects(
+            render(helm_path, "eviction.enabled=true"), kustomize(kubectl_path, overlay(tmp_path, ["eviction"]))
+        )
+
+
+def test_everything_follows_the_release_namespace(helm_path: Path) -> None:
+    docs = render(helm_path, "webhook.certManager.enabled=true", namespace="serving-ops", crds=False)
+    for doc in docs:
+        if doc["kind"] in ("ClusterRole", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+            continue
+        if doc["kind"] == "ClusterRoleBinding":
+            assert doc["subjects"][0]["namespace"] == "serving-ops"
+        else:
+            assert doc["metadata"]["namespace"] == "serving-ops", doc["kind"]
+    for hook in webhooks(docs):
+        assert hook["clientConfig"]["service"]["namespace"] == "serving-ops"
+    assert the(docs, "Certificate")["spec"]["dnsNames"][0] == "kthena-py-webhook-service.serving-ops.svc"
+    annotation = the(docs, "ValidatingWebhookConfiguration")["metadata"]["annotations"][
+        "cert-manager.io/inject-ca-from"
+    ]
+    assert annotation == "serving-ops/kthena-py-serving-cert"
+
+
+def test_values_for_image_flags_resources_and_webhook_url(helm_path: Path) -> None:
+    docs = render(
+        helm_path,
+        "image.repository=registry.example/kthena-py",
+        "image.digest=sha256:" + "0" * 64,
+        "replicaCount=0",
+        "manager.workers=8",
+        "manager.logFormat=console",
+        "manager.extraArgs={--lease-duration=30}",
+        "resources.limits.memory=2Gi",
+        "webhook.url=https://127.0.0.1:9443",
+        "webhook.namespaceSelector.matchLabels.team=serving",
+        crds=False,
+    )
+    deployment = the(docs, "Deployment")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert deployment["spec"]["replicas"] == 0
+    assert container["image"] == "registry.example/kthena-py@sha256:" + "0" * 64
+    assert container["resources"]["limits"]["memory"] == "2Gi"
+    args = manager_args(docs)
+    assert {"--log-format=console", "--workers=8", "--lease-duration=30", "--webhook-host=127.0.0.1"} <= set(args)
+    for hook in webhooks(docs):
+        assert "service" not in hook["clientConfig"]
+        assert re.fullmatch(
+            r"https://127\.0\.0\.1:9443/(validate|mutate)-workload-serving-.*", hook["clientConfig"]["url"]
+        )
+        assert hook["namespaceSelector"] == {"matchLabels": {"team": "serving"}}
+
+
+def test_the_chart_crds_are_the_generated_ones() -> None:
+    for path in sorted((MANIFESTS / "crd").glob("workload.serving.volcano.sh_*.yaml")):
+        assert (CHART / "crds" / path.name).read_text() == path.read_text(), path.name
+    assert sorted(p.name for p in (CHART / "crds").iterdir()) == sorted(
+        p.name for p in (MANIFESTS / "crd").glob("workload.serving.volcano.sh_*.yaml")
+    )
+
+
+def _leaves(values: Any, prefix: str = "") -> list[str]:
+    if isinstance(values, dict) and values:
+        return [leaf for key, value in values.items() for leaf in _leaves(value, f"{prefix}{key}.")]
+    return [prefix.rstrip(".")]
+
+
+def test_docs_describe_every_value() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    documented = set(
+        re.findall(r"^\| `([a-zA-Z0-9.]+)` \|", (ROOT / "docs" / "deploying.md").read_text(), re.MULTILINE)
+    )
+    opaque = ("resources", "nodeSelector")  # documented as a whole
+    leaves = {leaf for leaf in _leaves(values) if not leaf.startswith(tuple(f"{o}." for o in opaque))} | set(opaque)
+    assert leaves - documented == set(), "values missing from docs/deploying.md (Helm chart values)"
+    assert documented - leaves == set(), "docs/deploying.md documents values the chart does not have"
