@@ -1,8 +1,14 @@
-"""A loopback TCP proxy whose connections a test can cut, to simulate network failures.
+"""A loopback TCP proxy whose connections a test can cut or stall, to simulate network failures.
 
-Guarantees: listens on 127.0.0.1 only; :meth:`TcpProxy.drop_connections` closes every open
-connection at once (both directions); while :attr:`TcpProxy.refusing` is set, new connections are
-closed immediately, as if the server were unreachable.
+Guarantees: listens on 127.0.0.1 only. Three failure modes:
+
+* :meth:`TcpProxy.drop_connections` closes every open connection at once (both directions);
+* while :attr:`TcpProxy.refusing` is set, new connections are closed immediately, as if the server
+  were unreachable;
+* :meth:`TcpProxy.stall` holds every byte in both directions while keeping every connection open, and
+  accepts new connections without forwarding anything on them: a silent partition, where requests
+  hang instead of failing (no RST, no FIN; the kernel still acknowledges, so only application-level
+  timeouts can notice). :meth:`TcpProxy.resume` forwards what was held, like a healed partition.
 """
 
 from __future__ import annotations
@@ -21,12 +27,27 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
 
     @property
     def port(self) -> int:
         """The listening port (after :meth:`start`)."""
         assert self._server is not None
         return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def stalled(self) -> bool:
+        """Whether traffic is being held (see :meth:`stall`)."""
+        return not self._flowing.is_set()
+
+    def stall(self) -> None:
+        """Hold all traffic from now on; connections stay open and new ones are accepted but not served."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        """Forward the held traffic and everything after it."""
+        self._flowing.set()
 
     async def start(self) -> TcpProxy:
         """Start listening on an ephemeral loopback port."""
@@ -38,12 +59,14 @@ class TcpProxy:
             writer.close()
             return
         self.connections_accepted += 1
+        self._writers.add(writer)
+        await self._flowing.wait()
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
-            writer.close()
+            self._close(writer)
             return
-        self._writers.update((writer, up_writer))
+        self._writers.add(up_writer)
         for src, dst in ((reader, up_writer), (up_reader, writer)):
             task = asyncio.create_task(self._pipe(src, dst))
             self._tasks.add(task)
@@ -51,7 +74,12 @@ class TcpProxy:
 
     async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
         try:
-            while data := await src.read(65536):
+            while True:
+                await self._flowing.wait()
+                data = await src.read(65536)
+                await self._flowing.wait()  # a stall that began during the read holds this chunk (or EOF) too
+                if not data:
+                    break
                 dst.write(data)
                 await dst.drain()
         except (OSError, asyncio.IncompleteReadError):
@@ -76,6 +104,7 @@ class TcpProxy:
 
     async def stop(self) -> None:
         """Stop listening and drop everything."""
+        self._flowing.set()
         self.drop_connections()
         if self._server is not None:
             self._server.close()
