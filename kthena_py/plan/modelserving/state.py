@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState, ObservedGroups, parse_observed
+from kthena_py.plan.modelserving.pods import needs_service
 from kthena_py.plan.modelserving.revision import (
     RevisionData,
     parse_controller_revision,
@@ -77,13 +78,17 @@ class PlanningState:
         return (role or fallback).worker_replicas
 
     def group_ready(self, group: GroupState) -> bool:
-        """Whether every role of the group has ``replicas`` live instances that are complete and ready."""
+        """Whether every role of the group has ``replicas`` live instances that are complete and ready.
+
+        An instance whose role needs a headless Service is ready only once that Service exists too.
+        """
         _, data = self.group_revision(group)
         for role in self.effective_roles(data):
             ready = sum(
                 1
                 for instance in group.role_instances(role.name).values()
                 if instance.complete_and_ready(self.instance_workers(instance, role))
+                and (instance.service is not None or not needs_service(role))
             )
             if ready < role.replicas:
                 return False
