@@ -9,6 +9,8 @@ Guarantees: listens on 127.0.0.1 only. Three failure modes:
   accepts new connections without forwarding anything on them: a silent partition, where requests
   hang instead of failing (no RST, no FIN; the kernel still acknowledges, so only application-level
   timeouts can notice). :meth:`TcpProxy.resume` forwards what was held, like a healed partition.
+  ``stall(new_connections=False)`` stalls only the connections open now and serves new ones: a
+  connection silently dropped on the way (a NAT or firewall that forgot it) while the server is fine.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ class TcpProxy:
         self._tasks: set[asyncio.Task[None]] = set()
         self._flowing = asyncio.Event()
         self._flowing.set()
+        self._connections: set[asyncio.Event] = set()
 
     @property
     def port(self) -> int:
@@ -41,13 +44,18 @@ class TcpProxy:
         """Whether traffic is being held (see :meth:`stall`)."""
         return not self._flowing.is_set()
 
-    def stall(self) -> None:
-        """Hold all traffic from now on; connections stay open and new ones are accepted but not served."""
-        self._flowing.clear()
+    def stall(self, *, new_connections: bool = True) -> None:
+        """Hold the traffic of every open connection (and of new ones, unless ``new_connections`` is False)."""
+        for flowing in self._connections:
+            flowing.clear()
+        if new_connections:
+            self._flowing.clear()
 
     def resume(self) -> None:
         """Forward the held traffic and everything after it."""
         self._flowing.set()
+        for flowing in self._connections:
+            flowing.set()
 
     async def start(self) -> TcpProxy:
         """Start listening on an ephemeral loopback port."""
@@ -67,17 +75,21 @@ class TcpProxy:
             self._close(writer)
             return
         self._writers.add(up_writer)
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pipe(src, dst))
+        flowing = asyncio.Event()
+        flowing.set()
+        self._connections.add(flowing)
+        pipes = [self._pipe(src, dst, flowing) for src, dst in ((reader, up_writer), (up_reader, writer))]
+        for pipe in pipes:
+            task = asyncio.create_task(pipe)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, flowing: asyncio.Event) -> None:
         try:
             while True:
-                await self._flowing.wait()
+                await flowing.wait()
                 data = await src.read(65536)
-                await self._flowing.wait()  # a stall that began during the read holds this chunk (or EOF) too
+                await flowing.wait()  # a stall that began during the read holds this chunk (or EOF) too
                 if not data:
                     break
                 dst.write(data)
@@ -86,6 +98,7 @@ class TcpProxy:
             pass
         finally:
             self._close(dst)
+            self._connections.discard(flowing)
 
     def _close(self, writer: asyncio.StreamWriter) -> None:
         self._writers.discard(writer)
@@ -104,7 +117,7 @@ class TcpProxy:
 
     async def stop(self) -> None:
         """Stop listening and drop everything."""
-        self._flowing.set()
+        self.resume()
         self.drop_connections()
         if self._server is not None:
             self._server.close()
