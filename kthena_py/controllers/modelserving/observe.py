@@ -8,6 +8,7 @@ taken until the garbage collector removes them).
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import Any
 
@@ -109,8 +110,14 @@ def foreign_pods(cache: SharedCache, ref: MSRef) -> list[KubeObject]:
     """Cached pods labelled with this ModelServing's name but not controlled by it.
 
     They are a same-named predecessor's pods that have not gone yet (or orphans): their names are not free.
+    Only pods named the way this controller names pods (``<ms>-<group>-<role>-<ordinal>-<index>``) count.
     """
-    return [o for o in cache.by_label(PODS, NAME_LABEL, ref.name, ref.namespace) if not _controlled_by(o, ref.uid)]
+    shape = re.compile(rf"^{re.escape(ref.name)}-[0-9]+-.+-[0-9]+-[0-9]+$")
+    return [
+        o
+        for o in cache.by_label(PODS, NAME_LABEL, ref.name, ref.namespace)
+        if not _controlled_by(o, ref.uid) and shape.match(str(meta(o).get("name", "")))
+    ]
 
 
 def podgroup_support(cache: SharedCache) -> PodGroupSupport:

@@ -68,6 +68,8 @@ class ServingGroupReconciler:
         """Plan and apply one ModelServing."""
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
         if obj is None or is_deleting(obj):
+            if obj is not None:
+                self.applier.tracker.forget_owner(uid_of(obj))
             return None  # children are garbage-collected through their ownerReferences
         try:
             ms = parse_modelserving(obj)
