@@ -11,6 +11,14 @@ Guarantees:
 * Server-side apply uses the field manager given per call, so that each reconciler owns its fields.
 * Answers and watch events are decoded with pydantic-core's JSON parser (same values as :mod:`json`,
   about twice as fast; a busy manager decodes every pod update it watches).
+* Dead connections are noticed (see :data:`KEEPALIVE_IDLE` and friends): every connection has TCP
+  keepalive (probes after 15 s idle, every 5 s, 3 misses: a dead peer is dropped after ~30 s) and
+  ``TCP_USER_TIMEOUT`` (unacknowledged data for 30 s drops the connection); connecting is bounded by
+  :data:`CONNECT_TIMEOUT`; a request whose answer goes silent for :data:`READ_IDLE_TIMEOUT` fails; a
+  watch that delivers nothing (no event, no bookmark) for its server-side ``timeoutSeconds`` plus
+  :data:`WATCH_IDLE_MARGIN` fails. With the informers' 30-37 s watch timeouts a silently stalled watch
+  is therefore noticed within 45 s, even where the kernel cannot tell (a stalled middlebox still
+  acknowledges).
 """
 
 from __future__ import annotations
@@ -18,8 +26,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -36,6 +45,21 @@ from .objects import KubeObject
 from .resources import ResourceType
 
 PatchType = Literal["merge", "json", "strategic", "apply"]
+
+KEEPALIVE_IDLE = 15
+"""Seconds a connection is idle before the first TCP keepalive probe."""
+KEEPALIVE_INTERVAL = 5
+"""Seconds between keepalive probes."""
+KEEPALIVE_COUNT = 3
+"""Unanswered probes after which the kernel drops the connection."""
+USER_TIMEOUT_MS = 30_000
+"""``TCP_USER_TIMEOUT``: milliseconds sent data may stay unacknowledged before the connection is dropped."""
+CONNECT_TIMEOUT = 10.0
+"""Seconds to open a connection (TCP and TLS)."""
+READ_IDLE_TIMEOUT = 30.0
+"""Seconds a (non-watch) answer may stay silent before the request fails (admission webhooks time out at 30 s)."""
+WATCH_IDLE_MARGIN = 8.0
+"""Seconds a watch may stay silent beyond its server-side ``timeoutSeconds`` before it counts as dead."""
 
 _CONTENT_TYPES: dict[PatchType, str] = {
     "merge": "application/merge-patch+json",
@@ -79,6 +103,7 @@ class KubeClient:
         self.config_source = ""
         self._api.user_agent = user_agent
         _skip_env_lookups(api_client)
+        _enable_keepalive(api_client)
 
     @classmethod
     async def from_kubeconfig(
@@ -177,7 +202,7 @@ class KubeClient:
         query: Mapping[str, Any] | None = None,
         body: Any = None,
         content_type: str = "application/json",
-        timeout: float | None = None,
+        timeout: aiohttp.ClientTimeout | None = None,
     ) -> Any:
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
         host = self.host
@@ -221,7 +246,8 @@ class KubeClient:
         Raises:
             ApiError: The server answered with an error, or could not be reached.
         """
-        resp = await self._open(method, path, query=query, body=body, content_type=content_type, timeout=timeout)
+        bounds = aiohttp.ClientTimeout(total=timeout, sock_connect=CONNECT_TIMEOUT, sock_read=READ_IDLE_TIMEOUT)
+        resp = await self._open(method, path, query=query, body=body, content_type=content_type, timeout=bounds)
         try:
             raw = await resp.read()
         except (TimeoutError, aiohttp.ClientError) as exc:
@@ -446,12 +472,17 @@ class KubeClient:
         field_selector: str | None = None,
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
+        on_open: Callable[[], None] | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Stream watch events from ``resource_version`` until the server ends the watch.
 
         An ``ERROR`` event carrying a 410 Status is raised as :class:`~kthena_py.kube.errors.Gone`, other
-        ``ERROR`` events as the matching :class:`~kthena_py.kube.errors.ApiError`.
+        ``ERROR`` events as the matching :class:`~kthena_py.kube.errors.ApiError`. A stream that stays
+        silent for ``timeout_seconds + WATCH_IDLE_MARGIN`` (the server would have ended it by then) is
+        dead: :class:`~kthena_py.kube.errors.ApiUnavailable`. ``on_open`` is called once the server has
+        accepted the watch (its answer's headers arrived).
         """
+        idle = timeout_seconds + WATCH_IDLE_MARGIN
         resp = await self._open(
             "GET",
             rt.path(namespace),
@@ -463,14 +494,16 @@ class KubeClient:
                 "timeoutSeconds": timeout_seconds,
                 "allowWatchBookmarks": "true" if allow_bookmarks else None,
             },
-            timeout=None,
+            timeout=aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT, sock_read=idle),
         )
+        if on_open is not None:
+            on_open()
         try:
             while True:
                 try:
                     # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
                     # that arrives as a line does, and the watch (and the informer) would run on.
-                    async with asyncio.timeout(timeout_seconds + 30):
+                    async with asyncio.timeout(idle):
                         line = await resp.content.readline()
                 except (TimeoutError, aiohttp.ClientError) as exc:
                     raise ApiUnavailable(f"watch {rt.plural}: {type(exc).__name__}: {exc}") from exc
@@ -566,6 +599,44 @@ def _skip_env_lookups(api_client: Any) -> None:
     session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
     if session is not None and hasattr(session, "_trust_env"):
         session._trust_env = False
+
+
+def keepalive_socket(addr_info: tuple[Any, ...]) -> socket.socket:
+    """A client socket with TCP keepalive and ``TCP_USER_TIMEOUT`` set (aiohttp's ``socket_factory``)."""
+    family, type_, proto = addr_info[0], addr_info[1], addr_info[2]
+    sock = socket.socket(family=family, type=type_, proto=proto)
+    try:
+        set_keepalive(sock)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def set_keepalive(sock: socket.socket) -> None:
+    """Enable TCP keepalive with the module's timings (options a platform lacks are skipped)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for name, value in (
+        ("TCP_KEEPIDLE", KEEPALIVE_IDLE),
+        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
+        ("TCP_KEEPCNT", KEEPALIVE_COUNT),
+        ("TCP_USER_TIMEOUT", USER_TIMEOUT_MS),
+    ):
+        option = getattr(socket, name, None)
+        if option is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+def _enable_keepalive(api_client: Any) -> None:
+    """Make the pool's connector open its sockets with :func:`keepalive_socket`.
+
+    kubernetes-asyncio builds its own ``TCPConnector``; aiohttp (>= 3.12) reads the connector's socket
+    factory at every connect, so setting it here covers every connection the pool opens.
+    """
+    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
+    connector = getattr(session, "connector", None)
+    if connector is not None and hasattr(connector, "_socket_factory"):
+        connector._socket_factory = keepalive_socket
 
 
 def _query_value(value: Any) -> str:

@@ -13,6 +13,10 @@ Guarantees:
   on demand with :meth:`SharedCache.index_label`.
 * Reads return the cached objects themselves: callers must treat them as read-only and copy
   (:func:`kthena_py.kube.objects.deep_copy`) before changing anything.
+* :meth:`SharedCache.recently_disrupted` says when the stores may disagree with each other and with
+  the cluster (an informer is disconnected, or failed or relisted within a window): after a partition
+  the informers catch up one by one, so a child store may already show a deletion its owner's store
+  has not seen yet. Writers that create children confirm the owner with a live read then.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from .clock import Clock
 from .informer import Informer, Transform
 
 NAMESPACE_INDEX = "namespace"
+DISRUPTION_WINDOW = 60.0
+"""Seconds after an informer's failure or relist during which the cache counts as possibly inconsistent."""
 OWNER_INDEX = "owner-uid"
 
 
@@ -141,6 +147,10 @@ class SharedCache:
         """Wait until every informer has synced; ``False`` on timeout."""
         results = await asyncio.gather(*(i.wait_for_sync(timeout) for i in self._informers.values()))
         return all(results)
+
+    def recently_disrupted(self, window: float = DISRUPTION_WINDOW) -> bool:
+        """Whether any started informer is disconnected, or failed or relisted within ``window`` seconds."""
+        return any(inf.disrupted_within(window) for key, inf in self._informers.items() if key in self._tasks)
 
     @property
     def synced(self) -> bool:

@@ -9,7 +9,18 @@ Guarantees:
   content as add/update/delete events; a delete that happened in the gap is reported with the
   last state the informer had seen.
 * **Self-healing**: a broken or refused connection is retried with capped exponential backoff
-  (0.5 s .. 30 s); the informer never gives up while it runs.
+  (0.5 s .. 30 s, each delay jittered to 50-150 % so that the informers of a manager, and the
+  managers of a cluster, do not all come back at the same instant after a partition); the informer
+  never gives up while it runs.
+* **Dead watches are noticed**: each watch asks the server to end it after 30-37 s (jittered, with
+  bookmarks), and the client treats a stream silent for longer than that plus a margin as dead, so a
+  watch on a silently stalled connection is abandoned and retried within 45 s (see
+  :mod:`kthena_py.kube.client`).
+* **Disruptions are visible**: :attr:`Informer.last_disruption` is the time (on the informer's clock)
+  of its last failed list or watch or forced relist after the first sync, and :attr:`Informer.connected`
+  tells whether the stream is currently healthy; callers about to act on a possibly stale view (the
+  shared cache's :meth:`~kthena_py.runtime.cache.SharedCache.recently_disrupted`) can confirm with a
+  live read first.
 * **Ordered delivery**: handlers are plain synchronous callbacks, called in event order on the
   event loop. They must be quick (typically: put a key into a work queue) and must not raise; a
   raising handler is logged and does not stop the informer.
@@ -20,6 +31,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import random
 from collections.abc import Callable
 from typing import Protocol
 
@@ -34,6 +46,11 @@ from .store import IndexFunc, ReplaceDiff, Store
 Transform = Callable[[KubeObject], KubeObject]
 
 log = structlog.get_logger("kthena_py.informer")
+
+WATCH_TIMEOUT_SECONDS = 30
+"""Server-side ``timeoutSeconds`` of a watch (each watch adds up to 25 % jitter)."""
+BACKOFF_MIN = 0.5
+BACKOFF_MAX = 30.0
 
 
 class EventHandler(Protocol):
@@ -62,9 +79,10 @@ class Informer:
         transform: Transform | None = strip_managed_fields,
         clock: Clock | None = None,
         field_selector: str | None = None,
-        watch_timeout_seconds: int = 300,
+        watch_timeout_seconds: int = WATCH_TIMEOUT_SECONDS,
         page_size: int = 500,
         allow_missing: bool = False,
+        rng: random.Random | None = None,
     ) -> None:
         self.rt = rt
         self.namespace = namespace
@@ -80,9 +98,16 @@ class Informer:
         self._handlers: list[EventHandler] = []
         self._synced = asyncio.Event()
         self._resource_version = ""
+        self._rng = rng or random.Random()
         self.relists = 0
-        self.missing_retry_seconds = 15.0
         """How many times the informer listed (1 after the first sync); visible for tests and metrics."""
+        self.missing_retry_seconds = 15.0
+        self.failures = 0
+        """How many list or watch calls failed (transport or API errors, 410 Gone included)."""
+        self.last_disruption: float | None = None
+        """When (informer clock) a list or watch last failed, or the store was relisted after the first sync."""
+        self.connected = False
+        """Whether the informer is listed and watching (False from a failure until a list or watch succeeds)."""
 
     @property
     def has_synced(self) -> bool:
@@ -115,7 +140,7 @@ class Informer:
 
     async def run(self) -> None:
         """List and watch until cancelled."""
-        backoff = 0.5
+        backoff = BACKOFF_MIN
         failures = 0
         need_list = True
         while True:
@@ -124,24 +149,28 @@ class Informer:
                     await self._relist()
                     need_list = False
                 await self._watch()
-                backoff = 0.5
+                backoff = BACKOFF_MIN
                 failures = 0
             except asyncio.CancelledError:
+                self.connected = False
                 raise
             except Gone:
+                self._disrupted()
                 log.info("watch expired, relisting", resource=self.rt.plural, resource_version=self._resource_version)
                 need_list = True
             except NotFound as exc:
                 if not self._allow_missing:
+                    self._disrupted()
                     log.warning("list/watch failed, retrying", resource=self.rt.plural, error=str(exc))
-                    await self._clock.sleep(backoff)
-                    backoff = min(backoff * 2, 30.0)
+                    await self._clock.sleep(self._jittered(backoff))
+                    backoff = min(backoff * 2, BACKOFF_MAX)
                     need_list = need_list or not self._resource_version
                     continue
                 # An optional resource type (e.g. a CRD that is not installed): behave as an empty,
                 # synced collection and look again later.
                 self._deliver(self.store.replace([]))
                 self._synced.set()
+                self.connected = True  # a healthy answer: the type is not served
                 self._resource_version = ""
                 need_list = True
                 await self._clock.sleep(self.missing_retry_seconds)
@@ -150,13 +179,32 @@ class Informer:
                 # if that version has been compacted meanwhile, the server answers 410 and we relist.
                 # Some servers answer a watch from exactly the compacted revision with a 500 instead,
                 # so repeated failures to resume also fall back to a relist.
+                self._disrupted()
                 failures += 1
-                log.warning("list/watch failed, retrying", resource=self.rt.plural, error=str(exc), backoff=backoff)
-                await self._clock.sleep(backoff)
-                backoff = min(backoff * 2, 30.0)
+                delay = self._jittered(backoff)
+                log.warning("list/watch failed, retrying", resource=self.rt.plural, error=str(exc), backoff=delay)
+                await self._clock.sleep(delay)
+                backoff = min(backoff * 2, BACKOFF_MAX)
                 if not self._resource_version or failures >= 3:
                     need_list = True
                     failures = 0
+
+    def disrupted_within(self, seconds: float) -> bool:
+        """Whether the view may lag the cluster: not connected now, or disrupted in the last ``seconds``."""
+        if not self.connected:
+            return True
+        return self.last_disruption is not None and self._clock.now() - self.last_disruption < seconds
+
+    def _opened(self) -> None:
+        self.connected = True
+
+    def _jittered(self, delay: float) -> float:
+        return delay * self._rng.uniform(0.5, 1.5)
+
+    def _disrupted(self) -> None:
+        self.failures += 1
+        self.connected = False
+        self.last_disruption = self._clock.now()
 
     async def _relist(self) -> None:
         page = await self._client.list_all(
@@ -169,7 +217,10 @@ class Informer:
         objs = [self._prepare(o) for o in page.items]
         diff = self.store.replace(objs)
         self._resource_version = page.resource_version
+        if self.relists:
+            self.last_disruption = self._clock.now()
         self.relists += 1
+        self.connected = True
         self._deliver(diff)
         self._synced.set()
 
@@ -182,13 +233,15 @@ class Informer:
             self._emit_update(old, new)
 
     async def _watch(self) -> None:
+        timeout = int(self._watch_timeout * self._rng.uniform(1.0, 1.25))
         async for event in self._client.watch(
             self.rt,
             self.namespace,
             resource_version=self._resource_version,
             label_selector=self._label_selector,
             field_selector=self._field_selector,
-            timeout_seconds=self._watch_timeout,
+            timeout_seconds=timeout,
+            on_open=self._opened,
         ):
             if event.type == "BOOKMARK":
                 rv = resource_version_of(event.object)

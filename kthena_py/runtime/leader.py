@@ -7,10 +7,17 @@ Guarantees:
 * A lease held by another identity is taken over only after this candidate has *observed* the same
   lease record unchanged for ``lease_duration`` seconds on its own monotonic clock (no trust in
   other machines' wall clocks).
-* The leader calls ``on_stopped_leading`` as soon as it has failed to renew for ``renew_deadline``
-  seconds (or sees another holder), which is strictly before any other candidate can take over
-  (``renew_deadline < lease_duration``); callers stop all writes in that callback.
-* On a graceful stop the leader releases the lease (empty holder), so a successor starts at once.
+* **Leadership bound.** Leading ends no later than ``renew_deadline`` seconds after the *start* of the
+  last successful acquire or renew, whatever the network does: every attempt is cut off when that
+  deadline passes (a request that hangs on a stalled connection cannot hold it up), and the wait
+  between attempts never sleeps past it. The leader work (``on_started_leading``, run as its own
+  task so that renewing goes on while it starts up) is cancelled, and ``on_stopped_leading`` awaited,
+  at that moment, or as soon as another holder is seen. A successor can only take over
+  ``lease_duration`` after it observed that last renew, and the renew cannot have been observed before
+  it was sent, so with ``renew_deadline < lease_duration`` the old leader has stopped before the new
+  one starts (the margin absorbs clock-rate differences and scheduling delays).
+* On a graceful stop the leader releases the lease (empty holder), so a successor starts at once;
+  the release is bounded by ``retry_period`` and skipped if it cannot be sent in time.
 """
 
 from __future__ import annotations
@@ -73,31 +80,74 @@ class LeaderElector:
     ) -> None:
         """Acquire the lease, lead, and return once leadership is lost.
 
-        ``on_started_leading`` is awaited once leadership is gained (it should start work and
-        return); ``on_stopped_leading`` is awaited as soon as it is lost. Cancelling ``run`` while
-        leading releases the lease.
+        ``on_started_leading`` is started as a task once leadership is gained (it should start work and
+        return; it is cancelled if leadership ends first); ``on_stopped_leading`` is awaited as soon as
+        leadership is lost. Cancelling ``run`` while leading releases the lease.
         """
-        while not await self._try_acquire_or_renew():
+        while True:
+            attempt_started = self._clock.now()
+            if await self._attempt(self.renew_deadline):
+                break
             await self._clock.sleep(self.retry_period)
+        last_renew = attempt_started
         self._set_leader(True)
         log.info("became leader", lease=f"{self.namespace}/{self.name}", identity=self.identity)
+        starting = asyncio.create_task(self._start(on_started_leading), name="leader-start")
         try:
-            await on_started_leading()
-            last_renew = self._clock.now()
             while True:
-                await self._clock.sleep(self.retry_period)
-                if await self._try_acquire_or_renew():
-                    last_renew = self._clock.now()
+                deadline = last_renew + self.renew_deadline
+                await self._clock.sleep(min(self.retry_period, deadline - self._clock.now()))
+                now = self._clock.now()
+                if now >= deadline:
+                    log.error("lease not renewed within the renew deadline", renew_deadline=self.renew_deadline)
+                    break
+                if await self._attempt(deadline - now):
+                    last_renew = now
                     continue
-                if self._held_by_other() or self._clock.now() - last_renew >= self.renew_deadline:
+                if self._held_by_other():
                     break
         except asyncio.CancelledError:
-            await self._release()
+            await self._cancel(starting)
             self._set_leader(False)
+            await self._release()
             raise
+        await self._cancel(starting)
         self._set_leader(False)
         log.error("lost leadership", lease=f"{self.namespace}/{self.name}", identity=self.identity)
         await on_stopped_leading()
+
+    async def _start(self, on_started_leading: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await on_started_leading()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("starting the leader work failed")
+
+    @staticmethod
+    async def _cancel(task: asyncio.Task[None]) -> None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    async def _attempt(self, budget: float) -> bool:
+        """One acquire-or-renew, abandoned (and counted as failed) once ``budget`` seconds have passed."""
+        if budget <= 0:
+            return False
+        attempt = asyncio.create_task(self._try_acquire_or_renew(), name="leader-renew")
+        timer = asyncio.create_task(self._clock.sleep(budget), name="leader-renew-deadline")
+        try:
+            await asyncio.wait((attempt, timer), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            timer.cancel()
+            if not attempt.done():
+                attempt.cancel()
+        if attempt.cancelled() or not attempt.done():
+            log.warning("lease request abandoned at the renew deadline", budget=round(budget, 3))
+            return False
+        if attempt.exception() is not None:
+            log.error("lease request failed unexpectedly", error=repr(attempt.exception()))
+            return False
+        return attempt.result()
 
     def _set_leader(self, leading: bool) -> None:
         self.is_leader = leading
@@ -167,7 +217,17 @@ class LeaderElector:
         }
 
     async def _release(self) -> None:
-        """Give the lease up so that a successor need not wait for it to expire."""
+        """Give the lease up so that a successor need not wait for it to expire (bounded by ``retry_period``)."""
+        task = asyncio.create_task(self._release_once(), name="leader-release")
+        timer = asyncio.create_task(self._clock.sleep(self.retry_period))
+        await asyncio.wait((task, timer), return_when=asyncio.FIRST_COMPLETED)
+        timer.cancel()
+        if not task.done():
+            task.cancel()
+            log.warning("lease not released in time; it expires by itself", lease=f"{self.namespace}/{self.name}")
+        await asyncio.gather(task, timer, return_exceptions=True)
+
+    async def _release_once(self) -> None:
         try:
             lease = await self._client.get(LEASES, self.name, self.namespace)
             spec = lease.get("spec") or {}

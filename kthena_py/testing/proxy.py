@@ -1,8 +1,16 @@
-"""A loopback TCP proxy whose connections a test can cut, to simulate network failures.
+"""A loopback TCP proxy whose connections a test can cut or stall, to simulate network failures.
 
-Guarantees: listens on 127.0.0.1 only; :meth:`TcpProxy.drop_connections` closes every open
-connection at once (both directions); while :attr:`TcpProxy.refusing` is set, new connections are
-closed immediately, as if the server were unreachable.
+Guarantees: listens on 127.0.0.1 only. Three failure modes:
+
+* :meth:`TcpProxy.drop_connections` closes every open connection at once (both directions);
+* while :attr:`TcpProxy.refusing` is set, new connections are closed immediately, as if the server
+  were unreachable;
+* :meth:`TcpProxy.stall` holds every byte in both directions while keeping every connection open, and
+  accepts new connections without forwarding anything on them: a silent partition, where requests
+  hang instead of failing (no RST, no FIN; the kernel still acknowledges, so only application-level
+  timeouts can notice). :meth:`TcpProxy.resume` forwards what was held, like a healed partition.
+  ``stall(new_connections=False)`` stalls only the connections open now and serves new ones: a
+  connection silently dropped on the way (a NAT or firewall that forgot it) while the server is fine.
 """
 
 from __future__ import annotations
@@ -21,12 +29,33 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
+        self._connections: set[asyncio.Event] = set()
 
     @property
     def port(self) -> int:
         """The listening port (after :meth:`start`)."""
         assert self._server is not None
         return int(self._server.sockets[0].getsockname()[1])
+
+    @property
+    def stalled(self) -> bool:
+        """Whether traffic is being held (see :meth:`stall`)."""
+        return not self._flowing.is_set()
+
+    def stall(self, *, new_connections: bool = True) -> None:
+        """Hold the traffic of every open connection (and of new ones, unless ``new_connections`` is False)."""
+        for flowing in self._connections:
+            flowing.clear()
+        if new_connections:
+            self._flowing.clear()
+
+    def resume(self) -> None:
+        """Forward the held traffic and everything after it."""
+        self._flowing.set()
+        for flowing in self._connections:
+            flowing.set()
 
     async def start(self) -> TcpProxy:
         """Start listening on an ephemeral loopback port."""
@@ -38,26 +67,38 @@ class TcpProxy:
             writer.close()
             return
         self.connections_accepted += 1
+        self._writers.add(writer)
+        await self._flowing.wait()
         try:
             up_reader, up_writer = await asyncio.open_connection(*self.target)
         except OSError:
-            writer.close()
+            self._close(writer)
             return
-        self._writers.update((writer, up_writer))
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pipe(src, dst))
+        self._writers.add(up_writer)
+        flowing = asyncio.Event()
+        flowing.set()
+        self._connections.add(flowing)
+        pipes = [self._pipe(src, dst, flowing) for src, dst in ((reader, up_writer), (up_reader, writer))]
+        for pipe in pipes:
+            task = asyncio.create_task(pipe)
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    async def _pipe(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, flowing: asyncio.Event) -> None:
         try:
-            while data := await src.read(65536):
+            while True:
+                await flowing.wait()
+                data = await src.read(65536)
+                await flowing.wait()  # a stall that began during the read holds this chunk (or EOF) too
+                if not data:
+                    break
                 dst.write(data)
                 await dst.drain()
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
             self._close(dst)
+            self._connections.discard(flowing)
 
     def _close(self, writer: asyncio.StreamWriter) -> None:
         self._writers.discard(writer)
@@ -76,6 +117,7 @@ class TcpProxy:
 
     async def stop(self) -> None:
         """Stop listening and drop everything."""
+        self.resume()
         self.drop_connections()
         if self._server is not None:
             self._server.close()

@@ -55,9 +55,14 @@ def modelserving(name: str, replicas: int = 1, roles: list[dict[str, Any]] | Non
 
 
 @contextlib.asynccontextmanager
-async def running_manager(kubeconfig: str, namespace: str, workers: int = 4) -> AsyncIterator[Manager]:
-    """A manager scoped to ``namespace``, running in this event loop until the block ends."""
-    client = await KubeClient.from_kubeconfig(kubeconfig)
+async def running_manager(
+    kubeconfig: str, namespace: str, workers: int = 4, client: KubeClient | None = None
+) -> AsyncIterator[Manager]:
+    """A manager scoped to ``namespace``, running in this event loop until the block ends.
+
+    ``client`` (closed at the end) replaces the one built from ``kubeconfig``.
+    """
+    client = client or await KubeClient.from_kubeconfig(kubeconfig)
     manager = Manager(
         client, ManagerOptions(namespace=namespace, metrics_bind_address="0", health_probe_bind_address="0")
     )

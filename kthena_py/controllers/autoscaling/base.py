@@ -45,6 +45,7 @@ from .metrics import COLLECT_SECONDS, SCRAPE_ERRORS, PolicySeries
 from .status import (
     METRICS_AVAILABLE,
     READY,
+    SCALE_FAILED,
     TARGET_FOUND,
     ConditionUpdate,
     build_status,
@@ -309,8 +310,8 @@ class PolicyReconciler(ABC):
         reasons: set[str] = set()
         for update in outcome.conditions:
             bad = problem_status(update.type)
-            if update.status != bad or update.reason in reasons:
-                continue
+            if update.status != bad or update.reason in reasons or update.reason == SCALE_FAILED:
+                continue  # (a refused scale write has its own FailedRescale event, at every refusal)
             before = condition_of(old, update.type)
             if before is None or before.get("status") != bad or before.get("reason") != update.reason:
                 reasons.add(update.reason)

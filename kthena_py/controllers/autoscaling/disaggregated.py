@@ -55,7 +55,7 @@ from .base import (
 from .collector import Backend, Collected, collect
 from .convert import PolicyError, behavior, metric_targets, ratio_constraint, resolve_target, role_specs
 from .metrics import SCALING_ACTIONS
-from .status import RATIO_VIOLATED, READY, ConditionUpdate, rfc3339, scaling_entry
+from .status import FAILED_RESCALE, RATIO_VIOLATED, READY, ConditionUpdate, rfc3339, scaling_entry
 
 __all__ = ["role_patch", "role_replicas", "scale_disaggregated", "unit_of"]
 
@@ -192,7 +192,9 @@ async def scale_disaggregated(rec: PolicyReconciler, obj: KubeObject, policy: Au
             for decided in decision.roles:  # keep the observations, not the history of an unapplied decision
                 memory.units[unit_of(decided.name)] = WindowState(decided.state.metrics, states[decided.name].history)
             sizes = ", ".join(f"{r.name} {r.current}->{r.final}" for r in changed)
-            conditions.append(ConditionUpdate(READY, "False", "ScaleFailed", f"cannot scale {key} ({sizes}): {err}"))
+            message = f"cannot scale {key} ({sizes}): {err}"
+            deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
+            conditions.append(ConditionUpdate(READY, "False", "ScaleFailed", message))
             return Outcome(conditions, target=None)
         scaled_at = rfc3339(now)
     for decided in decision.roles:

@@ -47,7 +47,7 @@ from .base import (
 from .collector import Backend, collect
 from .convert import PolicyError, cost_params, metric_targets, scaling_spec
 from .metrics import SCALING_ACTIONS
-from .status import READY, ConditionUpdate, rfc3339, scaling_entry
+from .status import FAILED_RESCALE, READY, ConditionUpdate, rfc3339, scaling_entry
 
 __all__ = ["FIELD_MANAGER", "UNIT", "HeterogeneousReconciler"]
 
@@ -141,6 +141,8 @@ class HeterogeneousReconciler(PolicyReconciler):
             if gone:
                 return target_missing(gone)
             message = "cannot scale " + "; ".join(failed)
+            if failed:
+                deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
             conditions.append(ConditionUpdate(READY, "False", "ScaleFailed", message))
             return Outcome(conditions, target=None)
         memory.units[UNIT] = decision.state

@@ -43,7 +43,7 @@ from .collector import Backend, collect
 from .convert import PolicyError, metric_targets, resolve_target, scaling_spec
 from .disaggregated import scale_disaggregated
 from .metrics import SCALING_ACTIONS
-from .status import READY, ConditionUpdate, rfc3339, scaling_entry
+from .status import FAILED_RESCALE, READY, ConditionUpdate, rfc3339, scaling_entry
 
 __all__ = ["FIELD_MANAGER", "UNIT", "TargetReconciler"]
 
@@ -113,6 +113,7 @@ class TargetReconciler(PolicyReconciler):
             except ApiError as err:
                 memory.units[UNIT] = WindowState(decision.state.metrics, state.history)
                 message = f"cannot scale {key} from {current} to {desired}: {err}"
+                deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
                 conditions.append(ConditionUpdate(READY, "False", "ScaleFailed", message))
                 return Outcome(conditions, target=None)
             scaled_at = rfc3339(now)

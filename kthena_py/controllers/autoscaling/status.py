@@ -9,7 +9,8 @@ Status layout (API reference): ``observedGeneration``; ``conditions`` (``metav1.
 Conditions and their reasons:
 
 * ``Ready``: ``True``/``Reconciled``; ``False`` with ``InvalidSpec``, ``TargetNotFound``, ``TargetInvalid`` or
-  ``ScaleFailed``.
+  ``ScaleFailed`` (the message names the target, the sizes and the API server's answer; every refused scale
+  write also records a ``FailedRescale`` Warning Event, which the recorder coalesces).
 * ``TargetFound``: ``True``/``TargetFound``; ``False`` with ``TargetNotFound`` or ``TargetInvalid`` (a kind or
   group that is not ModelServing, a role missing from the ModelServing).
 * ``MetricsAvailable``: ``True`` with ``AllMetricsAvailable`` (or ``FixedReplicas`` when nothing needs metrics);
@@ -40,9 +41,11 @@ from kthena_py.kube.objects import KubeObject, meta
 from ..resources import AUTOSCALINGPOLICIES
 
 __all__ = [
+    "FAILED_RESCALE",
     "METRICS_AVAILABLE",
     "RATIO_VIOLATED",
     "READY",
+    "SCALE_FAILED",
     "TARGET_FOUND",
     "ConditionUpdate",
     "build_status",
@@ -54,6 +57,9 @@ __all__ = [
     "write_status",
 ]
 
+FAILED_RESCALE = "FailedRescale"
+"""Warning Event reason of every refused scale write (HorizontalPodAutoscaler's name), with the server's message."""
+SCALE_FAILED = "ScaleFailed"
 READY = "Ready"
 TARGET_FOUND = "TargetFound"
 METRICS_AVAILABLE = "MetricsAvailable"

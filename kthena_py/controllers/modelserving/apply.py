@@ -3,11 +3,21 @@
 Guarantees:
 
 * Creations run in two steps: ControllerRevisions first (a revision is recorded before any pod
-  carries it), then everything else (Services, PodGroups, pods) concurrently (bounded), so a gang's
-  pods appear together and the scheduler never sees half a gang for long. AlreadyExists is success.
+  carries it: when one is refused, no pod is created), then everything else (Services, PodGroups,
+  pods) concurrently (bounded), so a gang's pods appear together and the scheduler never sees half a
+  gang for long. AlreadyExists is success only when the existing object is controlled by the same
+  owner (a read confirms it); a name held by another owner's object (a same-named predecessor that
+  lingers) is a refused create that waits for it.
 * Deletions carry the planned UID as a precondition: a replacement object is never deleted.
   NotFound and precondition conflicts are success (someone else already acted).
 * Updates are JSON merge patches carrying ``metadata.uid``, which the API server checks.
+* Refused writes never fail the whole plan: every other write of the plan is still made, the status
+  is still written, and each refusal is reported and paced by :mod:`.failures` (a Warning Event, the
+  failure condition, per-child exponential backoff that the deletes it triggers cannot reset); the
+  outcome's ``retry_after`` says when the next attempt is due.
+* Stale caches never create children: while the informer cache is disrupted (an informer is
+  disconnected, or failed or relisted within the last minute), the owner is confirmed with a live read
+  before anything is created; an owner that is gone, replaced or being deleted gets no children.
 * The status is written by server-side apply of the fields the plan lists, under the applier's field
   manager, so several reconcilers share one status (each owns its fields and its condition types) without
   dropping each other's. It is written only when a listed field differs from what the cache holds (no
@@ -19,21 +29,22 @@ Guarantees:
 * Read your own writes: before returning, the applier waits (bounded) until the informer cache
   reflects every write it made. Workers never reconcile one key concurrently, so the next reconcile
   of the same ModelServing plans from a cache that contains this one's effects, and never mistakes a
-  pod it just created for a missing one. Nothing is remembered across reconciles.
+  pod it just created for a missing one. Nothing but the pacing of refused writes is remembered
+  across reconciles.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import Awaitable, Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import structlog
 
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
-from kthena_py.kube.objects import KubeObject, is_deleting, meta, resource_version_of, uid_of
+from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, meta, resource_version_of, uid_of
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelserving.events import joinable
 from kthena_py.plan.modelserving.types import Delete, Plan, Update
@@ -41,6 +52,7 @@ from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 
 from ..resources import MODELSERVINGS
+from .failures import ChildFailure, FailureCondition, FailureTracker, Verb, body_digest
 
 RESOURCES: dict[str, ResourceType] = {
     "Pod": PODS,
@@ -49,6 +61,8 @@ RESOURCES: dict[str, ResourceType] = {
     "ControllerRevision": CONTROLLER_REVISIONS,
 }
 CONCURRENCY = 16
+OWNER_UNCONFIRMED_RETRY = 1.0
+"""Seconds before retrying a plan whose owner could not be confirmed by a live read."""
 
 log = structlog.get_logger("kthena_py.modelserving.apply")
 
@@ -115,8 +129,45 @@ class _Written:
         return have == want or _rv(have) >= _rv(want)
 
 
+@dataclass(frozen=True)
+class ApplyOutcome:
+    """What applying a plan did."""
+
+    writes: int = 0
+    """Writes attempted (successful or not)."""
+    failures: tuple[ChildFailure, ...] = ()
+    """Child writes refused now or still backing off from an earlier refusal."""
+    retry_after: float | None = None
+    """Seconds until a backing-off write may be tried again (``None``: nothing waits)."""
+
+
+@dataclass
+class _Run:
+    """The state of one :meth:`PlanApplier.apply`."""
+
+    owner: str
+    written: list[_Written]
+    failures: list[ChildFailure]
+    retry_after: float | None = None
+
+    def retry_in(self, seconds: float | None) -> None:
+        if seconds is not None and seconds > 0:
+            self.retry_after = seconds if self.retry_after is None else min(self.retry_after, seconds)
+
+
 class PlanApplier:
-    """Applies plans for one reconciler (its field manager names it in managedFields)."""
+    """Applies plans for one reconciler (its field manager names it in managedFields).
+
+    Args:
+        client: The API client.
+        recorder: Where events go.
+        field_manager: The reconciler's field manager.
+        cache: The informer cache (read-your-writes, disruption checks).
+        sync_timeout: How long to wait for the cache to show this reconcile's writes.
+        failures: The failure condition to keep (``None``: refusals are only evented and paced).
+        tracker: Backoff of refused writes (shared by all reconciles of this applier).
+        wall_clock: Epoch seconds, for condition transition times.
+    """
 
     def __init__(
         self,
@@ -126,61 +177,191 @@ class PlanApplier:
         cache: SharedCache | None = None,
         *,
         sync_timeout: float = 10.0,
+        failures: FailureCondition | None = None,
+        tracker: FailureTracker | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
         self.recorder = recorder
         self.field_manager = field_manager
         self.cache = cache
         self.sync_timeout = sync_timeout
+        self.failures = failures
+        self.tracker = tracker or FailureTracker()
+        self._now = wall_clock
 
-    async def apply(self, plan: Plan, ms: KubeObject) -> int:
-        """Execute ``plan`` for the cached ModelServing ``ms``; return the number of writes made."""
+    async def apply(self, plan: Plan, ms: KubeObject, *, waiting: Iterable[ChildFailure] = ()) -> ApplyOutcome:
+        """Execute ``plan`` for the cached ModelServing ``ms``.
+
+        Args:
+            plan: The plan.
+            ms: The ModelServing as cached.
+            waiting: Children the planner holds back for a reason outside this plan (a name held by
+                another owner's object); reported with the refusals.
+        """
         writes = 0
-        namespace = str(meta(ms).get("namespace", ""))
-        written: list[_Written] = []
+        md = meta(ms)
+        namespace = str(md.get("namespace", ""))
+        run = _Run(str(md.get("uid", "")), [], list(waiting))
         for event in plan.events:
             self.recorder.event(ms, event.type, event.reason, event.message, join=joinable(event.reason))
         try:
             if plan.deletes:
-                await _bounded(self._delete(d, namespace, written) for d in plan.deletes)
+                await _bounded(self._delete(d, namespace, run, ms) for d in plan.deletes)
                 writes += len(plan.deletes)
             if plan.updates:
-                await _bounded(self._update(u, namespace, written) for u in plan.updates)
+                await _bounded(self._update(u, namespace, run, ms) for u in plan.updates)
                 writes += len(plan.updates)
-            for phase in (0, 1):
-                batch = [o for o in plan.creates if _phase(o) == phase]
-                if batch:
-                    await _bounded(self._create(o, written) for o in batch)
+            if plan.creates and await self._owner_confirmed(ms, run):
+                revisions_refused = False
+                for phase in (0, 1):
+                    batch = [o for o in plan.creates if _phase(o) == phase]
+                    if not batch or revisions_refused:
+                        continue
+                    before = len(run.failures)
+                    await _bounded(self._create(o, run, ms) for o in batch)
                     writes += len(batch)
-            follow_up = any(w.creates_or_deletes for w in written)
-            if plan.status is not None and not follow_up and await self._write_status(ms, plan.status, written):
+                    revisions_refused = phase == 0 and len(run.failures) > before
+            follow_up = any(w.creates_or_deletes for w in run.written)
+            # Server-side apply of this reconciler's share: other writers' conditions stay theirs.
+            if plan.status is not None and not follow_up and await self._write_status(ms, plan.status, run.written):
                 writes += 1
+            if self.failures is not None:
+                updated = await self.failures.report(ms, run.failures, self._now())
+                if updated is not None:
+                    run.written.append(_Written.of(MODELSERVINGS, updated, "present"))
+                    writes += 1
         finally:
-            await self._await_observed(written)
-        return writes
+            await self._await_observed(run.written)
+        run.retry_in(self.tracker.retry_after(run.owner))
+        return ApplyOutcome(writes, tuple(run.failures), run.retry_after)
 
-    async def _create(self, obj: KubeObject, written: list[_Written]) -> None:
-        rt = RESOURCES[str(obj.get("kind"))]
-        with contextlib.suppress(AlreadyExists):
+    # -- refusals --------------------------------------------------------------------------------------
+
+    def _gate(self, run: _Run, verb: Verb, kind: str, name: str, digest: str = "") -> bool:
+        """Whether the write may be made now (else its last failure is carried as still pending)."""
+        pending = self.tracker.backing_off(run.owner, verb, kind, name, digest)
+        if pending is None:
+            return True
+        run.failures.append(pending)
+        return False
+
+    def _refused(self, run: _Run, ms: KubeObject, failure: ChildFailure, digest: str = "") -> None:
+        delay = self.tracker.refused(run.owner, failure, digest)
+        run.failures.append(failure)
+        run.retry_in(delay)
+        self.recorder.event(ms, "Warning", failure.reason, failure.describe())
+        log.warning(
+            "child write refused",
+            verb=failure.verb,
+            kind=failure.kind,
+            child=failure.name,
+            cause=failure.cause,
+            retry_in=delay,
+            refusals=self.tracker.refusals(run.owner, failure.verb, failure.kind, failure.name),
+        )
+
+    async def _owner_confirmed(self, ms: KubeObject, run: _Run) -> bool:
+        """Whether children may be created for ``ms`` (a live read while the cache may be stale)."""
+        if self.cache is None or not self.cache.recently_disrupted():
+            return True
+        md = meta(ms)
+        try:
+            live = await self.client.get(MODELSERVINGS, str(md.get("name")), str(md.get("namespace")))
+        except NotFound:
+            log.info("owner is gone; creating nothing", reason="cache lags the cluster")
+            return False
+        except ApiError as exc:
+            log.warning("cannot confirm the owner before creating children", error=str(exc))
+            run.retry_in(OWNER_UNCONFIRMED_RETRY)
+            return False
+        if uid_of(live) != run.owner or is_deleting(live):
+            log.info("owner was replaced or is being deleted; creating nothing", live_uid=uid_of(live))
+            return False
+        return True
+
+    # -- writes ----------------------------------------------------------------------------------------
+
+    async def _create(self, obj: KubeObject, run: _Run, ms: KubeObject) -> None:
+        kind = str(obj.get("kind"))
+        rt = RESOURCES[kind]
+        name = str(meta(obj).get("name", ""))
+        digest = body_digest(obj)
+        if not self._gate(run, "create", kind, name, digest):
+            return
+        try:
             created = await self.client.create(rt, obj, field_manager=self.field_manager)
-            written.append(_Written.of(rt, created, "present", created=True))
+        except AlreadyExists as exc:
+            await self._exists(obj, rt, run, ms, digest, exc)
+            return
+        except ApiError as exc:
+            self._refused(run, ms, ChildFailure.of("create", kind, name, exc), digest)
+            return
+        self.tracker.succeeded(run.owner, "create", kind, name)
+        run.written.append(_Written.of(rt, created, "present", created=True))
 
-    async def _delete(self, d: Delete, namespace: str, written: list[_Written]) -> None:
+    async def _exists(
+        self, obj: KubeObject, rt: ResourceType, run: _Run, ms: KubeObject, digest: str, exc: AlreadyExists
+    ) -> None:
+        """A create answered AlreadyExists: success if the object is ours, else wait for it to go."""
+        kind, md = rt.kind, meta(obj)
+        name, namespace = str(md.get("name", "")), str(md.get("namespace", "")) or None
+        want = (controller_ref(obj) or {}).get("uid")
+        try:
+            existing = await self.client.get(rt, name, namespace)
+        except NotFound:
+            self._refused(run, ms, ChildFailure.of("create", kind, name, exc), digest)  # gone meanwhile: retry
+            return
+        except ApiError as err:
+            self._refused(run, ms, ChildFailure.of("create", kind, name, err), digest)
+            return
+        have = (controller_ref(existing) or {}).get("uid")
+        if want and have == want:
+            self.tracker.succeeded(run.owner, "create", kind, name)
+            run.written.append(_Written.of(rt, existing, "present"))
+            return
+        state = "being deleted" if is_deleting(existing) else "not being deleted"
+        cause = (
+            f"{kind} {name} already exists and is not controlled by this ModelServing "
+            f"(uid {uid_of(existing)}, owner uid {have or 'none'}, {state}); waiting for it to go"
+        )
+        self._refused(run, ms, ChildFailure("create", kind, name, cause), digest)
+
+    async def _delete(self, d: Delete, namespace: str, run: _Run, ms: KubeObject) -> None:
         rt = RESOURCES[d.kind]
-        with contextlib.suppress(NotFound, Conflict):
+        if not self._gate(run, "delete", d.kind, d.name, d.uid):
+            return
+        try:
             await self.client.delete(rt, d.name, namespace, uid=d.uid or None, propagation_policy="Background")
-            written.append(_Written(rt, d.name, namespace, d.uid, "", "gone", True))
+        except (NotFound, Conflict):
+            self.tracker.succeeded(run.owner, "delete", d.kind, d.name)
+            return
+        except ApiError as exc:
+            self._refused(run, ms, ChildFailure.of("delete", d.kind, d.name, exc), d.uid)
+            return
+        self.tracker.succeeded(run.owner, "delete", d.kind, d.name)
+        run.written.append(_Written(rt, d.name, namespace, d.uid, "", "gone", True))
 
-    async def _update(self, u: Update, namespace: str, written: list[_Written]) -> None:
+    async def _update(self, u: Update, namespace: str, run: _Run, ms: KubeObject) -> None:
         rt = RESOURCES[u.kind]
         patch: dict[str, Any] = dict(u.patch)
         md = dict(patch.get("metadata") or {})
         if u.uid:
             md["uid"] = u.uid
         patch["metadata"] = md
-        with contextlib.suppress(NotFound, Conflict):
+        digest = body_digest(patch)
+        if not self._gate(run, "update", u.kind, u.name, digest):
+            return
+        try:
             updated = await self.client.patch(rt, u.name, patch, namespace, field_manager=self.field_manager)
-            written.append(_Written.of(rt, updated, "present"))
+        except (NotFound, Conflict):
+            self.tracker.succeeded(run.owner, "update", u.kind, u.name)
+            return
+        except ApiError as exc:
+            self._refused(run, ms, ChildFailure.of("update", u.kind, u.name, exc), digest)
+            return
+        self.tracker.succeeded(run.owner, "update", u.kind, u.name)
+        run.written.append(_Written.of(rt, updated, "present"))
 
     async def _await_observed(self, written: list[_Written]) -> None:
         """Wait (bounded by ``sync_timeout``) until the cache reflects every write in ``written``."""

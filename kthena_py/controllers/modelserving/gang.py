@@ -3,8 +3,9 @@
 Guarantees: PodGroups exist (and match the spec) for every ServingGroup the ServingGroup reconciler
 will create pods for, whenever ``schedulerName`` is ``volcano`` and Volcano's PodGroup CRD is
 served; they are recreated if deleted and removed with their group. With any other scheduler, or
-without the CRD, this reconciler writes nothing. Decisions come from the pure planner
-:func:`~kthena_py.plan.modelserving.podgroups.plan_podgroups`.
+without the CRD, this reconciler writes nothing. Refused PodGroup writes are reported on the
+``PodGroupFailure`` condition (field manager ``kthena-py-gang-failures``) and retried with backoff.
+Decisions come from the pure planner :func:`~kthena_py.plan.modelserving.podgroups.plan_podgroups`.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from kthena_py.runtime.reconcile import Request, Result
 
 from ..resources import MODELSERVINGS
 from .apply import PlanApplier
+from .failures import GANG_FAILURE, FailureCondition
 from .observe import ms_ref, observe, parse_modelserving, podgroup_support
 
 FIELD_MANAGER = "kthena-py-gang"
+FAILURE_FIELD_MANAGER = "kthena-py-gang-failures"
 
 
 class PodGroupReconciler:
@@ -30,7 +33,13 @@ class PodGroupReconciler:
 
     def __init__(self, client: KubeClient, cache: SharedCache, recorder: EventRecorder) -> None:
         self.cache = cache
-        self.applier = PlanApplier(client, recorder, FIELD_MANAGER, cache)
+        self.applier = PlanApplier(
+            client,
+            recorder,
+            FIELD_MANAGER,
+            cache,
+            failures=FailureCondition(client, GANG_FAILURE, FAILURE_FIELD_MANAGER),
+        )
 
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply the PodGroups of one ModelServing."""
@@ -43,5 +52,6 @@ class PodGroupReconciler:
             return None  # reported by the ServingGroup reconciler
         ref = ms_ref(obj)
         plan = plan_podgroups(ms, ref, observe(self.cache, ref), podgroup_support(self.cache))
-        await self.applier.apply(plan, obj)
-        return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
+        outcome = await self.applier.apply(plan, obj)
+        requeue = min((t for t in (plan.requeue_after, outcome.retry_after) if t), default=None)
+        return Result(requeue_after=requeue) if requeue else None

@@ -3,6 +3,8 @@
 Guarantees: an event is recorded only on an observed transition (a pod update from not Ready to
 Ready that completes its role instance or ServingGroup), only while this replica leads, and never
 from a cache replay, so a restarted manager records nothing for units that were already running.
+A role instance that needs a headless Service (its role has a ``workerTemplate``) is not Running
+while that Service is missing (e.g. refused by the API server).
 Recording never blocks the informer (the recorder writes in the background).
 """
 
@@ -12,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
-from kthena_py.kube.resources import PODS
+from kthena_py.kube.resources import PODS, SERVICES
 from kthena_py.plan.modelserving.events import joinable, role_message
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import pod_running_and_ready
@@ -46,6 +48,10 @@ class RunningNotifier:
     def on_delete(self, obj: KubeObject) -> None:
         """Deletions are reported by the reconcilers."""
 
+    def _service_present(self, labels: dict[str, str], namespace: str) -> bool:
+        service = self.cache.get(SERVICES, f"{labels[GROUP]}-{labels[ROLE_ID]}-0", namespace)
+        return service is not None and not is_deleting(service)
+
     def on_update(self, old: KubeObject, new: KubeObject) -> None:
         """Record RoleRunning (and ServingGroupRunning) when ``new`` completes its unit."""
         if not self.leading() or pod_ready(old) or not pod_ready(new):
@@ -61,6 +67,8 @@ class RunningNotifier:
         if spec is None:
             return
         instance = [p for p in group_pods if labels_of(p).get(ROLE_ID) == labels[ROLE_ID]]
+        if spec.get("workerTemplate") is not None and not self._service_present(labels, ns):
+            return
         if len(instance) == int(spec.get("workerReplicas") or 0) + 1 and all(pod_ready(p) for p in instance):
             message = role_message(str(labels.get(ROLE)), labels[ROLE_ID], labels[GROUP], "Running")
             self.recorder.event(ms, "Normal", "RoleRunning", message, join=joinable("RoleRunning"))

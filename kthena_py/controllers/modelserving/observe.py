@@ -1,12 +1,14 @@
 """Read-only views of the cluster for the ModelServing reconcilers, all from the informer cache.
 
 Guarantees: no API calls; every function tolerates objects that are absent or half-formed; only
-objects controlled by the given ModelServing UID are returned (leftovers of a deleted same-named
-predecessor are ignored until the garbage collector removes them).
+objects controlled by the given ModelServing UID are returned as its own (leftovers of a deleted
+same-named predecessor are never adopted; :func:`foreign_pods` lists them, since their names are
+taken until the garbage collector removes them).
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import Any
 
@@ -102,6 +104,20 @@ def observe(cache: SharedCache, ref: MSRef) -> Observed:
             if _controlled_by(o, ref.uid)
         ),
     )
+
+
+def foreign_pods(cache: SharedCache, ref: MSRef) -> list[KubeObject]:
+    """Cached pods labelled with this ModelServing's name but not controlled by it.
+
+    They are a same-named predecessor's pods that have not gone yet (or orphans): their names are not free.
+    Only pods named the way this controller names pods (``<ms>-<group>-<role>-<ordinal>-<index>``) count.
+    """
+    shape = re.compile(rf"^{re.escape(ref.name)}-[0-9]+-.+-[0-9]+-[0-9]+$")
+    return [
+        o
+        for o in cache.by_label(PODS, NAME_LABEL, ref.name, ref.namespace)
+        if not _controlled_by(o, ref.uid) and shape.match(str(meta(o).get("name", "")))
+    ]
 
 
 def podgroup_support(cache: SharedCache) -> PodGroupSupport:

@@ -21,17 +21,24 @@ Guarantees:
   terminating the unit is *blocked* (nothing is created for it) until they are gone, then it is created anew.
 * Missing pods. The pods of a role instance are created together, and the applier waits until the cache
   shows every creation before the next reconcile, so a *partial* instance (entry present and a worker
-  missing, or the reverse) is a failure. An interrupted creation (an API error, a crash) can leave one too;
-  recreating the instance then costs one extra round, while keeping workers whose entry pod was lost would
-  leave them attached to a dead entry. An instance with no pod at all is simply not created yet.
+  missing, or the reverse) is a failure, because a pod was lost, unless every missing pod is
+  *unavailable*: its creation was refused by the API server (``refused``; retrying it is paced by the
+  applier) or its name is held by another owner's pod (``foreign``). Such an instance is completed, never
+  torn down: recreating it cannot make the refused part succeed, and tearing it down only loops. A crash
+  in the middle of a creation can still leave an unreported partial instance; recreating it costs one
+  extra round, while keeping workers whose entry pod was lost would leave them attached to a dead entry.
+  An instance with no pod at all is simply not created yet.
+* Pods whose name is held by another owner's pod are never created (``blocked_pods``); the planner waits
+  until the holder is gone.
 * ``ServingGroupRecreate`` and a live group with a desired instance that has no pod at all: a failure, unless it
-  looks like a role scale-up (the role has live instances and this ordinal is above all of them). An interrupted
-  group creation, or a role scaled up from zero replicas, therefore costs one group recreation.
+  is a role scale-up (the role has no live instance in the group, i.e. it is scaled up from zero, or this
+  ordinal is above all its live ones) or all its pods are unavailable. A role scaled up from zero adds its
+  instances without recreating the group; an interrupted group creation costs one group recreation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from kthena_py.api.modelserving import RecoveryPolicy
@@ -46,6 +53,7 @@ __all__ = [
     "instance_failure",
     "missing_indices",
     "plan_group_recovery",
+    "pod_name_in",
     "unhealthy_cause",
 ]
 
@@ -104,8 +112,19 @@ def missing_indices(instance: InstanceState, worker_replicas: int) -> list[int]:
     return [index for index in order if index not in instance.pods]
 
 
+def pod_name_in(group: GroupState, role: str, ordinal: int, index: int) -> str:
+    """The name of pod ``index`` of instance ``role``-``ordinal`` in ``group``."""
+    return f"{group.name}-{naming.role_id(role, ordinal)}-{index}"
+
+
 def instance_failure(
-    instance: InstanceState, worker_replicas: int, policy: RecoveryPolicy, grace_seconds: int, now: float
+    instance: InstanceState,
+    worker_replicas: int,
+    policy: RecoveryPolicy,
+    grace_seconds: int,
+    now: float,
+    unavailable: Collection[str] = (),
+    group: GroupState | None = None,
 ) -> tuple[str | None, float | None]:
     """Decide whether a role instance with pods has failed (for the two Recreate policies).
 
@@ -115,6 +134,9 @@ def instance_failure(
         policy: The recovery policy.
         grace_seconds: ``restartGracePeriodSeconds``.
         now: The current time (epoch seconds).
+        unavailable: Names of pods that cannot be created now (refused, or held by another owner); their
+            absence is not a failure.
+        group: The instance's group (needed to name its missing pods when ``unavailable`` is given).
 
     Returns:
         ``(cause, None)`` for a failure, else ``(None, remaining)`` where ``remaining`` is the shortest grace
@@ -124,6 +146,8 @@ def instance_failure(
     if terminating:
         return f"pod {terminating[0]} was deleted", None
     missing = missing_indices(instance, worker_replicas)
+    if unavailable and group is not None:
+        missing = [i for i in missing if pod_name_in(group, instance.role, instance.ordinal, i) not in unavailable]
     if missing and instance.pods:
         has_entry = naming.ENTRY_INDEX in instance.pods
         what = "worker pod" if has_entry else "entry pod"
@@ -153,21 +177,33 @@ def _role_event(group: GroupState, instance: InstanceState, cause: str) -> Plann
 
 
 def _scale_up_slot(group: GroupState, item: DesiredInstance) -> bool:
+    """Whether a desired instance without pods is new: its role has no live instance, or it is above them."""
     live = [ordinal for ordinal, inst in group.role_instances(item.role).items() if inst.live]
-    return bool(live) and item.ordinal > max(live)
+    return not live or item.ordinal > max(live)
+
+
+def _all_unavailable(group: GroupState, item: DesiredInstance, unavailable: Collection[str]) -> bool:
+    indices = [naming.ENTRY_INDEX, *range(1, item.worker_replicas + 1)]
+    return bool(unavailable) and all(pod_name_in(group, item.role, item.ordinal, i) in unavailable for i in indices)
 
 
 def _group_failure(
-    group: GroupState, desired: Sequence[DesiredInstance], grace_seconds: int, now: float
+    group: GroupState,
+    desired: Sequence[DesiredInstance],
+    grace_seconds: int,
+    now: float,
+    unavailable: Collection[str],
 ) -> tuple[str | None, float | None]:
     remaining: float | None = None
     for item in desired:
         instance = group.instances.get((item.role, item.ordinal))
         if instance is None or not instance.pods:
-            if not _scale_up_slot(group, item):
+            if not _scale_up_slot(group, item) and not _all_unavailable(group, item, unavailable):
                 return f"role instance {naming.role_id(item.role, item.ordinal)} is missing", None
             continue
-        cause, left = instance_failure(instance, item.worker_replicas, "ServingGroupRecreate", grace_seconds, now)
+        cause, left = instance_failure(
+            instance, item.worker_replicas, "ServingGroupRecreate", grace_seconds, now, unavailable, group
+        )
         if cause is not None:
             return f"{naming.role_id(item.role, item.ordinal)}: {cause}", None
         remaining = _min(remaining, left)
@@ -184,8 +220,29 @@ def _stray(group: GroupState, desired: Sequence[DesiredInstance]) -> list[PodSta
     return stray
 
 
+def _foreign_blocked(
+    group: GroupState, desired: Sequence[DesiredInstance], foreign: Collection[str]
+) -> set[tuple[str, int, int]]:
+    """``(role, ordinal, index)`` of desired pods whose name is held by another owner's pod."""
+    if not foreign:
+        return set()
+    return {
+        (item.role, item.ordinal, index)
+        for item in desired
+        for index in range(item.worker_replicas + 1)
+        if pod_name_in(group, item.role, item.ordinal, index) in foreign
+    }
+
+
 def plan_group_recovery(
-    policy: RecoveryPolicy, grace_seconds: int, group: GroupState, desired: Sequence[DesiredInstance], now: float
+    policy: RecoveryPolicy,
+    grace_seconds: int,
+    group: GroupState,
+    desired: Sequence[DesiredInstance],
+    now: float,
+    *,
+    refused: Collection[str] = (),
+    foreign: Collection[str] = (),
 ) -> Recovery:
     """Decide the recovery actions for one live, desired ServingGroup.
 
@@ -195,16 +252,25 @@ def plan_group_recovery(
         group: The observed group (live: at least one non-terminating pod).
         desired: The role instances that should exist in it (instances being scaled away are not listed).
         now: The current time (epoch seconds).
+        refused: Names of pods whose last creation was refused by the API server.
+        foreign: Names of pods held by another owner's pods.
 
     Returns:
         The decisions (see :class:`Recovery`).
     """
+    unavailable = frozenset(refused) | frozenset(foreign)
+    held = _foreign_blocked(group, desired, foreign)
     stray = _stray(group, desired)
     reasons = [f"delete {pod.name}: index beyond workerReplicas" for pod in stray]
     if policy == "ServingGroupRecreate":
-        cause, remaining = _group_failure(group, desired, grace_seconds, now)
+        cause, remaining = _group_failure(group, desired, grace_seconds, now, unavailable)
         if cause is None:
-            return Recovery(deletes=tuple(stray), reasons=tuple(reasons), requeue_after=remaining)
+            return Recovery(
+                deletes=tuple(stray),
+                reasons=tuple(reasons),
+                requeue_after=remaining,
+                blocked_pods=frozenset(held),
+            )
         doomed = [pod for pod in group.pods() if not pod.terminating]
         message = f"ServingGroup {group.name} is now Recreating: {cause}"
         return Recovery(
@@ -217,14 +283,16 @@ def plan_group_recovery(
     deletes = list(stray)
     events: list[PlannedEvent] = []
     blocked_instances: set[tuple[str, int]] = set()
-    blocked_pods: set[tuple[str, int, int]] = set()
+    blocked_pods: set[tuple[str, int, int]] = set(held)
     requeue: float | None = None
     for item in desired:
         instance = group.instances.get((item.role, item.ordinal))
         if instance is None or not instance.pods:
             continue
         if policy == "RoleRecreate":
-            cause, left = instance_failure(instance, item.worker_replicas, policy, grace_seconds, now)
+            cause, left = instance_failure(
+                instance, item.worker_replicas, policy, grace_seconds, now, unavailable, group
+            )
             requeue = _min(requeue, left)
             if cause is None:
                 continue

@@ -81,6 +81,8 @@ class _Builder:
     reasons: list[str] = field(default_factory=list)
     activity: dict[str, str] = field(default_factory=dict)
     requeue: float | None = None
+    refused: frozenset[str] = frozenset()
+    foreign: frozenset[str] = frozenset()
 
     def requeue_after(self, seconds: float | None) -> None:
         if seconds is not None:
@@ -135,6 +137,10 @@ def _create_instance(
     if instance is not None:
         indices = missing_indices(instance, role.worker_replicas)
     indices = [index for index in indices if index not in skip]
+    if b.foreign:  # names held by another owner's pods: wait for them to go
+        indices = [
+            i for i in indices if naming.pod_name(b.state.ref.name, group, role.name, ordinal, i) not in b.foreign
+        ]
     role_hash = role_template_hash(ctx.data, role)
     b.creates.extend(build_pod(ctx, role, group, ordinal, index, role_hash) for index in indices)
     return len(indices)
@@ -241,7 +247,15 @@ def _live_group(b: _Builder, group: GroupState, now: float) -> None:
     desired = _scale_roles(b, group, target)
     items = [DesiredInstance(rt.role.name, r, (rt.instances[r].role or rt.role).worker_replicas) for rt, r in desired]
     spec = state.ms.spec
-    recovery = plan_group_recovery(spec.recovery_policy, spec.template.restart_grace_period_seconds, group, items, now)
+    recovery = plan_group_recovery(
+        spec.recovery_policy,
+        spec.template.restart_grace_period_seconds,
+        group,
+        items,
+        now,
+        refused=b.refused,
+        foreign=b.foreign,
+    )
     _apply_recovery(b, group, recovery)
     if recovery.group_blocked:
         return
@@ -338,7 +352,7 @@ def plan_servinggroups(ms: ModelServing, ref: MSRef, observed: Observed, support
         for pg in observed.podgroups
         if pg.get("metadata", {}).get("deletionTimestamp") is None
     )
-    b = _Builder(state, podgroups)
+    b = _Builder(state, podgroups, refused=observed.refused_pods, foreign=observed.foreign_pods)
     if state.collision:
         name = naming.revision_name(ref.name, state.revision)
         b.event("Warning", "RevisionCollision", f"ControllerRevision {name} records other data; raising collisionCount")

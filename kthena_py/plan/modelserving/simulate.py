@@ -120,7 +120,13 @@ class MemoryCluster:
 
     def observed(self) -> Observed:
         """A snapshot for the planners (copies: planners never see later edits)."""
-        return Observed(**{plural: tuple(copy.deepcopy(list(objs.values()))) for plural, objs in self.objects.items()})
+        snapshot = {plural: tuple(copy.deepcopy(list(objs.values()))) for plural, objs in self.objects.items()}
+        return Observed(
+            pods=snapshot["pods"],
+            services=snapshot["services"],
+            podgroups=snapshot["podgroups"],
+            revisions=snapshot["revisions"],
+        )
 
     def pods(self) -> dict[str, KubeObject]:
         """The pods, by name (the live store: edits show in the next snapshot)."""

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState, ObservedGroups
+from kthena_py.plan.modelserving.pods import needs_service
 from kthena_py.plan.modelserving.revision import RevisionData, revision_hash, role_template_hash
 from kthena_py.plan.modelserving.rolling import Budget, UnitPlan, UnitView, plan_units, resolve_budget
 
@@ -201,6 +202,7 @@ def _role_targets(
             live=inst.live,
             updated=ctx.instance_updated(inst) if ctx.role_level else True,
             ready=inst.complete_and_ready(_workers(ctx, inst, role))
+            and (inst.service is not None or not needs_service(role))
             and not (group is not None and ctx.disrupted(group.name, f"{role.name}-{r}")),
             terminating=inst.terminating,
             cost=inst.cost,

@@ -51,6 +51,11 @@ class Observed:
     podgroups: tuple[KubeObject, ...] = ()
     revisions: tuple[KubeObject, ...] = ()
     """ControllerRevisions labelled ``modelserving.volcano.sh/name=<ms>``."""
+    refused_pods: frozenset[str] = frozenset()
+    """Names of pods whose last creation the API server refused (reported in the failure condition)."""
+    foreign_pods: frozenset[str] = frozenset()
+    """Names the controller would give pods that are held by pods of another owner (a same-named
+    predecessor's pods that have not gone yet); nothing is created under them until they go."""
 
 
 @dataclass(frozen=True)

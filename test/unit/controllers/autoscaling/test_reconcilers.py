@@ -235,6 +235,10 @@ async def test_failed_scale_keeps_the_history() -> None:
     result = await w.main.reconcile(Request("ns", "p"))
     assert result is not None and result.requeue_after  # retried at the next period, not in a tight loop
     assert w.condition("Ready") == ("False", "ScaleFailed")
+    assert [e for e in w.recorder.events if e[1] == "FailedRescale"] == [
+        ("Warning", "FailedRescale", "cannot scale ns/ms from 1 to 5: 500 InternalError: etcd is down")
+    ]
+    assert not [e for e in w.recorder.events if e[1] == "ScaleFailed"]  # one event per refusal, not two
     assert HISTORY_ANNOTATION not in (w.get(AUTOSCALINGPOLICIES, "p")["metadata"].get("annotations") or {})
     del w.client.fail["scale"]
     w.tick()

@@ -1,7 +1,8 @@
 """The applier's write rules: creation steps, and the status left to the reconcile its own writes trigger.
 
 A fake client stands in for the API server and, like a synced informer, puts what it wrote into the cache,
-so the applier's read-your-writes wait completes. The real thing is exercised in the cluster tier.
+so the applier's read-your-writes wait completes. The real thing is exercised in the envtest and cluster
+tiers (test/envtest/test_faults.py, test/cluster/test_faults.py).
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ import itertools
 from typing import Any
 
 from kthena_py.controllers.modelserving.apply import PlanApplier
+from kthena_py.controllers.modelserving.failures import FailureTracker
 from kthena_py.controllers.resources import MODELSERVINGS
-from kthena_py.kube import AlreadyExists, NotFound
+from kthena_py.kube import AlreadyExists, Invalid, NotFound
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
 from kthena_py.plan.modelserving.types import Delete, Plan
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.clock import FakeClock
 
 _RV = itertools.count(100)
 
@@ -26,6 +29,8 @@ class FakeClient:
         self.cache = cache
         self.exists = set(exists)
         self.gone = set(gone)
+        self.refuse: set[str] = set()
+        self.owner_of_existing = "someone-else"
         self.calls: list[tuple[str, str, str]] = []
 
     async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
@@ -33,9 +38,18 @@ class FakeClient:
         self.calls.append(("create", body["kind"], name))
         if name in self.exists:
             raise AlreadyExists(409, "AlreadyExists", "exists")
+        if name in self.refuse:
+            raise Invalid(
+                422, "Invalid", f'{body["kind"]} "{name}" is invalid: spec.containers[0].image: Required value'
+            )
         obj = {**body, "metadata": {**body["metadata"], "uid": f"uid-{name}", "resourceVersion": str(next(_RV))}}
         self.cache.informer(rt).store.upsert(obj)
         return obj
+
+    async def get(self, rt: Any, name: str, namespace: str | None = None, **_: Any) -> dict[str, Any]:
+        self.calls.append(("get", rt.kind, name))
+        owner = {"controller": True, "uid": self.owner_of_existing, "kind": "ModelServing", "name": "ms"}
+        return {"metadata": {"name": name, "namespace": "ns", "uid": f"old-{name}", "ownerReferences": [owner]}}
 
     async def delete(self, rt: Any, name: str, namespace: str | None = None, **_: Any) -> None:
         self.calls.append(("delete", rt.kind, name))
@@ -54,9 +68,12 @@ class FakeClient:
         return obj
 
 
-class NoEvents:
-    def event(self, *_: Any) -> None:
-        raise AssertionError("no events planned")
+class Events:
+    def __init__(self) -> None:
+        self.recorded: list[tuple[str, str, str]] = []
+
+    def event(self, _obj: Any, type_: str, reason: str, message: str) -> None:
+        self.recorded.append((type_, reason, message))
 
 
 MS: dict[str, Any] = {
@@ -70,22 +87,31 @@ STATUS = {"replicas": 1}
 
 def obj(kind: str, name: str) -> dict[str, Any]:
     api = {"Pod": "v1", "Service": "v1", "ControllerRevision": "apps/v1"}[kind]
-    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "ns"}}
+    owner = {"controller": True, "uid": "ms-uid", "kind": "ModelServing", "name": "ms"}
+    return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "ns", "ownerReferences": [owner]}}
 
 
 def setup(**kw: Any) -> tuple[PlanApplier, FakeClient]:
+    applier, client, _ = setup_with_events(**kw)
+    return applier, client
+
+
+def setup_with_events(clock: FakeClock | None = None, **kw: Any) -> tuple[PlanApplier, FakeClient, Events]:
     cache = SharedCache(None)  # type: ignore[arg-type]  # never started: the fake client fills it
     for rt in (MODELSERVINGS, PODS, SERVICES, CONTROLLER_REVISIONS):
         cache.informer(rt)
     cache.informer(MODELSERVINGS).store.upsert(MS)
     client = FakeClient(cache, **kw)
-    return PlanApplier(client, NoEvents(), "test", cache, sync_timeout=1.0), client  # type: ignore[arg-type]
+    events = Events()
+    tracker = FailureTracker(clock or FakeClock())
+    applier = PlanApplier(client, events, "test", cache, sync_timeout=1.0, tracker=tracker)  # type: ignore[arg-type]
+    return applier, client, events
 
 
 async def test_revision_first_then_everything_else() -> None:
     applier, client = setup()
     plan = Plan(creates=(obj("ControllerRevision", "ms-r"), obj("Service", "s"), obj("Pod", "w"), obj("Pod", "e")))
-    assert await applier.apply(plan, MS) == 4
+    assert (await applier.apply(plan, MS)).writes == 4
     assert client.calls[0] == ("create", "ControllerRevision", "ms-r")
     assert {c[2] for c in client.calls[1:]} == {"s", "w", "e"}
 
@@ -106,7 +132,7 @@ async def test_status_waits_for_the_reconcile_that_deletions_trigger() -> None:
 
 async def test_status_is_written_by_a_quiet_reconcile() -> None:
     applier, client = setup()
-    assert await applier.apply(Plan(status=STATUS), MS) == 1
+    assert (await applier.apply(Plan(status=STATUS), MS)).writes == 1
     assert client.calls == [("patch", "ModelServing/status", "ms")]
 
 
@@ -119,5 +145,91 @@ async def test_status_is_written_when_no_write_took_effect() -> None:
 
 async def test_unchanged_status_is_not_written() -> None:
     applier, client = setup()
-    assert await applier.apply(Plan(status=dict(MS["status"])), MS) == 0
+    assert (await applier.apply(Plan(status=dict(MS["status"])), MS)).writes == 0
     assert client.calls == []
+
+
+# -- refused writes ------------------------------------------------------------------------------------------
+
+
+async def test_a_refused_create_fails_nothing_else_and_the_status_is_still_written() -> None:
+    applier, client, events = setup_with_events()
+    client.refuse = {"w", "e"}
+    outcome = await applier.apply(Plan(creates=(obj("Pod", "w"), obj("Pod", "e")), status=STATUS), MS)
+    assert [f.name for f in sorted(outcome.failures, key=lambda f: f.name)] == ["e", "w"]
+    assert client.calls[-1] == ("patch", "ModelServing/status", "ms")  # every write refused: status now
+    assert outcome.retry_after == 1.0
+    assert sorted(r for _, r, _ in events.recorded) == ["FailedCreate", "FailedCreate"]
+    assert all(t == "Warning" and "is invalid" in m for t, _, m in events.recorded)
+
+
+async def test_refused_creates_back_off_exponentially_whatever_triggers_the_reconcile() -> None:
+    clock = FakeClock()
+    applier, client, _ = setup_with_events(clock)
+    client.refuse = {"w"}
+    plan = Plan(creates=(obj("Pod", "w"),))
+    attempts: list[float] = []
+    for _ in range(400):  # a reconcile every 0.5 s (pod updates, deletes it caused, ...) for 200 s
+        before = len([c for c in client.calls if c[0] == "create"])
+        outcome = await applier.apply(plan, MS)
+        if len([c for c in client.calls if c[0] == "create"]) > before:
+            attempts.append(clock.now())
+        assert outcome.failures and outcome.retry_after is not None
+        clock.advance(0.5)
+    gaps = [b - a for a, b in itertools.pairwise(attempts)]
+    assert gaps[:6] == [1.0, 2.0, 4.0, 8.0, 16.0, 32.0]
+    assert set(gaps[6:]) == {60.0}  # capped
+
+
+async def test_a_refused_create_is_retried_once_its_backoff_ends_and_then_forgotten() -> None:
+    clock = FakeClock()
+    applier, client, _ = setup_with_events(clock)
+    client.refuse = {"w"}
+    plan = Plan(creates=(obj("Pod", "w"),))
+    for _ in range(5):
+        outcome = await applier.apply(plan, MS)
+        assert outcome.retry_after is not None
+        clock.advance(outcome.retry_after)
+    client.refuse = set()  # the quota was freed
+    outcome = await applier.apply(plan, MS)
+    assert outcome.failures == () and outcome.retry_after is None
+    assert client.calls[-1] == ("create", "Pod", "w")
+
+
+async def test_a_changed_body_is_tried_at_once() -> None:
+    clock = FakeClock()
+    applier, client, _ = setup_with_events(clock)
+    client.refuse = {"w"}
+    await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
+    fixed = obj("Pod", "w")
+    fixed["spec"] = {"containers": [{"name": "c", "image": "fixed"}]}
+    client.refuse = set()
+    outcome = await applier.apply(Plan(creates=(fixed,)), MS)
+    assert outcome.failures == ()
+    assert [c for c in client.calls if c[0] == "create"] == [("create", "Pod", "w")] * 2
+
+
+async def test_already_exists_of_our_own_object_is_success() -> None:
+    applier, client, events = setup_with_events(exists=frozenset({"w"}))
+    client.owner_of_existing = "ms-uid"
+    outcome = await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
+    assert outcome.failures == () and events.recorded == []
+
+
+async def test_already_exists_of_another_owners_object_waits_for_it() -> None:
+    applier, client, events = setup_with_events(exists=frozenset({"w"}))
+    outcome = await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
+    assert [(f.verb, f.name) for f in outcome.failures] == [("create", "w")]
+    assert "not controlled by this ModelServing" in outcome.failures[0].cause
+    assert events.recorded[0][1] == "FailedCreate"
+    again = await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
+    assert again.failures == outcome.failures  # still backing off: no second request
+    assert [c for c in client.calls if c[0] == "create"] == [("create", "Pod", "w")]
+
+
+async def test_a_refused_revision_creates_no_pod() -> None:
+    applier, client, _ = setup_with_events()
+    client.refuse = {"ms-r"}
+    outcome = await applier.apply(Plan(creates=(obj("ControllerRevision", "ms-r"), obj("Pod", "w"))), MS)
+    assert [f.name for f in outcome.failures] == ["ms-r"]
+    assert [c for c in client.calls if c[0] == "create"] == [("create", "ControllerRevision", "ms-r")]

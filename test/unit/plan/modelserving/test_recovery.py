@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from kthena_py.plan.modelserving.podgroups import plan_podgroups
 from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.types import Plan
 
@@ -29,9 +31,16 @@ def _setup(policy: str, grace: int | None = None) -> tuple[Cluster, dict[str, An
     return cluster, doc
 
 
-def _plan(cluster: Cluster, doc: dict[str, Any], now: float = NOW) -> Plan:
+def _plan(
+    cluster: Cluster,
+    doc: dict[str, Any],
+    now: float = NOW,
+    refused: frozenset[str] = frozenset(),
+    foreign: frozenset[str] = frozenset(),
+) -> Plan:
     ms = parse(doc)
-    return plan_servinggroups(ms, ref_of(ms), cluster.observed(), VOLCANO, now)
+    observed = dataclasses.replace(cluster.observed(), refused_pods=refused, foreign_pods=foreign)
+    return plan_servinggroups(ms, ref_of(ms), observed, VOLCANO, now)
 
 
 def _reasons(plan: Plan) -> list[str]:
@@ -153,7 +162,7 @@ def test_grace_falls_back_to_creation_time() -> None:
         lambda c: c.fail("llama-0-decode-0-0", NOW - 1),
         lambda c: c.terminate("llama-0-prefill-1-1"),
         lambda c: c.remove("llama-0-prefill-1-1"),
-        lambda c: c.remove("llama-0-decode-0-0"),  # a whole single-pod instance gone
+        lambda c: [c.remove(n) for n in PREFILL0],  # a whole instance gone below a live one of its role
         lambda c: c.restart("llama-0-prefill-0-1", NOW - 1),
     ],
 )
@@ -186,6 +195,63 @@ def test_serving_group_recreate_role_scale_up_is_not_a_failure() -> None:
     assert plan.deletes == ()
     assert created(plan) == ["llama-0-prefill-2-1", "llama-0-prefill-2-0"]
     assert created(plan, "Service") == ["llama-0-prefill-2-0"]
+
+
+@pytest.mark.parametrize("policy", ["RoleRecreate", "ServingGroupRecreate"])
+def test_role_scaled_up_from_zero_adds_instances_without_recreating(policy: str) -> None:
+    doc = ms_doc(role_doc("prefill", replicas=1, workers=1), role_doc("decode", replicas=0), policy=policy)
+    cluster = Cluster()
+    cluster.converge(parse(doc))
+    assert sorted(cluster.pods()) == PREFILL0
+    scaled = ms_doc(role_doc("prefill", replicas=1, workers=1), role_doc("decode", replicas=2), policy=policy)
+    plan = _plan(cluster, scaled)
+    assert plan.deletes == ()
+    assert created(plan) == ["llama-0-decode-0-0", "llama-0-decode-1-0"]
+    assert "ServingGroupRecreating" not in _reasons(plan)
+
+
+# --- refused and foreign pods ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("policy", ["RoleRecreate", "ServingGroupRecreate", "None"])
+@pytest.mark.parametrize("refused", [["llama-0-prefill-0-1"], ["llama-0-prefill-0-0"], PREFILL0])
+def test_a_partly_refused_instance_is_completed_not_torn_down(policy: str, refused: list[str]) -> None:
+    cluster, doc = _setup(policy)
+    for name in refused:
+        cluster.remove(name)  # the API server refused these pods; the rest of the instance exists
+    plan = _plan(cluster, doc, refused=frozenset(refused))
+    assert plan.deletes == ()
+    assert sorted(created(plan)) == sorted(refused)  # retried (the applier paces the retries)
+    assert not {"RoleRecreating", "ServingGroupRecreating"} & set(_reasons(plan))
+
+
+def test_a_lost_pod_is_still_a_failure_next_to_a_refused_one() -> None:
+    cluster, doc = _setup("RoleRecreate")
+    cluster.remove("llama-0-prefill-0-1")
+    plan = _plan(cluster, doc, refused=frozenset({"llama-0-prefill-1-1"}))
+    assert deleted(plan) == ["llama-0-prefill-0-0"]
+    assert _reasons(plan) == ["RoleRecreating"]
+
+
+@pytest.mark.parametrize("policy", ["RoleRecreate", "ServingGroupRecreate", "None"])
+def test_a_name_held_by_another_owner_is_waited_for(policy: str) -> None:
+    cluster, doc = _setup(policy)
+    cluster.remove("llama-0-prefill-0-1")
+    foreign = frozenset({"llama-0-prefill-0-1"})
+    plan = _plan(cluster, doc, foreign=foreign)
+    assert plan.deletes == () and plan.creates == ()
+    # Once the holder is gone, the pod is created; the failure condition still names it as refused.
+    again = _plan(cluster, doc, refused=foreign)
+    assert again.deletes == () and created(again) == ["llama-0-prefill-0-1"]
+
+
+def test_a_new_group_skips_names_held_by_another_owner() -> None:
+    doc = _doc("RoleRecreate")
+    cluster = Cluster()
+    ms = parse(doc)
+    cluster.apply(plan_podgroups(ms, ref_of(ms), cluster.observed(), VOLCANO))
+    plan = _plan(cluster, doc, foreign=frozenset({"llama-0-decode-0-0"}))
+    assert sorted(created(plan)) == sorted(PREFILL0 + PREFILL1)
 
 
 # --- None ------------------------------------------------------------------------------------------------------
