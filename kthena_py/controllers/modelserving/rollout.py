@@ -2,11 +2,13 @@
 
 Guarantees: each reconcile reads only the informer cache, calls the pure planner
 :func:`~kthena_py.plan.modelserving.rollout.plan_rollout` and applies its plan with its own field manager
-(``kthena-py-rollout``): it takes outdated units down (UID preconditions) and server-side applies the
-``UpdateInProgress`` condition, which it alone owns. It never creates anything: the ServingGroup reconciler
-re-creates every missing unit at its target revision. Nothing is remembered between reconciles, so a
-restarted manager resumes a rollout from the cluster alone; the applier waits until the cache shows its
-deletions, so the next step is planned from a cache that already counts them as unavailable.
+(``kthena-py-rollout``): it takes outdated units down (UID preconditions) or patches them in place (UID-guarded
+merge patches that carry the per-pod in-place state), and server-side applies the ``UpdateInProgress`` and
+``CoordinatedRoleRolloutBlocked`` conditions, which it alone owns. It never creates anything: the ServingGroup
+reconciler re-creates every missing unit at its target revision. Nothing is remembered between reconciles, so a
+restarted manager resumes a rollout from the cluster alone (in-place progress lives in pod annotations); the
+applier waits until the cache shows its writes, so the next step is planned from a cache that already counts them
+as unavailable. A requeue brings the next step back when an in-place update's deadline comes.
 """
 
 from __future__ import annotations
@@ -94,4 +96,4 @@ class RolloutReconciler:
         writes = await self.applier.apply(plan, obj)
         if writes:
             log.info("rollout step", writes=writes, reasons=list(plan.reasons))
-        return None
+        return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None

@@ -7,8 +7,8 @@ previous status. The ServingGroup planner (what to create), the PodGroup planner
 Guarantees:
 
 * Granularity follows ``rolloutStrategy.type``. Under ``ServingGroupRollingUpdate`` a group is the unit: it is
-  *updated* when its pods carry the update revision, its missing parts are rendered from the revision the group is
-  on (a group is never mixed), and the group-level budget (``rollingUpdateConfiguration``) applies. Under
+  *updated* when all its live pods carry the update revision, its missing parts are rendered from the revision the
+  group is on (a group is never mixed), and the group-level budget (``rollingUpdateConfiguration``) applies. Under
   ``RoleRollingUpdate`` a role instance is the unit: it is *updated* when its pods carry the update revision's
   role template hash, each role uses its own ``maxUnavailable`` / ``maxSurge`` / ``partition`` in every group, and
   the roles of every group are the spec's (roles no longer in the spec are scaled away).
@@ -221,7 +221,10 @@ def _group_target(ctx: _Context, ordinal: int, group: GroupState | None, protect
             inst.role in names and ctx.instance_updated(inst) for inst in group.instances.values() if inst.live
         )
     else:
-        updated = revision == ctx.revision
+        # Every live pod on the update revision: a group half-way through an in-place update is not updated yet.
+        updated = revision == ctx.revision and (
+            group is None or all(pod.revision == ctx.revision for pod in group.pods() if not pod.terminating)
+        )
     return GroupTarget(ordinal, revision if data is not None else None, data, roles, updated, ready, protected)
 
 
