@@ -16,7 +16,11 @@ Guarantees of :func:`coordinate` (pure, exact rational arithmetic):
   instances stay Ready. When one instance of a role is a bigger step than ``maxSkew`` (``1/N > maxSkew``) that
   bound cannot hold; then, and only when nothing is in flight anywhere, the role furthest behind may start one
   instance if that keeps it within ``max(maxSkew, 1/N)`` of the baseline, so the bound becomes
-  ``max(maxSkew, 1/N)`` over those roles and the rollout never deadlocks on rounding.
+  ``max(maxSkew, 1/N)`` over those roles and the rollout never deadlocks on rounding. Likewise, when a dependency
+  keeps its last old replica for its callers (below) and the callers are held by the skew, the callers finish one
+  instance at a time, within ``1/N`` of the dependency's own step. Overall the ratios never differ by more than
+  ``max(maxSkew, 1/min(N))``, and by ``maxSkew`` exactly when every role's single instance is within it and no
+  dependency has to retain old capacity.
 * **Progress.** Whenever the started instances are all Ready, some role that has candidates and is not held by
   a dependency or by retained old capacity may start one (the baseline role always can when
   ``maxSkew * N >= 1``), so a rollout whose pods become Ready always finishes, except where partition-protected
@@ -203,10 +207,17 @@ def coordinate(roles: Sequence[RoleCounts], max_skew: Fraction, dependencies: Ma
             skew_held.append(counts)
     in_flight = any(r.started > min(r.ready, r.replicas) for r in roles)
     if not any(allowed.values()) and not in_flight and skew_held:
-        laggard = min(skew_held, key=lambda r: ratios[r.role])
-        step = Fraction(1, max(laggard.replicas, 1))
-        if Fraction(laggard.started + 1, max(laggard.replicas, 1)) - baseline <= max(max_skew, step):
-            allowed[laggard.role] = _take(laggard, 1, ready_limits[laggard.role])
+        # Nothing moves and nothing will: rounding (one instance is more than maxSkew) or a dependency that keeps
+        # its last old replica for its callers. The role furthest behind takes one step, by at most one
+        # instance's share of the roles involved.
+        retained = [
+            Fraction(1, max(by_name[h.role].replicas, 1)) for h in blocked.values() if h.reason == REASON_RETAINED
+        ]
+        for laggard in sorted(skew_held, key=lambda r: ratios[r.role]):
+            slack = max([max_skew, Fraction(1, max(laggard.replicas, 1)), *retained])
+            if Fraction(laggard.started + 1, max(laggard.replicas, 1)) - baseline <= slack:
+                allowed[laggard.role] = _take(laggard, 1, ready_limits[laggard.role])
+                break
     holds: list[Hold] = []
     for counts in roles:
         name = counts.role
