@@ -19,10 +19,13 @@ from typing import Any
 
 import pytest
 
+from kthena_py.api.modelserving import ModelServing
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import EVENTS, NODES, PODS
+from kthena_py.plan.modelserving.revision import revision_data, role_template_hash
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX
 from kthena_py.testing.wait import eventually
 
@@ -31,6 +34,13 @@ from .msutil import is_ready, live_pods, modelserving, pods, role, running_manag
 pytestmark = pytest.mark.cluster
 
 STATE = "modelserving.volcano.sh/inplace-update-state"
+HASH_LABEL = "modelserving.volcano.sh/role-template-hash"
+
+
+def parse_ms(obj: KubeObject) -> ModelServing:
+    return ModelServing.model_validate({"metadata": obj["metadata"], "spec": obj["spec"]})
+
+
 BAD = f"{BAD_IMAGE_PREFIX}engine:missing"
 
 
@@ -93,6 +103,17 @@ async def _wait_condition(
 async def _events(kube: KubeClient, namespace: str) -> list[KubeObject]:
     items = (await kube.list(EVENTS, namespace, field_selector="involvedObject.kind=ModelServing")).items
     return list(items)
+
+
+async def _wait_events(kube: KubeClient, namespace: str, reason: str, text: str = "") -> list[KubeObject]:
+    """Events of ``reason`` (one mentioning ``text``), waited for: the recorder writes them in the background."""
+
+    async def check() -> list[KubeObject] | None:
+        found = [e for e in await _events(kube, namespace) if e["reason"] == reason]
+        return found if found and any(text in e["message"] for e in found) else None
+
+    result: list[KubeObject] = await eventually(check, timeout=60, description=f"{reason} event {text!r}")
+    return result
 
 
 def _uids(live: dict[str, KubeObject]) -> dict[str, str]:
@@ -191,9 +212,12 @@ async def test_image_change_keeps_every_pod(kube: KubeClient, namespace: str, ku
         assert status["updatedReplicas"] == 3
         for pod in live.values():
             assert pod["metadata"]["labels"]["modelserving.volcano.sh/revision"] == status["updateRevision"]
+        await _wait_events(kube, namespace, "ServingGroupUpdating")
         reasons = [e["reason"] for e in await _events(kube, namespace)]
-        assert "ServingGroupUpdating" in reasons
         assert not {"RoleRecreating", "ServingGroupRecreating", "InPlaceUpdateFallback"} & set(reasons), reasons
+        labels = {"namespace": namespace, "modelserving": "ip"}
+        assert REGISTRY.get_sample_value("kthena_rollout_units_total", labels | {"method": "inplace"}) == 3
+        assert REGISTRY.get_sample_value("kthena_rollout_units_total", labels | {"method": "recreate"}) is None
 
 
 async def test_restart_caused_by_the_patch_never_triggers_role_recreate(
@@ -222,8 +246,8 @@ async def test_restart_caused_by_the_patch_never_triggers_role_recreate(
         assert _uids(live) == uids
         assert {p["spec"]["containers"][0]["image"] for n, p in live.items() if "prefill" in n} == {"nginx:1.28"}
         assert {p["spec"]["containers"][0]["image"] for n, p in live.items() if "decode" in n} == {"nginx:1.27"}
-        reasons = [e["reason"] for e in await _events(kube, namespace)]
-        assert "RoleRecreating" not in reasons and "RoleUpdating" in reasons
+        await _wait_events(kube, namespace, "RoleUpdating")
+        assert "RoleRecreating" not in [e["reason"] for e in await _events(kube, namespace)]
 
 
 async def test_label_or_env_change_falls_back_to_recreate(kube: KubeClient, namespace: str, kubeconfig: Path) -> None:
@@ -241,8 +265,10 @@ async def test_label_or_env_change_falls_back_to_recreate(kube: KubeClient, name
         live = await live_pods(kube, namespace, "fb")
         assert not set(_uids(live).values()) & set(uids.values())
         assert all(p["metadata"]["labels"]["tier"] == "gold" for p in live.values())
-        fallback = [e for e in await _events(kube, namespace) if e["reason"] == "InPlaceUpdateFallback"]
-        assert fallback and fallback[0]["type"] == "Warning"
+        fallback = await _wait_events(kube, namespace, "InPlaceUpdateFallback")
+        assert fallback[0]["type"] == "Warning"
+        labels = {"namespace": namespace, "modelserving": "fb", "method": "fallback"}
+        assert REGISTRY.get_sample_value("kthena_rollout_units_total", labels) == 2
         assert "metadata.labels.tier changed" in fallback[0]["message"], fallback[0]["message"]
         # An env change alone: recreated too, and the event names the env.
         uids = _uids(live)
@@ -258,8 +284,7 @@ async def test_label_or_env_change_falls_back_to_recreate(kube: KubeClient, name
 
         await eventually(replaced, timeout=180, description="fb recreated")
         await _wait_condition(kube, namespace, "fb", "RolloutComplete")
-        messages = [e["message"] for e in await _events(kube, namespace) if e["reason"] == "InPlaceUpdateFallback"]
-        assert any("container engine: env changed" in m for m in messages), messages
+        await _wait_events(kube, namespace, "InPlaceUpdateFallback", "container engine: env changed")
 
 
 async def test_never_ready_on_the_new_image_is_handled_by_recovery_policy(
@@ -280,12 +305,10 @@ async def test_never_ready_on_the_new_image_is_handled_by_recovery_policy(
         assert live["dl-1-decode-0-0"]["spec"]["containers"][0]["image"] == BAD
         assert live["dl-0-decode-0-0"]["spec"]["containers"][0]["image"] == "nginx:1.27"  # budget: one at a time
 
-        async def exceeded() -> bool:
-            events = await _events(kube, namespace)
-            return any(e["reason"] == "ProgressDeadlineExceeded" for e in events)
+        async def exceeded() -> list[KubeObject]:
+            return [e for e in await _events(kube, namespace) if e["reason"] == "ProgressDeadlineExceeded"]
 
-        await eventually(exceeded, timeout=150, description="progressDeadlineSeconds passed")
-        events = [e for e in await _events(kube, namespace) if e["reason"] == "ProgressDeadlineExceeded"]
+        events = await eventually(exceeded, timeout=150, description="progressDeadlineSeconds passed")
         assert "dl-1" in events[0]["message"] and "ServingGroupRecreate" in events[0]["message"]
 
         async def recreated() -> bool:
@@ -293,8 +316,7 @@ async def test_never_ready_on_the_new_image_is_handled_by_recovery_policy(
             return "dl-1-decode-0-0" in now and now["dl-1-decode-0-0"] != uids["dl-1-decode-0-0"]
 
         await eventually(recreated, timeout=60, description="dl-1 recreated by recoveryPolicy")
-        reasons = {e["reason"] for e in await _events(kube, namespace)}
-        assert "ServingGroupRecreating" in reasons
+        await _wait_events(kube, namespace, "ServingGroupRecreating", "dl-1")
         live = await live_pods(kube, namespace, "dl")
         assert live["dl-0-decode-0-0"]["metadata"]["uid"] == uids["dl-0-decode-0-0"]  # never more than one down
         # Fixing the image finishes the rollout (the untouched group in place).
@@ -363,3 +385,113 @@ async def test_manager_killed_mid_in_place_update_resumes_without_double_patch(
         if proc.returncode is None:
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
+
+
+# --- coordinated role rollouts ------------------------------------------------------------------------------------
+
+
+def _coordinated(name: str, deps: bool, in_place: bool = False) -> KubeObject:
+    prefill = role("prefill", replicas=4) | {"maxUnavailable": 2}
+    decode = role("decode", replicas=8) | {"maxUnavailable": 4}
+    doc = modelserving(name, replicas=1, roles=[prefill, decode])
+    coordination: dict[str, Any] = {"maxSkew": "25%"}
+    if deps:
+        coordination["dependencies"] = [{"role": "decode", "dependsOn": ["prefill"]}]
+    doc["spec"]["rolloutStrategy"] = {"type": "RoleRollingUpdate", "roleCoordination": coordination}
+    if in_place:
+        doc["spec"]["rolloutStrategy"]["updateMethod"] = "InPlace"
+    return doc
+
+
+class _RatioSampler:
+    """Per role, target-version instances that are Ready on their spec image, from the pods alone."""
+
+    def __init__(self, kube: KubeClient, namespace: str, name: str) -> None:
+        self.kube, self.namespace, self.name = kube, namespace, name
+        self.hashes: dict[str, str] = {}
+        self.samples: list[dict[str, tuple[int, int, int]]] = []
+        """Per role: (target-version Ready, started towards the target, replicas)."""
+
+    async def targets(self) -> None:
+        ms = parse_ms(await self.kube.get(MODELSERVINGS, self.name, self.namespace))
+        data = revision_data(ms.spec)
+        self.hashes = {r.name: role_template_hash(data, r) for r in data.roles}
+        self.replicas = {r.name: r.replicas for r in data.roles}
+
+    async def probe(self) -> None:
+        by_role: dict[str, list[KubeObject]] = {}
+        for pod in await pods(self.kube, self.namespace, self.name):
+            by_role.setdefault(pod["metadata"]["labels"]["modelserving.volcano.sh/role"], []).append(pod)
+        sample: dict[str, tuple[int, int, int]] = {}
+        for role_name, want in self.hashes.items():
+            members = by_role.get(role_name, [])
+            live = [p for p in members if not p["metadata"].get("deletionTimestamp")]
+            on_target = [p for p in live if p["metadata"]["labels"][HASH_LABEL] == want]
+            ready = [p for p in on_target if is_ready(p) and _status_image(p) == p["spec"]["containers"][0]["image"]]
+            started = len(on_target) + (self.replicas[role_name] - len(live))
+            sample[role_name] = (len(ready), started, self.replicas[role_name])
+        self.samples.append(sample)
+
+    def max_skew(self) -> float:
+        worst = 0.0
+        for sample in self.samples:
+            ratios = [ready / n for ready, _, n in sample.values()]
+            worst = max(worst, max(ratios) - min(ratios))
+        return worst
+
+
+async def test_coordinated_pd_rollout_within_max_skew_and_dependency_order(
+    kube: KubeClient, namespace: str, kubeconfig: Path
+) -> None:
+    async with running_manager(str(kubeconfig), namespace):
+        await kube.create(MODELSERVINGS, _coordinated("pd", deps=True), namespace)
+        await wait_available(kube, namespace, "pd", 1, timeout=180)
+        await _edit_roles(kube, namespace, "pd", _image_setter("nginx:1.28"))
+        sampler = _RatioSampler(kube, namespace, "pd")
+        await sampler.targets()
+        async with _sampling(sampler.probe, interval=0.05):
+            await _wait_condition(kube, namespace, "pd", "RolloutComplete", timeout=300)
+            await sampler.probe()
+        # intermediate states were observed (not just before and after)
+        assert sum(1 for s in sampler.samples if 0 < s["decode"][0] < 8) >= 3, sampler.samples
+        assert sampler.max_skew() <= 0.25 + 1e-9, sampler.max_skew()
+        assert sampler.max_skew() > 0  # the roles did move apart, within the bound
+        # decode (the caller) started only once prefill had target-version Ready capacity
+        first = next(i for i, s in enumerate(sampler.samples) if s["decode"][1] > 0)
+        assert sampler.samples[first]["prefill"][0] >= 1, sampler.samples[: first + 1]
+        assert sampler.samples[-1] == {"prefill": (4, 4, 4), "decode": (8, 8, 8)}
+        blocked = await _condition(kube, namespace, "pd", "CoordinatedRoleRolloutBlocked")
+        assert (blocked["status"], blocked["reason"]) == ("False", "RolloutComplete")
+
+
+async def test_stalled_role_blocks_the_others_until_it_recovers(
+    kube: KubeClient, namespace: str, kubeconfig: Path
+) -> None:
+    async with running_manager(str(kubeconfig), namespace):
+        await kube.create(MODELSERVINGS, _coordinated("st", deps=False, in_place=True), namespace)
+        await wait_available(kube, namespace, "st", 1, timeout=180)
+
+        def bad_prefill(roles: list[Any]) -> None:
+            roles[0]["entryTemplate"]["spec"]["containers"][0]["image"] = BAD
+            roles[1]["entryTemplate"]["spec"]["containers"][0]["image"] = "nginx:1.28"
+
+        await _edit_roles(kube, namespace, "st", bad_prefill)
+        sampler = _RatioSampler(kube, namespace, "st")
+        await sampler.targets()
+        async with _sampling(sampler.probe):
+            blocked = await _wait_condition(kube, namespace, "st", "SkewLimit", "CoordinatedRoleRolloutBlocked")
+            assert blocked["status"] == "True" and "role decode waits" in blocked["message"], blocked
+            await asyncio.sleep(5)  # it stays blocked: decode holds at maxSkew above prefill's 0%
+            await sampler.probe()
+            assert sampler.samples[-1]["decode"][0] == 2 and sampler.samples[-1]["prefill"][0] == 0
+            assert (await _condition(kube, namespace, "st", "CoordinatedRoleRolloutBlocked"))["status"] == "True"
+            # recovery: a good prefill image lets both roles finish and clears the condition
+            await _edit_roles(kube, namespace, "st", _image_setter("nginx:1.29", role_index=0))
+            await sampler.targets()
+            await _wait_condition(kube, namespace, "st", "RolloutComplete", timeout=300)
+        assert sampler.max_skew() <= 0.25 + 1e-9, sampler.max_skew()
+        blocked = await _condition(kube, namespace, "st", "CoordinatedRoleRolloutBlocked")
+        assert (blocked["status"], blocked["reason"]) == ("False", "RolloutComplete")
+        images = {n: p["spec"]["containers"][0]["image"] for n, p in (await live_pods(kube, namespace, "st")).items()}
+        assert {i for n, i in images.items() if "prefill" in n} == {"nginx:1.29"}
+        assert {i for n, i in images.items() if "decode" in n} == {"nginx:1.28"}

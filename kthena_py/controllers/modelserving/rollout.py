@@ -15,18 +15,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Final
 
 import pydantic
 import structlog
+from prometheus_client import Counter
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, labels_of, namespace_of
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelserving.plugins import PluginError
 from kthena_py.plan.modelserving.rollout import plan_rollout
+from kthena_py.plan.modelserving.types import Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
 from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request, Result
 
 from ..resources import MODELSERVINGS
@@ -35,6 +39,20 @@ from .notify import GROUP, ROLE_ID, pod_ready
 from .observe import ms_ref, observe, parse_modelserving, podgroup_support
 
 FIELD_MANAGER = "kthena-py-rollout"
+
+UNITS_UPDATED: Final = Counter(
+    "kthena_rollout_units_total",
+    "Units (ServingGroups or role instances) a rollout moved, by how: inplace, recreate, or fallback (InPlace was "
+    "asked for but the unit had to be recreated).",
+    ("namespace", "modelserving", "method"),
+    registry=REGISTRY,
+)
+DEADLINES_EXCEEDED: Final = Counter(
+    "kthena_rollout_progress_deadline_exceeded_total",
+    "Units updated in place that were not Ready on their new images within progressDeadlineSeconds.",
+    ("namespace", "modelserving"),
+    registry=REGISTRY,
+)
 
 log = structlog.get_logger("kthena_py.modelserving.rollout")
 
@@ -96,4 +114,17 @@ class RolloutReconciler:
         writes = await self.applier.apply(plan, obj)
         if writes:
             log.info("rollout step", writes=writes, reasons=list(plan.reasons))
+        _count(plan, ref.namespace, ref.name)
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
+
+
+def _count(plan: Plan, namespace: str, name: str) -> None:
+    fallback = sum(1 for e in plan.events if e.reason == "InPlaceUpdateFallback")
+    patched = sum(1 for r in plan.reasons if r.startswith("rolling update: patch "))
+    recreated = sum(1 for r in plan.reasons if r.startswith("rolling update: take down ")) - fallback
+    for method, count in (("inplace", patched), ("recreate", recreated), ("fallback", fallback)):
+        if count > 0:
+            UNITS_UPDATED.labels(namespace, name, method).inc(count)
+    exceeded = sum(1 for e in plan.events if e.reason == "ProgressDeadlineExceeded")
+    if exceeded:
+        DEADLINES_EXCEEDED.labels(namespace, name).inc(exceeded)
