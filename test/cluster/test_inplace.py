@@ -495,3 +495,34 @@ async def test_stalled_role_blocks_the_others_until_it_recovers(
         images = {n: p["spec"]["containers"][0]["image"] for n, p in (await live_pods(kube, namespace, "st")).items()}
         assert {i for n, i in images.items() if "prefill" in n} == {"nginx:1.29"}
         assert {i for n, i in images.items() if "decode" in n} == {"nginx:1.28"}
+
+
+async def test_manager_killed_mid_coordinated_rollout_resumes_within_max_skew(
+    kube: KubeClient, namespace: str, kubeconfig: Path
+) -> None:
+    proc = await _start_manager(kubeconfig, namespace)
+    try:
+        await kube.create(MODELSERVINGS, _coordinated("kc", deps=True, in_place=True), namespace)
+        await wait_available(kube, namespace, "kc", 1, timeout=180)
+        uids = _uids(await live_pods(kube, namespace, "kc"))
+        await _edit_roles(kube, namespace, "kc", _image_setter("nginx:1.28"))
+        sampler = _RatioSampler(kube, namespace, "kc")
+        await sampler.targets()
+        async with _sampling(sampler.probe, interval=0.05):
+            for delay in (0.5, 1.0, 1.5):
+                await asyncio.sleep(delay)
+                proc.send_signal(signal.SIGKILL)
+                await proc.wait()
+                proc = await _start_manager(kubeconfig, namespace)
+            await _wait_condition(kube, namespace, "kc", "RolloutComplete", timeout=240)
+            await sampler.probe()
+        assert sampler.max_skew() <= 0.25 + 1e-9, sampler.max_skew()
+        assert sampler.samples[-1] == {"prefill": (4, 4, 4), "decode": (8, 8, 8)}
+        live = await live_pods(kube, namespace, "kc")
+        assert _uids(live) == uids
+        for pod in live.values():
+            assert json.loads(pod["metadata"]["annotations"][STATE])["baselineRestarts"] == {"engine": 0}
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()

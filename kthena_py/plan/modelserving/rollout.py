@@ -45,6 +45,7 @@ from fractions import Fraction
 
 from kthena_py.api.common import Condition
 from kthena_py.api.modelserving import ModelServing, RoleCoordination
+from kthena_py.api.validation.modelserving_update import COORDINATION_BLOCKED_CONDITION
 from kthena_py.api.validation.rollout import selected_roles
 from kthena_py.plan.modelserving import inplace, naming
 from kthena_py.plan.modelserving.coordination import RoleCounts, coordinate, parse_skew
@@ -82,8 +83,8 @@ __all__ = [
 ]
 
 UPDATE_IN_PROGRESS = "UpdateInProgress"
-COORDINATION_BLOCKED = "CoordinatedRoleRolloutBlocked"
-"""The same string the admission webhook reads (``kthena_py.api.validation.modelserving_update``)."""
+COORDINATION_BLOCKED = COORDINATION_BLOCKED_CONDITION
+"""The condition the admission webhook reads to tell whether a coordinated rollout is still running."""
 REASON_GROUPS_UPDATING = "GroupsUpdating"
 REASON_ROLES_UPDATING = "RolesUpdating"
 REASON_STALLED = "UpdateStalled"
