@@ -26,7 +26,8 @@ from kthena_py.api.validation.rollout import selected_roles
 __all__ = ["COORDINATION_BLOCKED_CONDITION", "validate_modelserving_update"]
 
 #: Condition type published while a coordinated role rollout is in progress (reason ``RolloutComplete`` when
-#: done). Kthena's constant is ``ModelServingCoordinatedRoleRolloutBlocked``; its string value is assumed.
+#: done) by the rollout reconciler (``kthena_py.plan.modelserving.rollout``). Kthena's constant is
+#: ``ModelServingCoordinatedRoleRolloutBlocked``; its string value is assumed.
 COORDINATION_BLOCKED_CONDITION = "CoordinatedRoleRolloutBlocked"
 
 _ROLES = "spec.template.roles"

@@ -2,20 +2,24 @@
 
 Guarantees: each reconcile reads only the informer cache, calls the pure planner
 :func:`~kthena_py.plan.modelserving.rollout.plan_rollout` and applies its plan with its own field manager
-(``kthena-py-rollout``): it takes outdated units down (UID preconditions) and server-side applies the
-``UpdateInProgress`` condition, which it alone owns. It never creates anything: the ServingGroup reconciler
-re-creates every missing unit at its target revision. Nothing is remembered between reconciles, so a
-restarted manager resumes a rollout from the cluster alone; the applier waits until the cache shows its
-deletions, so the next step is planned from a cache that already counts them as unavailable.
+(``kthena-py-rollout``): it takes outdated units down (UID preconditions) or patches them in place (UID-guarded
+merge patches that carry the per-pod in-place state), and server-side applies the ``UpdateInProgress`` and
+``CoordinatedRoleRolloutBlocked`` conditions, which it alone owns. It never creates anything: the ServingGroup
+reconciler re-creates every missing unit at its target revision. Nothing is remembered between reconciles, so a
+restarted manager resumes a rollout from the cluster alone (in-place progress lives in pod annotations); the
+applier waits until the cache shows its writes, so the next step is planned from a cache that already counts them
+as unavailable. A requeue brings the next step back when an in-place update's deadline comes.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Final
 
 import pydantic
 import structlog
+from prometheus_client import Counter
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, labels_of, namespace_of
@@ -23,9 +27,11 @@ from kthena_py.kube.resources import CONFIGMAPS, PODS
 from kthena_py.plan.modelserving.eviction.tracker import disrupted_units, tracker_entries, tracker_name
 from kthena_py.plan.modelserving.plugins import PluginError
 from kthena_py.plan.modelserving.rollout import plan_rollout
+from kthena_py.plan.modelserving.types import Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
 from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request, Result
 
 from ..resources import MODELSERVINGS
@@ -34,6 +40,20 @@ from .notify import GROUP, ROLE_ID, pod_ready
 from .observe import ms_ref, observe, parse_modelserving, podgroup_support
 
 FIELD_MANAGER = "kthena-py-rollout"
+
+UNITS_UPDATED: Final = Counter(
+    "kthena_rollout_units_total",
+    "Units (ServingGroups or role instances) a rollout moved, by how: inplace, recreate, or fallback (InPlace was "
+    "asked for but the unit had to be recreated).",
+    ("namespace", "modelserving", "method"),
+    registry=REGISTRY,
+)
+DEADLINES_EXCEEDED: Final = Counter(
+    "kthena_rollout_progress_deadline_exceeded_total",
+    "Units updated in place that were not Ready on their new images within progressDeadlineSeconds.",
+    ("namespace", "modelserving"),
+    registry=REGISTRY,
+)
 
 log = structlog.get_logger("kthena_py.modelserving.rollout")
 
@@ -108,5 +128,19 @@ class RolloutReconciler:
         writes = await self.applier.apply(plan, obj)
         if writes:
             log.info("rollout step", writes=writes, reasons=list(plan.reasons))
-        # A disruption record that expires frees budget: look again then.
-        return Result(requeue_after=expiry) if expiry is not None and plan.status is not None else None
+        _count(plan, ref.namespace, ref.name)
+        # A disruption record that expires frees budget: look again then (as for in-place deadlines).
+        waits = [w for w in (plan.requeue_after, expiry if plan.status is not None else None) if w]
+        return Result(requeue_after=min(waits)) if waits else None
+
+
+def _count(plan: Plan, namespace: str, name: str) -> None:
+    fallback = sum(1 for e in plan.events if e.reason == "InPlaceUpdateFallback")
+    patched = sum(1 for r in plan.reasons if r.startswith("rolling update: patch "))
+    recreated = sum(1 for r in plan.reasons if r.startswith("rolling update: take down ")) - fallback
+    for method, count in (("inplace", patched), ("recreate", recreated), ("fallback", fallback)):
+        if count > 0:
+            UNITS_UPDATED.labels(namespace, name, method).inc(count)
+    exceeded = sum(1 for e in plan.events if e.reason == "ProgressDeadlineExceeded")
+    if exceeded:
+        DEADLINES_EXCEEDED.labels(namespace, name).inc(exceeded)

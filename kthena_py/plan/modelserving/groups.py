@@ -9,7 +9,10 @@ Guarantees:
 * The result is keyed by ordinals: groups by group ordinal, role instances by ``(role, ordinal)``, pods by index;
   iteration helpers return them sorted, so every planner built on this is deterministic.
 * Liveness is level-based: a unit is *live* when it has at least one pod that is not terminating. A pod is
-  *healthy-ready* when it is ``Running``, its ``Ready`` condition is ``True`` and it is not terminating.
+  *healthy-ready* when it is ``Running``, its ``Ready`` condition is ``True``, it is not terminating and no in-place
+  update of it is waiting to be verified (:mod:`kthena_py.plan.modelserving.inplace_state`): a pod patched in place
+  counts as unavailable until the rollout has seen it Ready on its new image.
+* ``restarts`` leaves out the container restarts an in-place update explains, so recovery never acts on them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,14 @@ from typing import Any
 
 from kthena_py.api.intstr import IntOrStringError, go_atoi
 from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.inplace_state import (
+    PHASE_FAILED,
+    PHASE_PATCHED,
+    InPlaceState,
+    container_restarts,
+    excused_restarts,
+    parse_state,
+)
 from kthena_py.plan.modelserving.types import KubeObject, Observed
 
 __all__ = [
@@ -80,16 +91,30 @@ class PodState:
     created_at: float | None
     terminating: bool
     restarts: int
-    """Sum of ``restartCount`` over containers and init containers."""
+    """Sum of ``restartCount`` over containers and init containers, less the restarts in-place updates explain."""
     cost: int
     """``controller.kubernetes.io/pod-deletion-cost`` (0 when missing or invalid)."""
     problem: str = ""
     """A container's waiting reason that needs a person (``ImagePullBackOff``, ``CrashLoopBackOff``...), else ``""``."""
+    inplace: InPlaceState | None = field(default=None, compare=False)
+    """The pod's in-place update record, if any."""
+
+    @property
+    def updating(self) -> bool:
+        """An in-place update patched this pod and has not verified it yet."""
+        return self.inplace is not None and self.inplace.phase == PHASE_PATCHED
+
+    @property
+    def inplace_failed(self) -> str:
+        """Why an in-place update of this pod failed (it missed ``progressDeadlineSeconds``), else ``""``."""
+        if self.inplace is None or self.inplace.phase != PHASE_FAILED:
+            return ""
+        return self.inplace.reason or "in-place update failed"
 
     @property
     def healthy_ready(self) -> bool:
-        """Running, Ready and not terminating."""
-        return self.phase == "Running" and self.ready and not self.terminating
+        """Running, Ready, not terminating and not waiting for an in-place update to be verified."""
+        return self.phase == "Running" and self.ready and not self.terminating and not self.updating
 
     @property
     def is_entry(self) -> bool:
@@ -293,9 +318,14 @@ def _pod_state(ms: str, obj: KubeObject) -> PodState | None:
     status: dict[str, Any] = raw_status if isinstance(raw_status, dict) else {}
     ready, ready_changed_at = _ready_condition(status)
     labels = _labels(obj)
+    uid = str(metadata.get("uid", ""))
+    inplace = parse_state(metadata.get("annotations"), uid)
+    restarts = _restarts(status)
+    if inplace is not None:
+        restarts -= excused_restarts(inplace, container_restarts(status))
     return PodState(
         name=name,
-        uid=str(metadata.get("uid", "")),
+        uid=uid,
         group=group,
         role=role,
         role_ordinal=ordinal,
@@ -307,9 +337,10 @@ def _pod_state(ms: str, obj: KubeObject) -> PodState | None:
         ready_changed_at=ready_changed_at,
         created_at=parse_timestamp(metadata.get("creationTimestamp")),
         terminating=metadata.get("deletionTimestamp") is not None,
-        restarts=_restarts(status),
+        restarts=restarts,
         cost=deletion_cost(metadata.get("annotations")),
         problem=_problem(status),
+        inplace=inplace,
     )
 
 

@@ -10,7 +10,9 @@ Policies (as the API reference documents them):
 
 A pod is *unhealthy* when it is not terminating and its phase is terminal (``Failed``/``Succeeded``) or, under
 the two Recreate policies, when it has restarted (``restartCount`` > 0 in a container or init container) and is
-not Ready. It becomes a *failure* only once it has been unhealthy for ``restartGracePeriodSeconds``, measured
+not Ready, or when an in-place update of it missed ``progressDeadlineSeconds`` (under every policy: ``None`` replaces
+the pod alone). Restarts an in-place update explains are never counted (:mod:`kthena_py.plan.modelserving.groups`).
+It becomes a *failure* only once it has been unhealthy for ``restartGracePeriodSeconds``, measured
 from its ``Ready`` condition's ``lastTransitionTime`` (else its creation time; with neither, immediately). A pod
 that recovers within the grace period is left alone; ``requeue_after`` is the shortest remaining grace.
 
@@ -93,6 +95,8 @@ def unhealthy_cause(pod: PodState, policy: RecoveryPolicy) -> str | None:
         return None
     if pod.phase in _TERMINAL:
         return f"pod {pod.name} is {pod.phase}"
+    if pod.inplace_failed:
+        return f"pod {pod.name}: {pod.inplace_failed}"
     if policy != "None" and pod.restarts > 0 and not pod.ready:
         return f"pod {pod.name} restarted {pod.restarts} time(s) and is not Ready"
     return None

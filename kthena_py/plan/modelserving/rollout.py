@@ -21,29 +21,62 @@ Guarantees:
   never causes a status write.
 * Events: ``ServingGroupUpdating`` / ``RoleUpdating`` per unit taken down, ``RolloutComplete`` once when the
   condition turns to complete. ``RevisionUnresolved`` is left to the ServingGroup planner.
+* ``updateMethod: InPlace`` (:mod:`kthena_py.plan.modelserving.inplace`): a chosen unit whose revisions differ
+  only in regular-container images is patched in place (same pods, same UIDs) instead of deleted, within the same
+  budget (a patched unit counts as unavailable until it is verified Ready on its new images); any other unit is
+  recreated and an ``InPlaceUpdateFallback`` Warning says why. Patched pods are followed every step: verified,
+  or past ``progressDeadlineSeconds`` marked failed for recovery (a ``requeue_after`` brings the step back when
+  the deadline comes). ``UpdateInProgress`` then says ``InPlaceVerifying`` or ``ProgressDeadlineExceeded``.
+* ``roleCoordination`` (:mod:`kthena_py.plan.modelserving.coordination`): under ``RoleRollingUpdate`` the
+  candidates of participating roles in each group are further limited by ``maxSkew`` and the dependencies. The
+  condition ``CoordinatedRoleRolloutBlocked`` (owned by this reconciler too) is ``True`` while coordination holds
+  back a role that its own budget would move (reason ``SkewLimit``, ``DependencyNotReady`` or
+  ``OldCapacityRetained``; the message names the group, the role and what it waits for), ``False`` with
+  ``NotBlocked`` while the rollout runs unhindered and ``False`` / ``RolloutComplete`` once it is done; absent
+  without coordination or before the first rollout. ``UpdateInProgress`` says ``CoordinationBlocked`` when that
+  is all that stops the rollout.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from kthena_py.api.common import Condition
-from kthena_py.api.modelserving import ModelServing
-from kthena_py.plan.modelserving import naming
+from kthena_py.api.modelserving import ModelServing, RoleCoordination
+from kthena_py.api.validation.modelserving_update import COORDINATION_BLOCKED_CONDITION
+from kthena_py.api.validation.rollout import selected_roles
+from kthena_py.plan.modelserving import inplace, naming
+from kthena_py.plan.modelserving.coordination import RoleCounts, coordinate, parse_skew
 from kthena_py.plan.modelserving.eviction.tracker import group_key, role_key, unit_disrupted
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState
 from kthena_py.plan.modelserving.rolling import UnitView, choose_updates
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.status import rollout_complete, set_condition
-from kthena_py.plan.modelserving.targets import Disrupted
-from kthena_py.plan.modelserving.types import Delete, MSRef, Observed, Plan, PlannedEvent, PodGroupSupport
+from kthena_py.plan.modelserving.targets import Disrupted, RoleTargets
+from kthena_py.plan.modelserving.types import (
+    Delete,
+    KubeObject,
+    MSRef,
+    Observed,
+    Plan,
+    PlannedEvent,
+    PodGroupSupport,
+    Update,
+)
 
 __all__ = [
+    "COORDINATION_BLOCKED",
     "REASON_COMPLETE",
+    "REASON_COORDINATION",
+    "REASON_DEADLINE",
     "REASON_GROUPS_UPDATING",
+    "REASON_NOT_BLOCKED",
     "REASON_PARTITION",
     "REASON_ROLES_UPDATING",
     "REASON_STALLED",
+    "REASON_VERIFYING",
     "UPDATE_IN_PROGRESS",
     "RolloutStep",
     "plan_rollout",
@@ -51,11 +84,17 @@ __all__ = [
 ]
 
 UPDATE_IN_PROGRESS = "UpdateInProgress"
+COORDINATION_BLOCKED = COORDINATION_BLOCKED_CONDITION
+"""The condition the admission webhook reads to tell whether a coordinated rollout is still running."""
 REASON_GROUPS_UPDATING = "GroupsUpdating"
 REASON_ROLES_UPDATING = "RolesUpdating"
 REASON_STALLED = "UpdateStalled"
 REASON_PARTITION = "PartitionReached"
 REASON_COMPLETE = "RolloutComplete"
+REASON_VERIFYING = "InPlaceVerifying"
+REASON_DEADLINE = "ProgressDeadlineExceeded"
+REASON_COORDINATION = "CoordinationBlocked"
+REASON_NOT_BLOCKED = "NotBlocked"
 
 
 @dataclass(frozen=True)
@@ -78,6 +117,21 @@ class RolloutStep:
     """Every wanted unit outside the partition exists, is updated and ready."""
     deletes: tuple[Delete, ...] = ()
     events: tuple[PlannedEvent, ...] = field(default_factory=tuple)
+    in_place: tuple[str, ...] = ()
+    """The units of ``take_down`` patched in place (the others are recreated)."""
+    updates: tuple[Update, ...] = ()
+    """Pod patches: in-place updates and their state records."""
+    verifying: tuple[str, ...] = ()
+    """Units patched in place, waiting to be Ready on their new images (with their deadline)."""
+    exceeded: tuple[str, ...] = ()
+    """Units that missed ``progressDeadlineSeconds`` (their pods are handed to recovery)."""
+    held: tuple[str, ...] = ()
+    """Coordination holds: ``<group>: <reason>: <message>``."""
+    hold_reasons: tuple[str, ...] = ()
+    """The reason of each entry of ``held``."""
+    coordinated: bool = False
+    """``roleCoordination`` applies."""
+    requeue_after: float | None = None
 
 
 def _unit_problem(instances: list[InstanceState]) -> str:
@@ -99,6 +153,7 @@ def _delete_pods(instances: list[InstanceState], reason: str) -> list[Delete]:
 
 @dataclass
 class _Acc:
+    now: float | None = None
     take_down: list[str] = field(default_factory=list)
     outdated: list[str] = field(default_factory=list)
     protected: list[str] = field(default_factory=list)
@@ -107,6 +162,30 @@ class _Acc:
     deletes: list[Delete] = field(default_factory=list)
     events: list[PlannedEvent] = field(default_factory=list)
     unprotected_done: bool = True
+    in_place: list[str] = field(default_factory=list)
+    patches: list[Update] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
+    hold_reasons: list[str] = field(default_factory=list)
+
+    def move(
+        self, state: PlanningState, name: str, instances: list[InstanceState], ineligible: str | None, what: str
+    ) -> str:
+        """Take a chosen unit out of service: patch it in place or delete it; return how (for its event)."""
+        self.take_down.append(name)
+        if inplace.in_place_enabled(state) and ineligible is None:
+            self.in_place.append(name)
+            self.patches.extend(inplace.patch_unit(state, instances, self.now or 0.0))
+            return "in place"
+        self.deletes.extend(_delete_pods(instances, "rolling update"))
+        if inplace.in_place_enabled(state):
+            self.events.append(
+                PlannedEvent(
+                    "Warning",
+                    "InPlaceUpdateFallback",
+                    f"{what} is recreated instead of updated in place: {ineligible}",
+                )
+            )
+        return ""
 
     def check_done(self, views: tuple[UnitView, ...], desired: tuple[int, ...], protected: frozenset[int]) -> None:
         by_ordinal = {view.ordinal: view for view in views}
@@ -139,19 +218,74 @@ def _group_step(state: PlanningState, acc: _Acc) -> None:
     chosen = choose_updates(t.views, t.plan, state.ms.spec.replicas, t.budget)
     for ordinal in chosen:
         group = groups[ordinal]
-        acc.take_down.append(group.name)
-        acc.deletes.extend(_delete_pods([group.instances[k] for k in sorted(group.instances)], "rolling update"))
+        instances = [group.instances[k] for k in sorted(group.instances)]
+        source = group.revision()
+        ineligible = (
+            inplace.ineligibility(state.revisions.get(source or ""), state.data)
+            if inplace.in_place_enabled(state)
+            else None
+        )
+        how = acc.move(state, group.name, instances, ineligible, f"ServingGroup {group.name}")
         acc.events.append(
             PlannedEvent(
                 "Normal",
                 "ServingGroupUpdating",
-                f"ServingGroup {group.name} is being updated "
-                f"from revision {group.revision() or '?'} to {state.revision}",
+                f"ServingGroup {group.name} is being updated {how + ' ' if how else ''}"
+                f"from revision {source or '?'} to {state.revision}",
             )
         )
     if t.plan.outdated and not chosen:
         problems = {o: _unit_problem(list(g.instances.values())) for o, g in groups.items()}
         acc.blockers(t.views, set(t.plan.desired), names, problems)
+
+
+def _coordination(state: PlanningState) -> RoleCoordination | None:
+    strategy = state.ms.spec.rollout_strategy
+    if strategy is None or strategy.type != "RoleRollingUpdate" or strategy.role_coordination is None:
+        return None
+    return strategy.role_coordination if parse_skew(strategy.role_coordination.max_skew) is not None else None
+
+
+def _role_counts(rt: RoleTargets, candidates: tuple[int, ...]) -> RoleCounts:
+    by_ordinal = {view.ordinal: view for view in rt.views}
+    desired = set(rt.plan.desired)
+    ready = started = 0
+    for ordinal in desired:
+        view = by_ordinal.get(ordinal)
+        if view is not None and view.live and view.updated and view.ready:
+            ready += 1
+        if ordinal not in rt.plan.protected and (view is None or not view.live or view.updated):
+            started += 1
+    old = [view for view in rt.views if view.live and not view.updated]
+    return RoleCounts(
+        role=rt.role.name,
+        replicas=rt.role.replicas,
+        ready=ready,
+        started=started,
+        old_ready=sum(1 for view in old if view.ready),
+        old_live=len(old),
+        candidates=candidates,
+        ready_candidates=frozenset(o for o in candidates if by_ordinal[o].ready),
+    )
+
+
+def _coordinated_choice(
+    state: PlanningState, group: GroupState, roles: Sequence[RoleTargets], chosen: dict[str, tuple[int, ...]], acc: _Acc
+) -> dict[str, tuple[int, ...]]:
+    coordination = _coordination(state)
+    if coordination is None:
+        return chosen
+    skew = parse_skew(coordination.max_skew)
+    assert skew is not None
+    names = selected_roles(coordination, [role.name for role in state.ms.spec.template.roles])
+    participating = [rt for rt in roles if rt.role.name in names]
+    dependencies = {d.role: list(d.depends_on or []) for d in coordination.dependencies or []}
+    counts = [_role_counts(rt, chosen[rt.role.name]) for rt in participating]
+    decision = coordinate(counts, Fraction(skew), dependencies)
+    for hold in decision.holds:
+        acc.held.append(f"{group.name}: {hold.message}")
+        acc.hold_reasons.append(hold.reason)
+    return {name: decision.allowed.get(name, taken) for name, taken in chosen.items()}
 
 
 def _role_step(state: PlanningState, acc: _Acc) -> None:
@@ -160,37 +294,74 @@ def _role_step(state: PlanningState, acc: _Acc) -> None:
         if group is None:
             acc.unprotected_done = False
             continue
-        for rt in target.roles.values():
+        roles = list(target.roles.values())
+        chosen: dict[str, tuple[int, ...]] = {}
+        for rt in roles:
             instances = group.role_instances(rt.role.name)
             names = {r: f"{group.name}/{naming.role_id(rt.role.name, r)}" for r in instances}
             for view in rt.views:
                 if view.live and not view.updated:
                     (acc.protected if view.ordinal in rt.plan.protected else acc.outdated).append(names[view.ordinal])
             acc.check_done(rt.views, rt.plan.desired, rt.plan.protected)
-            chosen = choose_updates(rt.views, rt.plan, rt.role.replicas, rt.budget)
-            for r in chosen:
+            chosen[rt.role.name] = choose_updates(rt.views, rt.plan, rt.role.replicas, rt.budget)
+        allowed = _coordinated_choice(state, group, roles, chosen, acc)
+        for rt in roles:
+            instances = group.role_instances(rt.role.name)
+            names = {r: f"{group.name}/{naming.role_id(rt.role.name, r)}" for r in instances}
+            for r in allowed[rt.role.name]:
                 inst = instances[r]
-                acc.take_down.append(names[r])
-                acc.deletes.extend(_delete_pods([inst], "rolling update"))
                 role_id = naming.role_id(rt.role.name, r)
+                source = inst.revision()
+                ineligible = (
+                    inplace.ineligibility(state.revisions.get(source or ""), state.data, rt.role.name)
+                    if inplace.in_place_enabled(state)
+                    else None
+                )
+                what = f"Role {rt.role.name}/{role_id} in ServingGroup {group.name}"
+                how = acc.move(state, names[r], [inst], ineligible, what)
                 message = (
-                    f"Role {rt.role.name}/{role_id} in ServingGroup {group.name} is being updated "
-                    f"from revision {inst.revision() or '?'} to {state.revision}"
+                    f"{what} is being updated {how + ' ' if how else ''}"
+                    f"from revision {source or '?'} to {state.revision}"
                 )
                 acc.events.append(PlannedEvent("Normal", "RoleUpdating", message))
-            if rt.plan.outdated and not chosen:
+            if rt.plan.outdated and not chosen[rt.role.name]:
                 problems = {r: _unit_problem([inst]) for r, inst in instances.items()}
                 acc.blockers(rt.views, set(rt.plan.desired), names, problems)
     acc.outdated.extend(acc.protected)
 
 
-def rollout_step(state: PlanningState) -> RolloutStep:
-    """Decide one rollout step from the planning state (pure)."""
-    acc = _Acc()
+def _units(state: PlanningState) -> list[tuple[str, list[InstanceState]]]:
+    """Every observed unit at the rollout's granularity: ``(name, its instances)``."""
+    out: list[tuple[str, list[InstanceState]]] = []
+    for group in state.groups.sorted():
+        if state.targets.role_granularity:
+            out.extend(
+                (f"{group.name}/{naming.role_id(role, r)}", [inst])
+                for (role, r), inst in sorted(group.instances.items())
+            )
+        else:
+            out.append((group.name, [group.instances[k] for k in sorted(group.instances)]))
+    return out
+
+
+def rollout_step(state: PlanningState, now: float | None = None) -> RolloutStep:
+    """Decide one rollout step from the planning state (pure).
+
+    Args:
+        state: The planning state.
+        now: The current time (epoch seconds) for in-place patches and their deadline; ``None`` (an offline plan)
+            records patches at time 0 and never lets a deadline pass.
+    """
+    acc = _Acc(now=now)
     (_role_step if state.targets.role_granularity else _group_step)(state, acc)
+    follow = inplace.maintain(state, _units(state), now)
+    updates = dict(follow.updates)
+    updates.update((u.name, u) for u in acc.patches)
     complete = rollout_complete(state)
     previous = state.ms.status.current_revision if state.ms.status is not None else None
-    in_progress = bool(acc.outdated) or bool(previous and previous != state.revision and not complete)
+    in_progress = (
+        bool(acc.outdated) or bool(follow.verifying) or bool(previous and previous != state.revision and not complete)
+    )
     return RolloutStep(
         take_down=tuple(acc.take_down),
         outdated=tuple(sorted(set(acc.outdated))),
@@ -201,7 +372,15 @@ def rollout_step(state: PlanningState) -> RolloutStep:
         complete=complete,
         unprotected_done=acc.unprotected_done,
         deletes=tuple(acc.deletes),
-        events=tuple(acc.events),
+        events=tuple([*acc.events, *follow.events]),
+        in_place=tuple(acc.in_place),
+        updates=tuple(updates[name] for name in sorted(updates)),
+        verifying=tuple(follow.verifying),
+        exceeded=tuple(follow.exceeded),
+        held=tuple(acc.held),
+        hold_reasons=tuple(acc.hold_reasons),
+        coordinated=_coordination(state) is not None,
+        requeue_after=follow.requeue_after,
     )
 
 
@@ -210,9 +389,9 @@ def _listed(names: tuple[str, ...], limit: int = 10) -> str:
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
 
 
-def _previous(ms: ModelServing) -> tuple[list[Condition] | None, Condition | None]:
+def _previous(ms: ModelServing, type_: str = UPDATE_IN_PROGRESS) -> tuple[list[Condition] | None, Condition | None]:
     conditions = ms.status.conditions if ms.status is not None else None
-    return conditions, next((c for c in conditions or [] if c.type == UPDATE_IN_PROGRESS), None)
+    return conditions, next((c for c in conditions or [] if c.type == type_), None)
 
 
 def _condition(state: PlanningState, step: RolloutStep) -> tuple[bool, str, str] | None:
@@ -223,18 +402,41 @@ def _condition(state: PlanningState, step: RolloutStep) -> tuple[bool, str, str]
         return (
             None if previous is None else (False, REASON_COMPLETE, f"Every ServingGroup is updated to {to} and ready")
         )
+    if step.exceeded:
+        return (
+            True,
+            REASON_DEADLINE,
+            f"Update to {to}: progressDeadlineSeconds exceeded by in-place updates of {_listed(step.exceeded)}",
+        )
     unprotected = tuple(u for u in step.outdated if u not in step.protected)
     reason = REASON_ROLES_UPDATING if state.targets.role_granularity else REASON_GROUPS_UPDATING
-    if not unprotected:
+    if not unprotected and not step.verifying:
         if step.protected and step.unprotected_done:
             return False, REASON_PARTITION, f"Partition reached: {_listed(step.protected)} stay on their revision"
         return True, reason, f"Updating to {to}: waiting for updated units to become ready"
     if step.take_down:
-        return True, reason, f"Updating to {to}: taking down {_listed(step.take_down)}"
+        moved = [f"{u} (in place)" if u in step.in_place else u for u in step.take_down]
+        return True, reason, f"Updating to {to}: taking down {_listed(tuple(moved))}"
+    if step.verifying:
+        return True, REASON_VERIFYING, f"Updating to {to} in place: verifying {_listed(step.verifying)}"
     if step.stuck:
         return True, REASON_STALLED, f"Update to {to} stalled: unavailable units hold the budget: {_listed(step.stuck)}"
+    if step.held and not step.blocking:
+        return True, REASON_COORDINATION, f"Update to {to} held by role coordination: {_listed(step.held)}"
     waiting = _listed(step.blocking) or "units being replaced"
     return True, reason, f"Updating to {to}: waiting for {waiting}; outdated: {_listed(unprotected)}"
+
+
+def _coordination_condition(state: PlanningState, step: RolloutStep) -> tuple[bool, str, str] | None:
+    """``(status, reason, message)`` of ``CoordinatedRoleRolloutBlocked``; ``None`` to leave it absent."""
+    _, previous = _previous(state.ms, COORDINATION_BLOCKED)
+    if not step.coordinated or (previous is None and not step.in_progress):
+        return None
+    if not step.in_progress:
+        return False, REASON_COMPLETE, f"Coordinated rollout to revision {state.revision} is complete"
+    if step.held:
+        return True, step.hold_reasons[0], f"Role coordination holds back: {_listed(step.held)}"
+    return False, REASON_NOT_BLOCKED, f"Coordinated rollout to revision {state.revision} is not blocked"
 
 
 def disruption_check(ms: ModelServing, disrupted: frozenset[str]) -> Disrupted:
@@ -266,26 +468,25 @@ def plan_rollout(
         ref: Its identity.
         observed: The objects it owns, as cached.
         support: PodGroup support of the cluster.
-        now: The current time (epoch seconds), for the condition's transition time.
+        now: The current time (epoch seconds), for in-place deadlines and the conditions' transition times.
         disrupted: Unit keys an eviction tracker records as disrupted
             (:func:`~kthena_py.plan.modelserving.eviction.tracker.disrupted_units`): they count as unavailable.
 
     Returns:
-        Deletes of the units taken down, their events, and the ``UpdateInProgress`` condition as the status share
-        of the rollout reconciler (``None`` while no rollout has ever started).
+        Deletes of the units taken down, patches of the units updated in place, their events, and the
+        ``UpdateInProgress`` (and, with coordination, ``CoordinatedRoleRolloutBlocked``) conditions as the status
+        share of the rollout reconciler (``None`` while no rollout has ever started).
     """
     state = build_state(ms, ref, observed, support, disruption_check(ms, disrupted))
-    step = rollout_step(state)
+    step = rollout_step(state, now)
     events = list(step.events)
-    status = None
+    built: list[KubeObject] = []
+    generation = ref.generation or ms.generation
     condition = _condition(state, step)
     if condition is not None:
         value, reason, message = condition
         conditions, old = _previous(ms)
-        built = set_condition(
-            conditions, UPDATE_IN_PROGRESS, value, reason, message, ref.generation or ms.generation, now
-        )
-        status = {"conditions": [built]}
+        built.append(set_condition(conditions, UPDATE_IN_PROGRESS, value, reason, message, generation, now))
         old_reason = old.reason if old is not None else None
         if reason == REASON_COMPLETE and old_reason not in (None, REASON_COMPLETE):
             events.append(
@@ -293,9 +494,17 @@ def plan_rollout(
             )
         if reason == REASON_STALLED and old_reason != REASON_STALLED:
             events.append(PlannedEvent("Warning", REASON_STALLED, message))
+    blocked = _coordination_condition(state, step)
+    if blocked is not None:
+        value, reason, message = blocked
+        conditions, old = _previous(ms, COORDINATION_BLOCKED)
+        built.append(set_condition(conditions, COORDINATION_BLOCKED, value, reason, message, generation, now))
+    reasons = [f"rolling update: {'patch' if n in step.in_place else 'take down'} {n}" for n in step.take_down]
     return Plan(
+        updates=step.updates,
         deletes=step.deletes,
-        status=status,
+        status={"conditions": built} if built else None,
         events=tuple(events),
-        reasons=tuple(f"rolling update: take down {name}" for name in step.take_down),
+        requeue_after=step.requeue_after,
+        reasons=tuple(reasons),
     )

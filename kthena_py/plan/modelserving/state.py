@@ -16,7 +16,8 @@ Guarantees:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving import naming
@@ -52,6 +53,8 @@ class PlanningState:
     gang: bool
     collision: bool = False
     """A ControllerRevision named like the update revision records other data (raise ``collisionCount``)."""
+    raw_pods: Mapping[str, KubeObject] = field(default_factory=dict)
+    """The observed pods as cached, by name (in-place updates patch and verify them)."""
 
     def effective_roles(self, data: RevisionData) -> tuple[Role, ...]:
         """The roles of ``data`` with the current spec's role ``replicas`` where the role still exists."""
@@ -124,4 +127,5 @@ def build_state(
         targets=build_targets(ms, revision, data, revisions, groups, *(() if disrupted is None else (disrupted,))),
         gang=naming.gang_applies(ms.spec.scheduler_name, support),
         collision=collision,
+        raw_pods={str(p.get("metadata", {}).get("name")): p for p in observed.pods},
     )

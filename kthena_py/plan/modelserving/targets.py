@@ -7,8 +7,8 @@ previous status. The ServingGroup planner (what to create), the PodGroup planner
 Guarantees:
 
 * Granularity follows ``rolloutStrategy.type``. Under ``ServingGroupRollingUpdate`` a group is the unit: it is
-  *updated* when its pods carry the update revision (or a revision whose recorded data is the same, e.g. written
-  by Kthena's Go controller, so taking over from it rolls nothing), its missing parts are rendered from the
+  *updated* when all its live pods carry the update revision (or a revision whose recorded data is the same, e.g.
+  written by Kthena's Go controller, so taking over from it rolls nothing), its missing parts are rendered from the
   revision the group is on (a group is never mixed), and the group-level budget (``rollingUpdateConfiguration``)
   applies. Under ``RoleRollingUpdate`` a role instance is the unit: it is *updated* when its pods carry the update
   revision's role template hash (or their revision records the same role template), each role uses its own
@@ -138,6 +138,7 @@ class _Context:
     fallback: str
     salt: int = 0
     disrupted: Disrupted = _never
+    equivalent: dict[str, bool] = field(default_factory=dict)
     unresolved: set[str] = field(default_factory=set)
 
     def resolve(self, revision: str | None) -> RevisionData | None:
@@ -157,8 +158,10 @@ class _Context:
             return False
         if revision == self.revision:
             return True
-        data = self.revisions.get(revision)
-        return data is not None and revision_hash(data, self.salt) == self.revision
+        if revision not in self.equivalent:
+            data = self.revisions.get(revision)
+            self.equivalent[revision] = data is not None and revision_hash(data, self.salt) == self.revision
+        return self.equivalent[revision]
 
     def instance_updated(self, instance: InstanceState) -> bool:
         want = self.hashes.get(instance.role)
@@ -264,7 +267,11 @@ def _group_target(ctx: _Context, ordinal: int, group: GroupState | None, protect
             inst.role in names and ctx.instance_updated(inst) for inst in group.instances.values() if inst.live
         )
     else:
-        updated = ctx.same_as_update(revision)
+        # Every live pod on the update revision (or an equivalent one): a group half-way through an in-place update
+        # is not updated yet.
+        updated = ctx.same_as_update(revision) and (
+            group is None or all(ctx.same_as_update(pod.revision) for pod in group.pods() if not pod.terminating)
+        )
     return GroupTarget(ordinal, revision if data is not None else None, data, roles, updated, ready, protected)
 
 

@@ -10,7 +10,10 @@ Start order (each step waits for the previous one):
    serving port (``--secure-port=0``). Ready when the ``default`` ServiceAccount exists.
 4. kwok (the stock "fast" stages: node-initialize, pod-ready, pod-complete, pod-delete; pod-ready after
    ``pod_ready_delay_ms``, and never for a pod with an image under :data:`BAD_IMAGE_PREFIX`, which an extra
-   stage reports as ``ImagePullBackOff`` instead) managing only
+   stage reports as ``ImagePullBackOff`` instead; an image patch on a running pod, i.e. an in-place update, is
+   reflected like the kubelet does: the container's status reports the new image with ``restartCount`` + 1 and the
+   pod turns not Ready, then Ready again after ``inplace_ready_delay_ms``, or, for an image under
+   :data:`BAD_IMAGE_PREFIX`, the container waits in ``ImagePullBackOff``) managing only
    Nodes annotated ``kwok.x-k8s.io/node=fake``; it opens no port. Pod IPs come from
    ``pod_cidr`` (default ``127.100.0.0/16``, on loopback, so a test can serve on a fake pod IP), the
    node IP is 127.0.0.1.
@@ -128,6 +131,117 @@ _BAD_IMAGE_STAGE: dict[str, Any] = {
         },
     },
 }
+_IMAGE_DRIFT_QUERY = (
+    ". as $p | ($p.status.containerStatuses // [])[] "
+    "| select(. as $s | any($p.spec.containers[]; .name == $s.name and .image != $s.image)) | .name"
+)
+"""Names of containers whose spec image differs from the image their status reports (an image patch)."""
+_RESTARTED_QUERY = (
+    '(.status.containerStatuses // [])[] | select(.ready == false and .lastState.terminated.reason == "Completed")'
+    " | .name"
+)
+"""Containers restarted by :data:`_INPLACE_RESTART_STAGE` that are not ready yet."""
+_INPLACE_RESTART_STAGE: dict[str, Any] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "pod-inplace-restart"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                {"key": _IMAGE_DRIFT_QUERY, "operator": "Exists"},
+            ]
+        },
+        "next": {
+            # A container whose image changed restarts (restartCount + 1, its status reports the new image, not
+            # ready yet) or, with an image under BAD_IMAGE_PREFIX, waits in ImagePullBackOff; the pod turns not Ready.
+            "statusTemplate": f"""\
+{{{{ $now := Now }}}}
+{{{{ $statuses := .status.containerStatuses }}}}
+conditions:
+- lastTransitionTime: {{{{ $now | Quote }}}}
+  status: "False"
+  type: Ready
+  reason: ContainersNotReady
+- lastTransitionTime: {{{{ $now | Quote }}}}
+  status: "False"
+  type: ContainersReady
+  reason: ContainersNotReady
+containerStatuses:
+{{{{ range .spec.containers }}}}
+{{{{ $c := . }}}}
+{{{{ $restarts := 0 }}}}
+{{{{ $seen := "" }}}}
+{{{{ range $statuses }}}}{{{{ if eq .name $c.name }}}}
+{{{{ $restarts = .restartCount }}}}{{{{ $seen = .image }}}}
+{{{{ end }}}}{{{{ end }}}}
+- image: {{{{ .image | Quote }}}}
+  name: {{{{ .name | Quote }}}}
+{{{{ if eq $seen .image }}}}
+  ready: true
+  restartCount: {{{{ $restarts }}}}
+  started: true
+  state: {{running: {{startedAt: {{{{ $now | Quote }}}}}}}}
+{{{{ else if hasPrefix "{BAD_IMAGE_PREFIX}" .image }}}}
+  ready: false
+  restartCount: {{{{ $restarts }}}}
+  started: false
+  state: {{waiting: {{reason: ImagePullBackOff}}}}
+{{{{ else }}}}
+  ready: false
+  restartCount: {{{{ add1 $restarts }}}}
+  started: true
+  lastState: {{terminated: {{exitCode: 0, reason: Completed, finishedAt: {{{{ $now | Quote }}}}}}}}
+  state: {{running: {{startedAt: {{{{ $now | Quote }}}}}}}}
+{{{{ end }}}}
+{{{{ end }}}}
+""",
+        },
+    },
+}
+"""kwok's version of the kubelet reacting to an image patch on a running pod (an in-place update)."""
+
+
+def _inplace_ready_stage(delay_ms: int) -> dict[str, Any]:
+    stage: dict[str, Any] = {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": "pod-inplace-ready"},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {
+                "matchExpressions": [
+                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                    {"key": _RESTARTED_QUERY, "operator": "Exists"},
+                    {"key": _IMAGE_DRIFT_QUERY, "operator": "DoesNotExist"},
+                    {"key": _BAD_IMAGE_QUERY, "operator": "DoesNotExist"},
+                ]
+            },
+            "next": {
+                "statusTemplate": (
+                    "{{ $now := Now }}\n"
+                    "conditions:\n"
+                    '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
+                    '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: ContainersReady\n'
+                    "containerStatuses:\n"
+                    "{{ range .status.containerStatuses }}\n"
+                    "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: true\n"
+                    "  restartCount: {{ .restartCount }}\n  started: true\n"
+                    "  lastState: {terminated: {exitCode: 0, reason: Completed}}\n"
+                    "  state: {running: {startedAt: {{ $now | Quote }}}}\n"
+                    "{{ end }}\n"
+                )
+            },
+        },
+    }
+    if delay_ms:
+        stage["spec"]["delay"] = {"durationMilliseconds": delay_ms}
+    return stage
+
+
 _VOLCANO_CRDS = (
     "scheduling.volcano.sh_podgroups.yaml",
     "scheduling.volcano.sh_queues.yaml",
@@ -216,6 +330,8 @@ class ClusterTier(EnvTest):
         stop_timeout: See :class:`EnvTest`.
         start_attempts: See :class:`EnvTest`.
         pod_ready_delay_ms: How long kwok waits before making a scheduled pod Running and Ready.
+        inplace_ready_delay_ms: How long a container restarted by an image patch stays not Ready (plus
+            ``pod_ready_delay_ms``).
     """
 
     def __init__(
@@ -235,6 +351,7 @@ class ClusterTier(EnvTest):
         stop_timeout: float = 15.0,
         start_attempts: int = 3,
         pod_ready_delay_ms: int = 0,
+        inplace_ready_delay_ms: int = 1000,
     ) -> None:
         super().__init__(
             run_dir,
@@ -257,6 +374,7 @@ class ClusterTier(EnvTest):
         self._scheduler_verbosity = scheduler_verbosity
         self._nodes: dict[str, FakeNode] = {}
         self.pod_ready_delay_ms = pod_ready_delay_ms
+        self.inplace_ready_delay_ms = inplace_ready_delay_ms
 
     @property
     def binaries(self) -> ClusterBinaries:
@@ -384,6 +502,8 @@ class ClusterTier(EnvTest):
                         doc["spec"]["delay"] = {"durationMilliseconds": self.pod_ready_delay_ms}
                 docs.append(doc)
         docs.append(_BAD_IMAGE_STAGE)
+        docs.append(_INPLACE_RESTART_STAGE)
+        docs.append(_inplace_ready_stage(self.pod_ready_delay_ms + self.inplace_ready_delay_ms))
         return yaml.safe_dump_all(docs, sort_keys=False)
 
     # ----------------------------------------------------------------------------- queues

@@ -1,47 +1,213 @@
-"""The three ModelServing reconcilers over an in-memory cluster, for planner tests.
+"""A pure simulation of the three ModelServing reconcilers (gang, ServingGroups, rollout) over an in-memory cluster.
 
-A thin layer over :class:`kthena_py.plan.modelserving.simulate.Simulation`: pods are created Pending;
-:meth:`Fleet.tick` makes them Running and Ready, except pods whose image contains ``bad``, which stay Pending with
-``ImagePullBackOff`` (what kwok's stage does in the cluster tier). Deleted pods disappear at once. Status shares
-are merged like server-side apply does (owned keys replaced, conditions by type). Availability is counted here
-from the pods alone, independently of the planners' own readiness rules.
+Pods are created Pending; :meth:`Fleet.tick` makes them Running and Ready, except pods whose image contains
+``bad``, which stay Pending with ``ImagePullBackOff`` (what kwok's stage does in the cluster tier). Deleted pods
+disappear at once. Status shares are merged like server-side apply does (owned keys replaced, conditions by type).
+
+In-place updates are simulated like the kubelet (and the cluster tier's kwok stages) reflect them: a Running pod
+whose spec image differs from its container status restarts that container on a tick (status image follows the
+spec, ``restartCount`` + 1, Ready False) and becomes Ready on the next tick; with a ``bad`` image it reports
+``ImagePullBackOff`` and stays not Ready. :attr:`Fleet.patches` counts the image patches per pod UID and revision.
 """
 
 from __future__ import annotations
 
+import copy
+from dataclasses import dataclass, field
 from typing import Any
 
 from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.simulate import Readiness, Simulation
+from kthena_py.plan.modelserving.podgroups import plan_podgroups
+from kthena_py.plan.modelserving.revision import revision_data, role_template_hash
+from kthena_py.plan.modelserving.rollout import UPDATE_IN_PROGRESS, plan_rollout
+from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.status import format_time
+from kthena_py.plan.modelserving.types import Plan
 
-from .builders import NOW, VOLCANO, parse
+from .builders import NOW, VOLCANO, Cluster, parse, ref_of
 
 
-class Fleet(Simulation):
+def _running_ready(pod: dict[str, Any]) -> bool:
+    status = pod["status"]
+    return bool(status.get("phase") == "Running" and status["conditions"][0]["status"] == "True")
+
+
+def pod_status(
+    pod: dict[str, Any],
+    now: float,
+    *,
+    ready: bool,
+    restarts: dict[str, int] | None = None,
+    waiting: str = "",
+    phase: str = "Running",
+    restarted: bool = False,
+) -> dict[str, Any]:
+    """A pod status reporting its spec images (what kwok and the kubelet report)."""
+    statuses = []
+    for c in pod["spec"]["containers"]:
+        cs: dict[str, Any] = {
+            "name": c["name"],
+            "image": c["image"],
+            "ready": ready,
+            "restartCount": (restarts or {}).get(c["name"], 0),
+            "state": {"waiting": {"reason": waiting}} if waiting else {"running": {"startedAt": format_time(now)}},
+        }
+        if restarted:
+            cs["lastState"] = {"terminated": {"exitCode": 0, "reason": "Completed"}}
+        statuses.append(cs)
+    flag = "True" if ready else "False"
+    return {
+        "phase": phase,
+        "conditions": [{"type": "Ready", "status": flag, "lastTransitionTime": format_time(now)}],
+        "containerStatuses": statuses,
+    }
+
+
+def merge_status(doc: dict[str, Any], share: dict[str, Any] | None) -> None:
+    """Merge one reconciler's status share into ``doc`` (conditions by type)."""
+    if share is None:
+        return
+    status = doc.setdefault("status", {})
+    for key, value in share.items():
+        if key != "conditions":
+            status[key] = copy.deepcopy(value)
+            continue
+        by_type = {c["type"]: c for c in status.get("conditions") or []}
+        for condition in value:
+            by_type[condition["type"]] = copy.deepcopy(condition)
+        status["conditions"] = list(by_type.values())
+
+
+@dataclass
+class Fleet:
     """A ModelServing document, its cluster, and the three planners."""
 
-    def __init__(self, doc: dict[str, Any]) -> None:
-        super().__init__(doc, support=VOLCANO, readiness=Readiness(bad_image="bad"), now=NOW)
-        self.min_available: int | None = None
-        """The fewest ready groups observed after any plan or tick since the last :meth:`watch`."""
+    doc: dict[str, Any]
+    cluster: Cluster = field(default_factory=lambda: Cluster(ready=False))
+    now: float = NOW
+    events: list[tuple[str, str, str]] = field(default_factory=list)
+    min_available: int | None = None
+    """The fewest ready groups observed after any step since the last :meth:`watch`."""
+    patches: dict[tuple[str, str], int] = field(default_factory=dict)
+    """Image patches applied, by (pod UID, target revision label)."""
+    samples: list[dict[str, tuple[int, int]]] = field(default_factory=list)
+    """After every step while :attr:`sampling`: per role, (target-version ready instances, replicas) of group 0."""
+    sampling: bool = False
 
     def spec(self) -> dict[str, Any]:
         spec: dict[str, Any] = self.doc["spec"]
         return spec
 
-    def tick(self) -> tuple[str, ...]:
-        made = super().tick()
-        self.after_apply()
-        return made
+    def _run(self, plan: Plan) -> bool:
+        for update in plan.updates:
+            if update.kind == "Pod" and "spec" in update.patch:
+                revision = update.patch["metadata"]["labels"][naming.LABEL_REVISION]
+                key = (update.uid, revision)
+                self.patches[key] = self.patches.get(key, 0) + 1
+        self.cluster.apply(plan, self.now)
+        self.events.extend((e.type, e.reason, e.message) for e in plan.events)
+        changed = bool(plan.creates or plan.deletes or plan.updates)
+        if not (plan.creates or plan.deletes) and plan.status is not None:
+            # like the applier: a reconcile that created or deleted leaves the status to the next one
+            before = copy.deepcopy(self.doc.get("status"))
+            merge_status(self.doc, plan.status)
+            changed = changed or before != self.doc.get("status")
+        self._observe()
+        return changed
+
+    def reconcile(self, *, rollout: bool = True) -> bool:
+        """One pass of every reconciler; return whether anything changed."""
+        ms = parse(self.doc)
+        changed = self._run(plan_podgroups(ms, ref_of(ms), self.cluster.observed(), VOLCANO))
+        ms = parse(self.doc)
+        changed = self._run(plan_servinggroups(ms, ref_of(ms), self.cluster.observed(), VOLCANO, self.now)) or changed
+        if rollout:
+            ms = parse(self.doc)
+            changed = self._run(plan_rollout(ms, ref_of(ms), self.cluster.observed(), VOLCANO, self.now)) or changed
+        return changed
+
+    def tick(self, only: set[str] | None = None) -> bool:
+        """Pending pods with a good image become Running and Ready; bad ones report ImagePullBackOff.
+
+        Running pods reflect an image patch (see the module docstring). ``only`` limits the tick to those pods.
+        """
+        changed = False
+        for name, pod in self.cluster.pods().items():
+            if only is not None and name not in only:
+                continue
+            changed = self._tick_pod(pod) or changed
+        self._observe()
+        return changed
+
+    def _tick_pod(self, pod: dict[str, Any]) -> bool:
+        containers = pod["spec"]["containers"]
+        bad = any("bad" in c["image"] for c in containers)
+        status = pod["status"]
+        if status.get("phase") != "Running":
+            if bad:
+                pod["status"] = pod_status(pod, self.now, ready=False, waiting="ImagePullBackOff", phase="Pending")
+                return False
+            pod["status"] = pod_status(pod, self.now, ready=True)
+            return True
+        seen = {c["name"]: c for c in status.get("containerStatuses") or []}
+        for c in containers:  # a status without images (built by hand) follows the spec silently
+            seen.setdefault(c["name"], {"name": c["name"], "restartCount": 0}).setdefault("image", c["image"])
+        drift = [c["name"] for c in containers if seen[c["name"]].get("image") != c["image"]]
+        restarts = {n: int(cs.get("restartCount") or 0) for n, cs in seen.items()}
+        if drift:
+            if bad:
+                pod["status"] = pod_status(pod, self.now, ready=False, waiting="ImagePullBackOff", restarts=restarts)
+            else:
+                bumped = {n: r + (1 if n in drift else 0) for n, r in restarts.items()}
+                pod["status"] = pod_status(pod, self.now, ready=False, restarts=bumped, restarted=True)
+            return True
+        if not _running_ready(pod) and not bad and any("lastState" in cs for cs in seen.values()):
+            pod["status"] = pod_status(pod, self.now, ready=True, restarts=restarts, restarted=True)
+            return True
+        return False
+
+    def settle(self, rounds: int = 200) -> int:
+        """Alternate reconciles and ticks until nothing changes; return the rounds used."""
+        for n in range(rounds):
+            reconciled = self.reconcile()
+            ticked = self.tick()
+            if not reconciled and not ticked:
+                return n
+        raise AssertionError("did not settle")
 
     def watch(self) -> None:
         self.min_available = self.ready_groups()
 
-    def after_apply(self) -> None:
-        super().after_apply()
+    def _observe(self) -> None:
         if self.min_available is not None:
             self.min_available = min(self.min_available, self.ready_groups())
+        if self.sampling:
+            self.samples.append(self.target_ready())
+
+    def target_ready(self, group: int = 0) -> dict[str, tuple[int, int]]:
+        """Per role of ``group``: (instances complete, ready and on the update revision's template, replicas)."""
+        ms = parse(self.doc)
+        data = revision_data(ms.spec)
+        out: dict[str, tuple[int, int]] = {}
+        pods = self.group_pods().get(group, [])
+        for role in ms.spec.template.roles:
+            want = role_template_hash(data, role)
+            count = 0
+            for r in range(role.replicas):
+                inst = [p for p in pods if p["metadata"]["labels"][naming.LABEL_ROLE_ID] == f"{role.name}-{r}"]
+                if len(inst) == role.worker_replicas + 1 and all(
+                    _running_ready(p)
+                    and p["metadata"]["labels"][naming.LABEL_ROLE_TEMPLATE_HASH] == want
+                    and not p["metadata"].get("deletionTimestamp")
+                    and all(
+                        cs.get("image") == c["image"]
+                        for cs, c in zip(p["status"]["containerStatuses"], p["spec"]["containers"], strict=False)
+                    )
+                    for p in inst
+                ):
+                    count += 1
+            out[role.name] = (count, role.replicas)
+        return out
 
     # --- reading the cluster ------------------------------------------------------------------------------------
 
@@ -73,6 +239,21 @@ class Fleet(Simulation):
 
     def uids(self) -> dict[str, str]:
         return {name: pod["metadata"]["uid"] for name, pod in self.cluster.pods().items()}
+
+    def condition(self, type_: str = UPDATE_IN_PROGRESS) -> dict[str, Any] | None:
+        for c in (self.doc.get("status") or {}).get("conditions") or []:
+            if c["type"] == type_:
+                return dict(c)
+        return None
+
+    def edit_role(self, role: int, path: str, value: Any) -> None:
+        """Set ``entryTemplate.<path>`` (dotted) of one role, as a user edit (generation + 1)."""
+        node = self.spec()["template"]["roles"][role]["entryTemplate"]
+        *parents, last = path.split(".")
+        for key in parents:
+            node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+        node[last] = value
+        self.doc["metadata"]["generation"] = self.doc["metadata"].get("generation", 1) + 1
 
     def set_image(self, image: str, role: int | None = None) -> None:
         roles = self.spec()["template"]["roles"]
