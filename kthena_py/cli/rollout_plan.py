@@ -96,6 +96,7 @@ def _step_lines(step: StepReport, report: RolloutReport, previous_protected: tup
     lines = [f"step {step.number}:"]
     fields = [
         ("take down", ", ".join(step.take_down)),
+        ("patch", ", ".join(f"{unit} (in place)" for unit in step.patched)),
         ("create", _units(step.created, report)),
         ("surge", _units(step.surge, report)),
         ("remove", ", ".join(step.removed)),
@@ -137,7 +138,7 @@ def format_report(report: RolloutReport, changes: tuple[str, ...]) -> str:
         lines += _step_lines(step, report, protected)
         protected = step.protected
     last = report.steps[-1] if report.steps else None
-    taking = sum(1 for step in report.steps if step.take_down or step.surge)
+    taking = sum(1 for step in report.steps if step.take_down or step.patched or step.surge)
     low = f"ready ServingGroups never below {report.min_available}/{report.replicas}"
     if report.min_role_ready:
         low += "; ready instances never below " + ", ".join(

@@ -193,7 +193,9 @@ class StepReport:
 
     number: int
     take_down: tuple[str, ...] = ()
-    """Outdated units the rollout took down, in the order chosen."""
+    """Outdated units the rollout took down (recreate), in the order chosen."""
+    patched: tuple[str, ...] = ()
+    """Outdated units the rollout patched in place (``updateMethod: InPlace``)."""
     created: tuple[UnitAction, ...] = ()
     """Units (re)created within ``replicas``."""
     surge: tuple[UnitAction, ...] = ()
@@ -222,7 +224,7 @@ class StepReport:
     @property
     def acted(self) -> bool:
         """Whether a unit was taken down, created, removed or became ready."""
-        return bool(self.take_down or self.created or self.surge or self.removed or self.became_ready)
+        return bool(self.take_down or self.patched or self.created or self.surge or self.removed or self.became_ready)
 
 
 Outcome = Literal["complete", "partition", "stalled", "unfinished"]
@@ -253,6 +255,7 @@ class RolloutReport:
 @dataclass
 class _Acc:
     take_down: list[str] = field(default_factory=list)
+    patched: list[str] = field(default_factory=list)
     created: dict[str, str] = field(default_factory=dict)
     surge: dict[str, str] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
@@ -380,8 +383,11 @@ class Simulation:
             ms = self.parse()
             observed = self.cluster.observed()
             if self._acc is not None:
-                step = rollout_step(build_state(ms, self.ref(ms), observed, self.support))
-                self._acc.take_down.extend(u for u in step.take_down if u not in self._acc.take_down)
+                step = rollout_step(build_state(ms, self.ref(ms), observed, self.support), self.now)
+                for unit in step.take_down:
+                    chosen = self._acc.patched if unit in step.in_place else self._acc.take_down
+                    if unit not in chosen:
+                        chosen.append(unit)
             plan = plan_rollout(ms, self.ref(ms), observed, self.support, self.now)
             changed = self._run(ms, plan) or changed
         return changed
@@ -410,10 +416,19 @@ class Simulation:
         role_level = _role_level(ms)
         update_revision = build_state(ms, self.ref(ms), Observed(), self.support).revision
         pending: dict[tuple[int, str, int], tuple[str, list[KubeObject]]] = {}
-        stuck = False
+        stuck = restarted = False
         for pod in self.cluster.pods().values():
             status = pod.get("status") or {}
-            if status.get("phase") == "Running" or pod["metadata"].get("deletionTimestamp"):
+            if pod["metadata"].get("deletionTimestamp"):
+                continue
+            if status.get("phase") == "Running":
+                if _image_drift(pod) and not self._never_ready(pod, "", update_revision):
+                    # An in-place image patch: the container restarts on the new image (as the kubelet does).
+                    restarts = max(
+                        (int(c.get("restartCount") or 0) for c in status.get("containerStatuses") or []), default=0
+                    )
+                    pod["status"] = _ready_status(self.now, pod, restarts + 1)
+                    restarted = True
                 continue
             unit = self._unit_of(pod, role_level)
             if unit is None:
@@ -437,9 +452,9 @@ class Simulation:
         for key in chosen:
             name, pods = pending[key]
             for pod in pods:
-                pod["status"] = _ready_status(self.now)
+                pod["status"] = _ready_status(self.now, pod)
             made.append(name)
-        return tuple(made), bool(made) or stuck
+        return tuple(made), bool(made) or stuck or restarted
 
     def settle(self, rounds: int = 200) -> int:
         """Alternate reconcile passes and ticks until neither changes anything; return the rounds used.
@@ -500,6 +515,7 @@ class Simulation:
         report = StepReport(
             number=number,
             take_down=tuple(acc.take_down),
+            patched=tuple(acc.patched),
             created=_actions(acc.created),
             surge=_actions(acc.surge),
             removed=tuple(acc.removed),
@@ -541,12 +557,22 @@ def _role_ready(state: PlanningState) -> tuple[tuple[str, int, int], ...]:
     return tuple((name, ready, wanted) for name, (ready, wanted) in totals.items())
 
 
-def _ready_status(now: float) -> KubeObject:
+def _ready_status(now: float, pod: KubeObject | None = None, restarts: int = 0) -> KubeObject:
+    containers = ((pod or {}).get("spec") or {}).get("containers") or [{"name": "main"}]
     return {
         "phase": "Running",
         "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": format_time(now)}],
-        "containerStatuses": [{"name": "main", "restartCount": 0}],
+        "containerStatuses": [
+            {"name": c.get("name"), "image": c.get("image"), "ready": True, "restartCount": restarts}
+            for c in containers
+        ],
     }
+
+
+def _image_drift(pod: KubeObject) -> bool:
+    """A Running pod whose spec images were patched in place and whose status still reports the old ones."""
+    seen = {c.get("name"): c.get("image") for c in (pod.get("status") or {}).get("containerStatuses") or []}
+    return any(seen.get(c.get("name"), c.get("image")) != c.get("image") for c in pod["spec"].get("containers") or [])
 
 
 def _document(doc: KubeObject) -> dict[str, Any]:

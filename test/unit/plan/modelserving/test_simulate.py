@@ -195,3 +195,13 @@ def test_rollouts_converge_within_the_budget(
     # no more steps taking units down than the ideal, ceil(movable / per-step budget)
     per_step = max(1, max_unavailable + max_surge)
     assert sum(1 for s in report.steps if s.take_down) <= math.ceil(len(moved) / per_step) + 1
+
+
+def test_in_place_rollout_is_planned_as_patches() -> None:
+    old = _group_doc(4, maxUnavailable=2)
+    old["spec"]["rolloutStrategy"]["updateMethod"] = "InPlace"
+    report = simulate_rollout(old, _images(old, "img:2"))
+    assert report.outcome == "complete"
+    assert [list(s.patched) for s in report.steps if s.patched] == [["llama-3", "llama-2"], ["llama-1", "llama-0"]]
+    assert not any(s.take_down or s.created for s in report.steps)
+    assert report.min_available == 2
