@@ -97,6 +97,7 @@ def _step_lines(step: StepReport, report: RolloutReport, previous_protected: tup
     fields = [
         ("take down", ", ".join(step.take_down)),
         ("patch", ", ".join(f"{unit} (in place)" for unit in step.patched)),
+        ("hold", "; ".join(step.held)),
         ("create", _units(step.created, report)),
         ("surge", _units(step.surge, report)),
         ("remove", ", ".join(step.removed)),

@@ -196,6 +196,8 @@ class StepReport:
     """Outdated units the rollout took down (recreate), in the order chosen."""
     patched: tuple[str, ...] = ()
     """Outdated units the rollout patched in place (``updateMethod: InPlace``)."""
+    held: tuple[str, ...] = ()
+    """What role coordination held back during the step (``roleCoordination``), with the reason."""
     created: tuple[UnitAction, ...] = ()
     """Units (re)created within ``replicas``."""
     surge: tuple[UnitAction, ...] = ()
@@ -256,6 +258,7 @@ class RolloutReport:
 class _Acc:
     take_down: list[str] = field(default_factory=list)
     patched: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
     created: dict[str, str] = field(default_factory=dict)
     surge: dict[str, str] = field(default_factory=dict)
     removed: list[str] = field(default_factory=list)
@@ -388,6 +391,7 @@ class Simulation:
                     chosen = self._acc.patched if unit in step.in_place else self._acc.take_down
                     if unit not in chosen:
                         chosen.append(unit)
+                self._acc.held.extend(what for what in step.held if what not in self._acc.held)
             plan = plan_rollout(ms, self.ref(ms), observed, self.support, self.now)
             changed = self._run(ms, plan) or changed
         return changed
@@ -516,6 +520,7 @@ class Simulation:
             number=number,
             take_down=tuple(acc.take_down),
             patched=tuple(acc.patched),
+            held=tuple(acc.held),
             created=_actions(acc.created),
             surge=_actions(acc.surge),
             removed=tuple(acc.removed),

@@ -205,3 +205,18 @@ def test_in_place_rollout_is_planned_as_patches() -> None:
     assert [list(s.patched) for s in report.steps if s.patched] == [["llama-3", "llama-2"], ["llama-1", "llama-0"]]
     assert not any(s.take_down or s.created for s in report.steps)
     assert report.min_available == 2
+
+
+def test_coordinated_rollout_shows_the_holds() -> None:
+    prefill = role_doc("prefill", replicas=4) | {"maxUnavailable": 2}
+    decode = role_doc("decode", replicas=8) | {"maxUnavailable": 4}
+    old = ms_doc(prefill, decode, replicas=1)
+    old["spec"]["rolloutStrategy"] = {
+        "type": "RoleRollingUpdate",
+        "roleCoordination": {"maxSkew": "25%", "dependencies": [{"role": "decode", "dependsOn": ["prefill"]}]},
+    }
+    report = simulate_rollout(old, _images(old, "img:2"))
+    assert report.outcome == "complete"
+    first = next(s for s in report.steps if s.take_down)
+    assert first.take_down == ("llama-0/prefill-3",)  # decode waits for prefill's target-version capacity
+    assert any("decode waits for target-version Ready capacity of prefill" in h for h in first.held)
