@@ -120,16 +120,6 @@ def _ready_spec(value: str) -> str:
     return value
 
 
-def _positive_steps(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
-    return n
-
-
 def _add_plan_parser(inner: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``rollout plan``."""
     p = inner.add_parser(
@@ -154,7 +144,7 @@ def _add_plan_parser(inner: argparse._SubParsersAction[argparse.ArgumentParser])
         metavar="UNIT[,UNIT]",
         help="units that never become ready (<ms>-<g> or <ms>-<g>/<role>-<r>); repeatable",
     )
-    p.add_argument("--max-steps", type=_positive_steps, default=200, help="give up after this many steps (default 200)")
+    p.add_argument("--max-steps", type=_positive, default=200, help="give up after this many steps (default 200)")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     p.set_defaults(run=run_plan)
 

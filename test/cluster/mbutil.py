@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +10,7 @@ from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import EVENTS
 from kthena_py.testing.controlplane import EnvTest
+from kthena_py.testing.controlplane.process import wait_for
 from kthena_py.testing.wait import eventually
 
 CRD_DIR = Path(__file__).resolve().parent.parent / "crds"
@@ -81,10 +81,7 @@ def remove_networking_crds(tier: EnvTest) -> None:
     """Delete the networking CRDs (if installed) and wait until the API server no longer has them."""
     for name in CRD_NAMES:
         tier.client.delete(f"{_CRD_PATH}/{name}")
-    deadline = time.monotonic() + 120
-    while not _crds_gone(tier):
-        assert time.monotonic() < deadline, "networking CRDs not deleted in time"
-        time.sleep(0.2)
+    wait_for("networking CRDs deleted", lambda: True if _crds_gone(tier) else None, timeout=120, interval=0.2)
 
 
 def conditions(obj: KubeObject) -> dict[str, KubeObject]:

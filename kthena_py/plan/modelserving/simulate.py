@@ -56,6 +56,7 @@ __all__ = [
     "SimulationError",
     "StepReport",
     "UnitAction",
+    "merge_patch",
     "merge_status",
     "simulate_rollout",
 ]
@@ -82,7 +83,8 @@ class SimulationError(Exception):
     """The planners did not settle within a step (a planner bug: they are meant to converge)."""
 
 
-def _merge_patch(target: Any, patch: Any) -> Any:
+def merge_patch(target: Any, patch: Any) -> Any:
+    """Apply an RFC 7386 JSON merge patch to ``target`` (a copy; ``None`` deletes a key)."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     result = dict(target) if isinstance(target, dict) else {}
@@ -90,7 +92,7 @@ def _merge_patch(target: Any, patch: Any) -> Any:
         if value is None:
             result.pop(key, None)
         else:
-            result[key] = _merge_patch(result.get(key), value)
+            result[key] = merge_patch(result.get(key), value)
     return result
 
 
@@ -147,7 +149,7 @@ class MemoryCluster:
             store = self.objects[_KINDS[update.kind]]
             obj = store.get(update.name)
             if obj is not None and obj["metadata"].get("uid") == update.uid:
-                store[update.name] = _merge_patch(obj, update.patch)
+                store[update.name] = merge_patch(obj, update.patch)
         for created in plan.creates:
             store = self.objects[_KINDS[created["kind"]]]
             name = created["metadata"]["name"]

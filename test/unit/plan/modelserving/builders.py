@@ -10,6 +10,7 @@ from typing import Any
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.plan.modelserving.podgroups import plan_podgroups
 from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.simulate import merge_patch
 from kthena_py.plan.modelserving.status import format_time
 from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, Plan, PodGroupSupport
 
@@ -89,18 +90,6 @@ def parse(doc: dict[str, Any]) -> ModelServing:
 
 def ref_of(ms: ModelServing) -> MSRef:
     return MSRef(ms.name, ms.namespace, ms.uid, ms.generation)
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def ready_status(now: float, restarts: int = 0) -> dict[str, Any]:

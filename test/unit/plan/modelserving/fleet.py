@@ -21,6 +21,7 @@ from kthena_py.plan.modelserving.podgroups import plan_podgroups
 from kthena_py.plan.modelserving.revision import revision_data, role_template_hash
 from kthena_py.plan.modelserving.rollout import UPDATE_IN_PROGRESS, plan_rollout
 from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.simulate import merge_status
 from kthena_py.plan.modelserving.status import format_time
 from kthena_py.plan.modelserving.types import Plan
 
@@ -61,21 +62,6 @@ def pod_status(
         "conditions": [{"type": "Ready", "status": flag, "lastTransitionTime": format_time(now)}],
         "containerStatuses": statuses,
     }
-
-
-def merge_status(doc: dict[str, Any], share: dict[str, Any] | None) -> None:
-    """Merge one reconciler's status share into ``doc`` (conditions by type)."""
-    if share is None:
-        return
-    status = doc.setdefault("status", {})
-    for key, value in share.items():
-        if key != "conditions":
-            status[key] = copy.deepcopy(value)
-            continue
-        by_type = {c["type"]: c for c in status.get("conditions") or []}
-        for condition in value:
-            by_type[condition["type"]] = copy.deepcopy(condition)
-        status["conditions"] = list(by_type.values())
 
 
 @dataclass
