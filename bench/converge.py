@@ -1,20 +1,31 @@
 """Benchmark: time for the controller to converge a fleet of ModelServings (printed, never asserted).
 
 In the cluster tier (kwok nodes, Volcano gang scheduling): N ModelServings x 2 groups x 2 roles x
-(1 entry + 1 worker) — 800 pods, 400 headless Services and 200 PodGroups for N = 100 — and the time
-until every ModelServing is Available. Baseline, in a fresh tier of the same shape: a plain script
-that creates the very same objects (rendered by the same code, without owner references) with the
-same client concurrency and waits for the same readiness (every pod Running and Ready). Then the
-manager's RSS and CPU seconds at steady state, and the writes it makes in the 60 s after a restart.
+(1 entry + 1 worker): 800 pods, 400 headless Services and 200 PodGroups for N = 100 (the default), 4,000
+pods for N = 500 (the large documented size; about 5 minutes a side on 2 cores). Each side runs on a
+fresh tier of the same shape, in the same run:
 
-Per run it also prints where the time and the work went, the same way for both sides: a timeline (p50
-and max over ModelServings of when the first PodGroup, first and last pod appeared, the last pod was
-bound and Ready, and the ModelServing was Available), CPU seconds per control-plane process, the API
-server's requests by verb and resource, Events by source and reason, and the manager's own requests
-and reconciles. On a 2-core machine every process competes for the same CPU, so these explain most of
-the difference between the two sides.
+* ``baseline``: a plain script creating the very same objects (rendered by the same code, without owner
+  references) with the same client concurrency, waiting for every pod to be Running and Ready;
+* ``kthena-py``: the manager, until every ModelServing reports Available;
+* ``kthena-go`` (with ``--compare-kthena GO_BINARY``): Kthena's own Go controller-manager, built by
+  ``hack/build-kthena.sh``, with its own CRDs (``crds/`` beside the binary, or ``--kthena-crds``) and
+  raised client limits (64 workers, 1000 QPS, burst 2000); skipped with a message when the binary is absent.
 
-Usage: python bench/converge.py [--modelservings N] [--workers W] [--after-restart SECONDS]
+Per side it prints where the time and the work went: a timeline (p50 and max over ModelServings of when the
+first PodGroup, first and last pod appeared, the last pod was bound and Ready, and the ModelServing was
+Available), how long each ModelServing took to report Available after its last pod became Ready, CPU
+seconds per control-plane process, the API server's requests by verb and resource, Events by source and
+reason; for the managers their RSS (idle, and at steady state with the fleet cached: the growth per pod),
+writes to converge and writes in the ``--after-restart`` seconds after a restart. For kthena-py it also
+prints the per-stage timeline from its ``--timeline-file``: for each ModelServing's last pod to become
+Ready, when the manager's informer received that change, when the ServingGroup reconciler was asked to
+reconcile and started, and when it wrote the Available status.
+
+Targets are printed beside the figures (issue 15), not asserted.
+
+Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
+                                [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--after-restart SECONDS]
 """
 
 from __future__ import annotations
@@ -22,25 +33,33 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kthena_py.controllers.resources import MODELSERVINGS
-from kthena_py.kube import AlreadyExists, KubeClient
+from kthena_py.kube import AlreadyExists, ApiError, Gone, KubeClient
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, EVENTS, NAMESPACES, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.render import render
 from kthena_py.testing.controlplane import ClusterTier
 
 REPO = Path(__file__).resolve().parent.parent
 CONNECTIONS = 100  # KubeClient's default connection pool size
+NODES = 10
+KWOK_PARALLELISM = 16
+"""kwok's pod workers: more than the tier's test default (4), so that making pods Ready is not limited by fake
+kubelets taking turns (real kubelets work in parallel, one per node); the same on every side."""
 KINDS = {"Pod": PODS, "Service": SERVICES, "PodGroup": PODGROUPS, "ControllerRevision": CONTROLLER_REVISIONS}
 
 
@@ -63,6 +82,10 @@ def modelserving(i: int) -> dict[str, Any]:
     }
 
 
+def tier_of(run_dir: str, crd_files: list[Path]) -> ClusterTier:
+    return ClusterTier(run_dir, nodes=NODES, crds=crd_files, pod_parallelism=KWOK_PARALLELISM)
+
+
 def crds() -> list[Path]:
     extra = [Path(p) for p in os.environ.get("KTHENA_PY_EXTRA_CRDS", "").split(os.pathsep) if p]
     return sorted((REPO / "manifests" / "crd").glob("workload.serving.volcano.sh_*.yaml")) + extra
@@ -80,7 +103,7 @@ async def all_pods_ready(client: KubeClient, expected: int) -> bool:
 
 
 async def baseline(n: int, concurrency: int) -> float:
-    with tempfile.TemporaryDirectory() as d, ClusterTier(d, nodes=10, crds=crds()) as tier:
+    with tempfile.TemporaryDirectory() as d, tier_of(d, crds()) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
         try:
             await client.create(NAMESPACES, {"metadata": {"name": "bench"}})
@@ -107,7 +130,8 @@ async def baseline(n: int, concurrency: int) -> float:
                 await asyncio.sleep(0.5)
             elapsed = time.perf_counter() - start
             cpu = cpu_report(cpu_before, component_cpu(tier))
-            print(f"    baseline timeline: {await timeline.stop()}")
+            await timeline.stop()
+            print(f"    baseline timeline: {timeline.report()}")
             print(f"    baseline CPU: {cpu}")
             print(f"    baseline API requests: {requests_report(api_before, apiserver_requests(tier))}")
             print(f"    baseline events: {await event_report(client)}")
@@ -119,8 +143,9 @@ async def baseline(n: int, concurrency: int) -> float:
 class Timeline:
     """When each object was first seen, each pod bound and Ready, each ModelServing Available.
 
-    Fed by watches in the benchmark process, so both sides are observed the same way; times are seconds
-    after ``start``. Printed per run to show where the time goes: the p50 and max over ModelServings of
+    Fed by watches in the benchmark process, so every side is observed the same way; times are seconds
+    after ``start`` (``start_wall`` is the same moment in epoch seconds, to line up with the manager's
+    timeline file). Printed per run to show where the time goes: the p50 and max over ModelServings of
     the moment its first PodGroup, first pod and last pod appeared, its last pod was bound and Ready,
     and it was Available.
     """
@@ -130,19 +155,32 @@ class Timeline:
     def __init__(self, client: KubeClient, start: float) -> None:
         self.client = client
         self.start = start
-        self.seen: dict[tuple[str, str, str], float] = {}
+        self.start_wall = time.time() - (time.perf_counter() - start)
+        self.seen: dict[tuple[str, str], float] = {}
+        self.ready_rv: dict[str, str] = {}
         self.tasks: list[asyncio.Task[None]] = []
 
     def begin(self) -> None:
         self.tasks = [asyncio.create_task(self._follow(rt)) for rt in (PODS, PODGROUPS, MODELSERVINGS)]
 
-    def _mark(self, what: str, name: str) -> None:
-        self.seen.setdefault((what, "", name), time.perf_counter() - self.start)
+    def _mark(self, what: str, name: str) -> bool:
+        if (what, name) in self.seen:
+            return False
+        self.seen[(what, name)] = time.perf_counter() - self.start
+        return True
 
     async def _follow(self, rt: Any) -> None:
+        rv = "0"
+        while True:  # the API server may end a watch early (e.g. a slow consumer): resume where it ended
+            rv = await self._follow_once(rt, rv)
+
+    async def _follow_once(self, rt: Any, rv: str) -> str:
         try:
-            async for ev in self.client.watch(rt, "bench", resource_version="0", allow_bookmarks=False):
+            async for ev in self.client.watch(rt, "bench", resource_version=rv, allow_bookmarks=True):
                 obj = ev.object
+                rv = obj["metadata"].get("resourceVersion") or rv
+                if ev.type == "BOOKMARK":
+                    continue
                 name = obj["metadata"]["name"]
                 status = obj.get("status") or {}
                 conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
@@ -150,27 +188,49 @@ class Timeline:
                     self._mark("pod", name)
                     if (obj.get("spec") or {}).get("nodeName"):
                         self._mark("bound", name)
-                    if status.get("phase") == "Running" and conditions.get("Ready") == "True":
-                        self._mark("ready", name)
+                    ready = status.get("phase") == "Running" and conditions.get("Ready") == "True"
+                    if ready and self._mark("ready", name):
+                        self.ready_rv[name] = obj["metadata"].get("resourceVersion", "")
                 elif rt is PODGROUPS:
                     self._mark("podgroup", name)
                 elif conditions.get("Available") == "True":
                     self._mark("available", name)
-        except Exception as exc:  # a broken watch only loses timeline detail
+        except Gone:
+            print(f"    timeline watch of {rt.plural} expired at {rv}: detail since then may be late")
+            return "0"
+        except ApiError as exc:  # a broken watch only loses timeline detail
             print(f"    timeline watch of {rt.plural} ended: {type(exc).__name__}: {exc}")
-        else:
-            print(f"    timeline watch of {rt.plural} closed by the server")
+            await asyncio.sleep(0.5)
+        return rv
 
-    async def stop(self) -> str:
+    async def stop(self) -> None:
         for t in self.tasks:
             t.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
-        per_ms: dict[str, dict[str, list[float]]] = {}
-        for (what, _, name), t in self.seen.items():
-            ms = "-".join(name.split("-")[:2])  # ms-<i>-...
-            per_ms.setdefault(ms, {}).setdefault(what, []).append(t)
+
+    def per_modelserving(self) -> dict[str, dict[str, list[tuple[float, str]]]]:
+        """``{ms: {what: [(seconds, object name)]}}`` (object names are ``ms-<i>-...``)."""
+        per_ms: dict[str, dict[str, list[tuple[float, str]]]] = {}
+        for (what, name), t in self.seen.items():
+            ms = "-".join(name.split("-")[:2])
+            per_ms.setdefault(ms, {}).setdefault(what, []).append((t, name))
+        return per_ms
+
+    def last_ready(self) -> dict[str, tuple[float, str]]:
+        """Per ModelServing: when its last pod became Ready, and that pod's name."""
+        return {ms: max(times["ready"]) for ms, times in self.per_modelserving().items() if times.get("ready")}
+
+    def available_after_ready(self) -> list[float]:
+        """Per ModelServing: seconds from its last pod becoming Ready to it being seen Available."""
+        out = []
+        for times in self.per_modelserving().values():
+            if times.get("ready") and times.get("available"):
+                out.append(min(times["available"])[0] - max(times["ready"])[0])
+        return sorted(out)
+
+    def report(self) -> str:
         milestones: dict[str, list[float]] = {m: [] for m in self.MILESTONES}
-        for times in per_ms.values():
+        for times in self.per_modelserving().values():
             for label, what, pick in (
                 ("podgroup", "podgroup", min),
                 ("first pod", "pod", min),
@@ -180,13 +240,111 @@ class Timeline:
                 ("available", "available", min),
             ):
                 if times.get(what):
-                    milestones[label].append(pick(times[what]))
-        parts = []
-        for label, xs in milestones.items():
-            if xs:
-                xs.sort()
-                parts.append(f"{label} {xs[len(xs) // 2]:.1f}/{xs[-1]:.1f}")
+                    milestones[label].append(pick(times[what])[0])
+        parts = [f"{label} {p50_max(xs)}" for label, xs in milestones.items() if xs]
         return "p50/max s: " + ", ".join(parts)
+
+
+def p50_max(xs: list[float]) -> str:
+    xs = sorted(xs)
+    return f"{xs[len(xs) // 2]:.2f}/{xs[-1]:.2f}" if xs else "-"
+
+
+def creation_report(path: Path, start_wall: float, namespace: str = "bench") -> str:
+    """When (p50/max over ModelServings, seconds after the first create) each step of creating one happened.
+
+    ``ms seen`` (the manager's informer got the ModelServing), the first ``groups``, ``gang`` and ``rollout``
+    reconcile starts, ``podgroup seen`` (its first PodGroup in the manager's cache), ``groups after pg`` (the
+    first ServingGroup reconcile that started after that) and ``pod seen`` (its first pod in the cache).
+    """
+    first: dict[str, dict[str, float]] = {}
+
+    def mark(ms: str, what: str, t: float) -> None:
+        first.setdefault(ms, {}).setdefault(what, t)
+
+    starts: dict[str, list[float]] = {}
+    for line in path.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        t = r["t"] - start_wall
+        if r["stage"] == "watch" and r.get("type") == "ADDED":
+            name = str(r.get("name") or "")
+            ms = "-".join(name.split("-")[:2])
+            what = {"ModelServing": "ms seen", "PodGroup": "podgroup seen", "Pod": "pod seen"}.get(r.get("kind", ""))
+            if what:
+                mark(ms, what, t)
+        elif r["stage"] == "start":
+            ms = str(r.get("key", "")).removeprefix(namespace + "/")
+            label = {"modelserving": "groups", "modelserving-gang": "gang", "modelserving-rollout": "rollout"}.get(
+                r.get("controller", "")
+            )
+            if label:
+                mark(ms, label, t)
+            if r.get("controller") == "modelserving":
+                starts.setdefault(ms, []).append(t)
+    for ms, marks in first.items():
+        pg = marks.get("podgroup seen")
+        after = next((t for t in starts.get(ms, []) if pg is not None and t >= pg), None)
+        if after is not None:
+            marks["groups after pg"] = after
+    order = ("ms seen", "groups", "gang", "rollout", "podgroup seen", "groups after pg", "pod seen")
+    cols = {k: [m[k] for m in first.values() if k in m] for k in order}
+    return ", ".join(f"{k} {p50_max(v)}" for k, v in cols.items() if v)
+
+
+def stage_report(timeline: Timeline, path: Path, namespace: str = "bench") -> str:
+    """The per-stage timeline of kthena-py's last-pod-Ready -> Available path, from its timeline file.
+
+    Stages per ModelServing, for its last pod to become Ready (as seen by the benchmark's watch):
+    ``received`` (the manager's informer applied that pod change, matched by resourceVersion),
+    ``enqueued`` (the ServingGroup reconciler was asked to reconcile), ``started`` (that reconcile began),
+    ``written`` (the Available status write took effect) and ``seen`` (the benchmark saw Available).
+    """
+    received: dict[tuple[str, str], float] = {}
+    enqueued: dict[tuple[str, str], list[float]] = {}
+    started: dict[str, list[float]] = {}
+    written: dict[str, float] = {}
+    by_manager: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        t = r["t"] - timeline.start_wall
+        stage = r["stage"]
+        if stage == "watch" and r.get("kind") == "Pod":
+            received.setdefault((r["name"], r.get("rv") or ""), t)
+        elif stage == "enqueue" and r.get("controller") == "modelserving" and r.get("kind") == "Pod":
+            enqueued.setdefault((r["key"], r["name"]), []).append(t)
+        elif stage == "start" and r.get("controller") == "modelserving":
+            started.setdefault(r["key"], []).append(t)
+        elif stage == "status":
+            by_manager[r.get("manager", "")] = by_manager.get(r.get("manager", ""), 0) + 1
+            if r.get("manager") == "kthena-py-servinggroups" and "Available" in r.get("true", []):
+                written.setdefault(r["key"], t)
+    per_ms = timeline.per_modelserving()
+    print(f"    kthena-py creation path: {creation_report(path, timeline.start_wall, namespace)}")
+    print(f"    kthena-py status writes by field manager: {by_manager}")
+    deltas: dict[str, list[float]] = {k: [] for k in ("received", "enqueued", "started", "written", "seen")}
+    for ms, (t_ready, pod) in timeline.last_ready().items():
+        key = f"{namespace}/{ms}"
+        t_recv = received.get((pod, timeline.ready_rv.get(pod, "")))
+        t_enq = next((t for t in enqueued.get((key, pod), []) if t_recv is not None and t >= t_recv), None)
+        t_start = next((t for t in started.get(key, []) if t_enq is not None and t >= t_enq), None)
+        t_written = written.get(key)
+        t_seen = min(per_ms[ms]["available"])[0] if per_ms[ms].get("available") else None
+        chain = [("received", t_recv), ("enqueued", t_enq), ("started", t_start), ("written", t_written)]
+        prev: float | None = t_ready
+        for label, t in chain:
+            if t is not None and prev is not None:
+                deltas[label].append(t - prev)
+            prev = t
+        if t_seen is not None and t_written is not None:
+            deltas["seen"].append(t_seen - t_written)
+    parts = [f"{k} +{p50_max(v)} ({len(v)})" for k, v in deltas.items()]
+    return "last pod Ready -> " + ", ".join(parts) + " (p50/max s after the previous stage; matched ModelServings)"
 
 
 def proc_stats(pid: int) -> tuple[float, float]:
@@ -273,40 +431,131 @@ def writes_made(metrics_port: int) -> float:
     return sum(n for m, n in requests_made(metrics_port).items() if m in ("POST", "PUT", "PATCH", "DELETE"))
 
 
-def start_manager(kubeconfig: Path, workers: int, port: int, log: Path) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kthena_py",
-            "manager",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--workers",
-            str(workers),
-            "--metrics-bind-address",
-            f"127.0.0.1:{port}",
-            "--health-probe-bind-address",
-            "0",
-            "--webhook-port",
-            "0",
-            "--log-level",
-            "warning",
-        ],
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-    )
+WRITE_VERBS = ("POST", "PUT", "PATCH", "APPLY", "DELETE", "CREATE", "UPDATE")
+WORKLOAD = ("pods", "services", "podgroups", "modelservings", "modelservings/status", "controllerrevisions", "events")
 
 
-async def controller(n: int, workers: int, after_restart: float) -> tuple[float, float, float, float]:
-    with tempfile.TemporaryDirectory() as d, ClusterTier(d, nodes=10, crds=crds()) as tier:
+def workload_writes(before: dict[str, float], after: dict[str, float]) -> tuple[float, str]:
+    """Writes the API server received to the resources a ModelServing controller writes (by anyone).
+
+    Pods' status and binding subresources (kwok, the scheduler), nodes and leases are left out; the
+    scheduler's PodGroup status updates and Events stay in, the same on every side.
+    """
+    diff = {k: v - before.get(k, 0.0) for k, v in after.items()}
+    picked = {k: v for k, v in diff.items() if v and k.split(" ")[0] in WRITE_VERBS and k.split(" ", 1)[1] in WORKLOAD}
+    shown = ", ".join(f"{k} {v:.0f}" for k, v in sorted(picked.items(), key=lambda kv: -kv[1]))
+    return sum(picked.values()), shown or "none"
+
+
+@dataclass
+class Side:
+    """How to run one controller-manager against a tier."""
+
+    name: str
+    crds: list[Path]
+    command: list[str]
+    metrics_port: int | None = None
+    """kthena-py's metrics endpoint (its own request counters); None for the Go manager."""
+    timeline: bool = False
+
+
+@dataclass
+class SideRun:
+    elapsed: float
+    rss_idle: float
+    rss: float
+    cpu: float
+    pods: int
+    converge_writes: float
+    manager_writes: float | None
+    restart_writes: float
+    restart_breakdown: str
+    manager_restart_writes: float | None
+    available_after_ready: list[float] = field(default_factory=list)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def kthena_py_side(workers: int) -> Side:
+    port = free_port()
+    cmd = [sys.executable, "-m", "kthena_py", "manager", "--workers", str(workers)]
+    cmd += ["--metrics-bind-address", f"127.0.0.1:{port}", "--health-probe-bind-address", "0", "--webhook-port", "0"]
+    cmd += ["--log-level", "warning"]
+    return Side("kthena-py", crds(), cmd, metrics_port=port, timeline=True)
+
+
+def kthena_go_side(binary: Path, crd_dir: Path) -> Side:
+    cmd = [str(binary), "--enable-webhook=false", "--controllers=modelserving", "--leader-elect=false"]
+    cmd += ["--workers=64", "--kube-api-qps=1000", "--kube-api-burst=2000"]
+    return Side("kthena-go", kthena_crds(crd_dir), cmd)
+
+
+def kthena_crds(crd_dir: Path) -> list[Path]:
+    return sorted(crd_dir.glob("*.yaml"))
+
+
+def start_side(side: Side, kubeconfig: Path, log: Path, timeline_file: Path | None) -> subprocess.Popen[bytes]:
+    cmd = [*side.command, f"--kubeconfig={kubeconfig}"]
+    if timeline_file is not None:
+        cmd += ["--timeline-file", str(timeline_file)]
+    return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+
+
+def wait_started(side: Side, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    """Until kthena-py's metrics endpoint answers (its informers start with it); a fixed pause for Go."""
+    deadline = time.monotonic() + timeout
+    if side.metrics_port is None:
+        time.sleep(5)
+        return
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{side.name} exited with {proc.returncode}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{side.metrics_port}/metrics", timeout=2).read()
+            return
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.2)
+    raise RuntimeError(f"{side.name} did not start in {timeout:.0f} s")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+async def all_available(client: KubeClient, n: int) -> bool:
+    items = (await client.list_all(MODELSERVINGS, "bench")).items
+    done = [
+        m
+        for m in items
+        if any(
+            c["type"] == "Available" and c["status"] == "True" for c in (m.get("status") or {}).get("conditions") or []
+        )
+    ]
+    return len(done) == n
+
+
+async def run_side(side: Side, n: int, after_restart: float) -> SideRun:
+    with tempfile.TemporaryDirectory() as d, tier_of(d, side.crds) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
-        port = 18390
-        manager = start_manager(tier.kubeconfig_path, workers, port, Path(d) / "manager.log")
+        log = Path(d) / "manager.log"
+        timeline_file = Path(d) / "timeline.jsonl" if side.timeline else None
+        proc = start_side(side, tier.kubeconfig_path, log, timeline_file)
         try:
             await client.create(NAMESPACES, {"metadata": {"name": "bench"}})
-            await asyncio.sleep(3)  # manager start-up (informers synced) is not part of the measure
-            cpu_before = component_cpu(tier, manager.pid)
+            wait_started(side, proc)
+            await asyncio.sleep(2)  # informers synced: start-up is not part of the measure
+            rss_idle, _ = proc_stats(proc.pid)
+            cpu_before = component_cpu(tier, proc.pid)
             api_before = apiserver_requests(tier)
             start = time.perf_counter()
             timeline = Timeline(client, start)
@@ -318,81 +567,168 @@ async def controller(n: int, workers: int, after_restart: float) -> tuple[float,
                     await client.create(MODELSERVINGS, modelserving(i), "bench")
 
             await asyncio.gather(*(create(i) for i in range(n)))
-            while True:
-                items = (await client.list_all(MODELSERVINGS, "bench")).items
-                done = [
-                    m
-                    for m in items
-                    if any(
-                        c["type"] == "Available" and c["status"] == "True"
-                        for c in (m.get("status") or {}).get("conditions") or []
+            while not await all_available(client, n):
+                if proc.poll() is not None:
+                    raise RuntimeError(
+                        f"{side.name} exited with {proc.returncode}; see its log: {log.read_text()[-2000:]}"
                     )
-                ]
-                if len(done) == n:
-                    break
-                await asyncio.sleep(0.5)
+                await asyncio.sleep(0.25)
             elapsed = time.perf_counter() - start
-            cpu = cpu_report(cpu_before, component_cpu(tier, manager.pid))
-            print(f"    controller timeline: {await timeline.stop()}")
-            print(f"    controller CPU: {cpu}")
-            print(f"    controller API requests: {requests_report(api_before, apiserver_requests(tier))}")
-            print(f"    controller events: {await event_report(client)}")
-            made = ", ".join(f"{m} {n:.0f}" for m, n in sorted(requests_made(port).items()))
-            print(f"    manager requests until Available: {made}")
-            done = ", ".join(f"{c} {n:.0f}" for c, n in sorted(reconciles_made(port).items()) if n)
-            print(f"    manager reconciles until Available: {done}")
-            await asyncio.sleep(5)
-            rss, cpu = proc_stats(manager.pid)
-            manager.send_signal(signal.SIGTERM)
-            manager.wait(30)
-            manager = start_manager(tier.kubeconfig_path, workers, port, Path(d) / "manager.log")
-            await asyncio.sleep(after_restart)
-            writes = writes_made(port)
-            return elapsed, rss, cpu, writes
+            await asyncio.sleep(1)  # the last Available events reach the benchmark's watch
+            await timeline.stop()
+            api_after = apiserver_requests(tier)
+            converge_writes, converge_breakdown = workload_writes(api_before, api_after)
+            print(f"    {side.name} timeline: {timeline.report()}")
+            print(
+                f"    {side.name} Available after last pod Ready: p50/max {p50_max(timeline.available_after_ready())} s"
+            )
+            print(f"    {side.name} CPU: {cpu_report(cpu_before, component_cpu(tier, proc.pid))}")
+            print(f"    {side.name} API requests: {requests_report(api_before, api_after)}")
+            print(
+                f"    {side.name} workload writes to converge (all writers): {converge_writes:.0f}: "
+                f"{converge_breakdown}"
+            )
+            print(f"    {side.name} events: {await event_report(client)}")
+            manager_writes = None
+            if side.metrics_port is not None:
+                made = requests_made(side.metrics_port)
+                manager_writes = sum(v for m, v in made.items() if m in ("POST", "PUT", "PATCH", "DELETE"))
+                print(
+                    f"    {side.name} own requests until Available: "
+                    + ", ".join(f"{m} {v:.0f}" for m, v in sorted(made.items()))
+                )
+                done = ", ".join(f"{c} {v:.0f}" for c, v in sorted(reconciles_made(side.metrics_port).items()) if v)
+                print(f"    {side.name} reconciles until Available: {done}")
+            await asyncio.sleep(4)
+            rss, cpu = proc_stats(proc.pid)
+            pods = len((await client.list_all(PODS, "bench")).items)
+            stop(proc)
+            if timeline_file is not None and timeline_file.exists():
+                print(f"    {side.name} stages: {stage_report(timeline, timeline_file)}")
+            api_restart = apiserver_requests(tier)
+            proc = start_side(side, tier.kubeconfig_path, log, None)
+            wait_started(side, proc)
+            restarted = time.monotonic()
+            await asyncio.sleep(max(0.0, after_restart - (time.monotonic() - restarted)))
+            manager_restart = writes_made(side.metrics_port) if side.metrics_port is not None else None
+            restart_writes, restart_breakdown = workload_writes(api_restart, apiserver_requests(tier))
+            return SideRun(
+                elapsed,
+                rss_idle,
+                rss,
+                cpu,
+                pods,
+                converge_writes,
+                manager_writes,
+                restart_writes,
+                restart_breakdown,
+                manager_restart,
+                timeline.available_after_ready(),
+            )
         finally:
-            manager.send_signal(signal.SIGTERM)
-            manager.wait(30)
+            stop(proc)
             await client.close()
+
+
+def mmm(xs: list[float]) -> str:
+    return f"min {min(xs):6.1f}  median {statistics.median(xs):6.1f}  max {max(xs):6.1f} s"
+
+
+def summarize(n: int, runs: dict[str, list[SideRun]], bases: list[float], after_restart: float) -> None:
+    print(f"summary: {n} ModelServings ({n * 8} pods), {len(runs['kthena-py'])} run(s) a side")
+    if bases:
+        print(f"  baseline (direct creates, same concurrency): {mmm(bases)}")
+    for name, rs in runs.items():
+        print(f"  {name:<42}: {mmm([r.elapsed for r in rs])}")
+    ours = runs["kthena-py"]
+    med = statistics.median
+    if bases:
+        print(
+            f"  kthena-py / baseline, ratio of medians: {med([r.elapsed for r in ours]) / med(bases):.2f} "
+            "(target <= 1.25)"
+        )
+    for name, rs in runs.items():
+        lag = sorted(x for r in rs for x in r.available_after_ready)
+        print(
+            f"  {name}: Available after its last pod Ready, p50 {lag[len(lag) // 2]:.2f} s (target <= 1), "
+            f"max {lag[-1]:.2f} s (target <= 2)"
+            if lag
+            else f"  {name}: no Available-after-Ready figure"
+        )
+    r0 = ours[0]
+    growth = (r0.rss - r0.rss_idle) * 2**20 / max(1, r0.pods)
+    print(
+        f"  kthena-py RSS: idle {r0.rss_idle:.0f} MiB, steady {r0.rss:.0f} MiB with {r0.pods} pods cached "
+        f"(growth {growth / 1024:.1f} KiB per pod, with its share of Services, PodGroups and revisions); "
+        f"CPU {r0.cpu:.1f} s"
+    )
+    print(
+        f"  kthena-py writes: {r0.manager_writes:.0f} of its own to converge (today 2,200 at 100), "
+        f"{r0.manager_restart_writes:.0f} in the {after_restart:.0f} s after a restart (target 0)"
+    )
+    if "kthena-go" in runs:
+        go = runs["kthena-go"]
+        ratio = med([r.elapsed for r in ours]) / med([r.elapsed for r in go])
+        target = 0.6 if n <= 100 else 0.8
+        print(f"  converge kthena-py / kthena-go, ratio of medians: {ratio:.2f} (target <= {target})")
+        paired = " ".join(f"{o.elapsed / g.elapsed:.2f}" for o, g in zip(ours, go, strict=True))
+        print(f"  paired ratios (run by run): {paired}")
+        g0 = go[0]
+        print(
+            f"  RSS at steady state: kthena-py {r0.rss:.0f} MiB, kthena-go {g0.rss:.0f} MiB (idle {g0.rss_idle:.0f}); "
+            f"ratio {r0.rss / g0.rss:.2f} (target <= 1.5)"
+        )
+        for name, r in (("kthena-py", r0), ("kthena-go", g0)):
+            print(
+                f"  {name} workload writes by all writers: {r.converge_writes:.0f} to converge, "
+                f"{r.restart_writes:.0f} in the {after_restart:.0f} s after a restart ({r.restart_breakdown})"
+            )
 
 
 async def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--modelservings", type=int, default=100)
+    ap.add_argument("--modelservings", type=int, default=100, help="fleet size (100 = 800 pods; 500 = 4,000 pods)")
     ap.add_argument("--workers", type=int, default=64)
-    ap.add_argument("--after-restart", type=float, default=60.0)
+    ap.add_argument("--after-restart", type=float, default=60.0, help="seconds watched after the first run's restart")
     ap.add_argument("--repeat", type=int, default=3, help="paired runs; medians are compared")
+    ap.add_argument("--no-baseline", dest="baseline", action="store_false", help="skip the direct-create baseline")
+    ap.add_argument("--compare-kthena", metavar="GO_BINARY", type=Path, help="Kthena's kthena-controller-manager")
+    ap.add_argument("--kthena-crds", metavar="DIR", type=Path, help="Kthena's CRDs (default: crds/ beside the binary)")
     args = ap.parse_args()
     if not crds():
         sys.exit("manifests/crd is empty: generate the CRDs first (kthena-py crds)")
     n = args.modelservings
     print(f"{n} ModelServings = {n * 8} pods, {n * 4} Services, {n * 2} PodGroups; {args.workers} workers")
+    sides = [kthena_py_side(args.workers)]
+    if args.compare_kthena is not None:
+        binary: Path = args.compare_kthena
+        crd_dir: Path = args.kthena_crds or binary.parent / "crds"
+        if not os.access(binary, os.X_OK):
+            print(
+                f"  --compare-kthena: {binary} is not an executable; skipping the Kthena comparison "
+                "(build it with KTHENA_SRC=... hack/build-kthena.sh)"
+            )
+        elif not kthena_crds(crd_dir):
+            print(f"  --compare-kthena: no Kthena CRDs in {crd_dir}; skipping the Kthena comparison (--kthena-crds)")
+        else:
+            sides.append(kthena_go_side(binary, crd_dir))
     bases: list[float] = []
-    ours: list[float] = []
-    stats: list[tuple[float, float, float]] = []
+    runs: dict[str, list[SideRun]] = {s.name: [] for s in sides}
     for i in range(args.repeat):
-        # The same client concurrency: both sides go through one KubeClient whose connection pool holds
-        # CONNECTIONS connections; the controller's workers and per-reconcile fan-out share that pool.
-        bases.append(await baseline(n, concurrency=CONNECTIONS))
-        elapsed, rss, cpu, writes = await controller(n, args.workers, args.after_restart if i == 0 else 5.0)
-        ours.append(elapsed)
-        stats.append((rss, cpu, writes))
-        ratio = ours[-1] / bases[-1]
-        print(f"  run {i + 1}: baseline {bases[-1]:6.1f} s, controller {ours[-1]:6.1f} s, ratio {ratio:.2f}")
-
-    def mmm(xs: list[float]) -> str:
-        return f"min {min(xs):6.1f}  median {statistics.median(xs):6.1f}  max {max(xs):6.1f} s"
-
-    ratio = statistics.median(ours) / statistics.median(bases)
-    print(f"  baseline (direct creates, same concurrency): {mmm(bases)}")
-    print(f"  kthena-py controller                       : {mmm(ours)}")
-    print(f"  ratio of medians: {ratio:.2f} (target <= 1.25)")
-    paired = [o / b for o, b in zip(ours, bases, strict=True)]
-    shown = " ".join(f"{r:.2f}" for r in paired)
-    print(f"  paired ratios (run by run): {shown}; median {statistics.median(paired):.2f}")
-    rss, cpu, writes = stats[0]
-    print(f"  manager at steady state (run 1): RSS {rss:.0f} MiB, CPU {cpu:.1f} s")
-    print(f"  writes in the {args.after_restart:.0f} s after a restart (run 1): {writes:.0f} (target 0)")
+        if args.baseline:
+            # The same client concurrency: every side goes through one KubeClient whose pool holds
+            # CONNECTIONS connections; the controller's workers and per-reconcile fan-out share that pool.
+            bases.append(await baseline(n, concurrency=CONNECTIONS))
+        line = f"  run {i + 1}:" + (f" baseline {bases[-1]:6.1f} s," if bases else "")
+        for side in sides:
+            r = await run_side(side, n, args.after_restart if i == 0 else 5.0)
+            runs[side.name].append(r)
+            line += f" {side.name} {r.elapsed:6.1f} s,"
+        print(line.rstrip(","))
+    summarize(n, runs, bases, args.after_restart)
 
 
 if __name__ == "__main__":
+    # A SIGTERM (e.g. from timeout) unwinds like Ctrl-C, so the tiers' processes are stopped too.
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     asyncio.run(main())

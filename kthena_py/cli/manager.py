@@ -136,6 +136,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
     m.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     m.add_argument("--log-format", choices=("json", "console"), default="json")
+    m.add_argument(
+        "--timeline-file",
+        default=None,
+        metavar="PATH",
+        help="diagnostics: append a JSON line per watch event, enqueue, reconcile start/end and status write "
+        "to PATH (see bench/converge.py; default: off)",
+    )
 
 
 def _own_namespace() -> str:
@@ -248,4 +255,15 @@ def run(args: argparse.Namespace) -> int:
     from kthena_py.runtime import logconfig
 
     logconfig.configure(args.log_level, json=args.log_format == "json")
+    if args.timeline_file:
+        from kthena_py.runtime import timeline
+
+        try:
+            timeline.open_file(args.timeline_file)
+        except OSError as exc:
+            raise CommandError(f"cannot open --timeline-file: {exc}") from exc
+        try:
+            return asyncio.run(_run_manager(args))
+        finally:
+            timeline.close()
     return asyncio.run(_run_manager(args))

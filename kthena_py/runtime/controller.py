@@ -28,7 +28,7 @@ import structlog
 from kthena_py.kube import ApiError, ResourceType
 from kthena_py.kube.objects import KubeObject, controller_ref, name_of, namespace_of
 
-from . import metrics
+from . import metrics, timeline
 from .cache import SharedCache
 from .clock import Clock, RealClock
 from .reconcile import Reconciler, Request, Result, TerminalError
@@ -140,15 +140,20 @@ class _Watch:
 class _Handler:
     """Adapts informer events to queue adds for one watch."""
 
-    def __init__(self, watch: _Watch, enqueue: Callable[[Request], None]) -> None:
+    def __init__(self, watch: _Watch, enqueue: Callable[[Request], None], controller: str = "") -> None:
         self._watch = watch
         self._enqueue = enqueue
+        self._controller = controller
 
     def _emit(self, old: KubeObject | None, obj: KubeObject) -> None:
         pred = self._watch.predicate
         if pred is not None and not pred(old, obj):
             return
         for req in self._watch.mapper(obj):
+            if timeline.enabled():
+                timeline.record(
+                    "enqueue", controller=self._controller, key=str(req), kind=self._watch.rt.kind, name=name_of(obj)
+                )
             self._enqueue(req)
 
     def on_add(self, obj: KubeObject) -> None:
@@ -242,7 +247,9 @@ class Controller:
             return
         self._started = True
         for w in self._watches:
-            self.cache.informer(w.rt, field_selector=w.field_selector).add_handler(_Handler(w, self.queue.add))
+            self.cache.informer(w.rt, field_selector=w.field_selector).add_handler(
+                _Handler(w, self.queue.add, self.name)
+            )
         self._tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
 
     async def stop(self, *, drain: bool = True, timeout: float = 30.0) -> None:
@@ -290,17 +297,24 @@ class Controller:
         self._active += 1
         metrics.ACTIVE_WORKERS.labels(self.name).set(self._active)
         started = self._clock.now()
+        outcome = "panic"
+        if timeline.enabled():
+            timeline.record("start", controller=self.name, key=str(req))
         try:
             result = await self.reconciler.reconcile(req)
+            outcome = "success"
         except asyncio.CancelledError:
+            outcome = "cancelled"
             raise
         except TerminalError as exc:
+            outcome = "terminal"
             self.queue.forget(req)
             metrics.RECONCILE_TOTAL.labels(self.name, metrics.RESULT_ERROR).inc()
             metrics.RECONCILE_ERRORS.labels(self.name).inc()
             metrics.TERMINAL_RECONCILE_ERRORS.labels(self.name).inc()
             bound.error("reconcile failed terminally; not retrying", error=str(exc))
         except ApiError as exc:
+            outcome = "error"
             self.queue.add_rate_limited(req)
             metrics.RECONCILE_TOTAL.labels(self.name, metrics.RESULT_ERROR).inc()
             metrics.RECONCILE_ERRORS.labels(self.name).inc()
@@ -318,6 +332,8 @@ class Controller:
         else:
             self._record_success(req, result)
         finally:
+            if timeline.enabled():
+                timeline.record("end", controller=self.name, key=str(req), outcome=outcome)
             self._active -= 1
             metrics.ACTIVE_WORKERS.labels(self.name).set(self._active)
             metrics.RECONCILE_TIME.labels(self.name).observe(max(0.0, self._clock.now() - started))

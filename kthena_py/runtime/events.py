@@ -17,6 +17,10 @@ Guarantees:
   nothing more).
 * At most ``max_pending`` events wait or are in flight; beyond that, events are dropped with a log
   line rather than piling up.
+* Events yield to the controllers' own writes: at most ``max_in_flight`` Event writes are sent at a time, so a
+  burst of Events (hundreds of ``RoleCreating`` while a fleet is created) trails the pods and Services it
+  reports on instead of competing with them for the connection pool and the API server. A waiting event keeps
+  only the reference fields of its object, not the object.
 """
 
 from __future__ import annotations
@@ -41,6 +45,17 @@ log = structlog.get_logger("kthena_py.events")
 
 _Key = tuple[str, str, str, str, str, str | None]
 """Namespace, name, UID, type, reason, and the message of an event that is not joined (else None)."""
+
+
+def _reference(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What an Event's ``involvedObject`` needs of ``obj``."""
+    md = meta(obj)
+    keep = ("name", "namespace", "uid", "resourceVersion")
+    return {
+        "apiVersion": obj.get("apiVersion", ""),
+        "kind": obj.get("kind", ""),
+        "metadata": {k: md[k] for k in keep if k in md},
+    }
 
 
 def _now() -> str:
@@ -77,6 +92,7 @@ class EventRecorder:
         component: ``source.component`` / ``reportingComponent`` of every Event.
         instance: ``reportingInstance`` (default: the component).
         max_pending: Events waiting or being written beyond which new ones are dropped.
+        max_in_flight: Event writes sent at a time.
         coalesce_seconds: How long an event waits for others of the same object, type and reason
             (``0``: only those recorded in the same event-loop iteration are joined).
     """
@@ -87,8 +103,9 @@ class EventRecorder:
         component: str,
         *,
         instance: str = "",
-        max_pending: int = 500,
+        max_pending: int = 2000,
         coalesce_seconds: float = 1.0,
+        max_in_flight: int = 8,
     ) -> None:
         self._client = client
         self.component = component
@@ -97,6 +114,7 @@ class EventRecorder:
         self._coalesce = coalesce_seconds
         self._pending: set[asyncio.Task[None]] = set()
         self._batches: dict[_Key, _Batch] = {}
+        self._in_flight = asyncio.Semaphore(max(1, max_in_flight))
 
     def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str, *, join: bool = True) -> None:
         """Record an event about ``obj`` (any object with apiVersion, kind and metadata).
@@ -121,7 +139,7 @@ class EventRecorder:
         if len(self._pending) + len(self._batches) >= self._max_pending:
             log.warning("dropping event, too many pending", reason=reason, message=message)
             return
-        batch = _Batch(dict(obj), type_, reason, message)
+        batch = _Batch(_reference(obj), type_, reason, message)
         self._batches[key] = batch
         batch.timer = asyncio.get_running_loop().call_later(self._coalesce, self._write_batch, key)
 
@@ -180,6 +198,10 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
+        async with self._in_flight:
+            await self._send(body, name, namespace, reason, now)
+
+    async def _send(self, body: dict[str, Any], name: str, namespace: str, reason: str, now: str) -> None:
         try:
             try:
                 await self._client.create(EVENTS, body, namespace)

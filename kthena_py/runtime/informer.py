@@ -40,6 +40,7 @@ import structlog
 from kthena_py.kube import ApiError, Gone, KubeClient, NotFound, ResourceType
 from kthena_py.kube.objects import KubeObject, resource_version_of, strip_managed_fields
 
+from . import timeline
 from .clock import Clock, RealClock
 from .store import IndexFunc, ReplaceDiff, Store
 
@@ -250,6 +251,16 @@ class Informer:
                 continue
             obj = self._prepare(event.object)
             rv = resource_version_of(obj)
+            if timeline.enabled():
+                md = obj.get("metadata") or {}
+                timeline.record(
+                    "watch",
+                    kind=self.rt.kind,
+                    namespace=md.get("namespace"),
+                    name=md.get("name"),
+                    type=event.type,
+                    rv=rv,
+                )
             if event.type in ("ADDED", "MODIFIED"):
                 old = self.store.upsert(obj)
                 if old is None:

@@ -48,6 +48,7 @@ from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelserving.events import joinable
 from kthena_py.plan.modelserving.types import Delete, Plan, Update
+from kthena_py.runtime import timeline
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 
@@ -405,6 +406,15 @@ class PlanApplier:
             log.warning("cannot write status", error=str(exc))
             raise
         written.append(_Written.of(MODELSERVINGS, updated, "present"))
+        if timeline.enabled():
+            true = [
+                c.get("type")
+                for c in (updated.get("status") or {}).get("conditions") or []
+                if c.get("status") == "True"
+            ]
+            timeline.record(
+                "status", manager=self.field_manager, key=f"{md.get('namespace')}/{md.get('name')}", true=true
+            )
         return True
 
 

@@ -11,10 +11,16 @@ manager ``kthena-py-servinggroups-failures``) and retried when their backoff end
 which pods were refused (from that condition and the backoff) and which names are held by another
 owner's pods, so that it completes a partly created unit instead of tearing it down, and waits for a
 same-named predecessor's pods to go instead of looping on AlreadyExists.
+
+Pods follow their PodGroup within one reconcile: a plan that holds a new group's pods back until its PodGroup is
+observed (gang scheduling) is applied, then the reconcile waits (at most :data:`PODGROUP_WAIT_SECONDS`) for the gang
+reconciler's PodGroups to reach the cache and plans once more, instead of waiting for a queue round trip. Volcano
+then sees a gang's PodGroup and pods together, not a PodGroup without pods for a scheduling cycle or more.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Callable
@@ -24,19 +30,24 @@ import structlog
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import controller_ref, is_deleting, meta, uid_of
+from kthena_py.kube.resources import PODGROUPS
 from kthena_py.plan.modelserving.plugins import PluginError
 from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.types import Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
 
 from ..resources import MODELSERVINGS
-from .apply import PlanApplier
+from .apply import ApplyOutcome, PlanApplier
 from .failures import REPLICA_FAILURE, ChildFailure, FailureCondition, refused_pods
 from .observe import foreign_pods, ms_ref, observe, parse_modelserving, podgroup_support
 
 FIELD_MANAGER = "kthena-py-servinggroups"
 FAILURE_FIELD_MANAGER = "kthena-py-servinggroups-failures"
+PODGROUP_WAIT_SECONDS = 2.0
+"""How long a reconcile that holds pods back for their PodGroups waits for the gang reconciler to create them."""
+POLL_SECONDS = 0.02
 
 log = structlog.get_logger("kthena_py.modelserving")
 
@@ -51,6 +62,7 @@ class ServingGroupReconciler:
         recorder: EventRecorder,
         *,
         wall_clock: Callable[[], float] = time.time,
+        podgroup_wait: float = PODGROUP_WAIT_SECONDS,
     ) -> None:
         self.cache = cache
         self.recorder = recorder
@@ -63,14 +75,29 @@ class ServingGroupReconciler:
             wall_clock=wall_clock,
         )
         self._now = wall_clock
+        self.podgroup_wait = podgroup_wait
 
     async def reconcile(self, request: Request) -> Result | None:
-        """Plan and apply one ModelServing."""
+        """Plan and apply one ModelServing (twice when its new groups' PodGroups appear meanwhile)."""
+        outcome, plan = await self._pass(request)
+        if plan is None or outcome is None:
+            return None
+        if plan.awaiting_podgroups and await self._podgroups_observed(plan.awaiting_podgroups, request.namespace):
+            # The gang reconciler created them meanwhile: create the pods now rather than a queue round trip later.
+            again, replanned = await self._pass(request)
+            if replanned is None or again is None:
+                return None
+            outcome, plan = again, replanned
+        requeue = min((t for t in (plan.requeue_after, outcome.retry_after) if t), default=None)
+        return Result(requeue_after=requeue) if requeue else None
+
+    async def _pass(self, request: Request) -> tuple[ApplyOutcome | None, Plan | None]:
+        """One plan-and-apply from the cache (``(None, None)``: nothing to do for this object)."""
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
         if obj is None or is_deleting(obj):
             if obj is not None:
                 self.applier.tracker.forget_owner(uid_of(obj))
-            return None  # children are garbage-collected through their ownerReferences
+            return None, None  # children are garbage-collected through their ownerReferences
         try:
             ms = parse_modelserving(obj)
         except pydantic.ValidationError as exc:
@@ -100,8 +127,18 @@ class ServingGroupReconciler:
         outcome = await self.applier.apply(plan, obj, waiting=[_held(p) for p in held])
         if outcome.writes:
             log.info("applied plan", writes=outcome.writes, reasons=list(plan.reasons))
-        requeue = min((t for t in (plan.requeue_after, outcome.retry_after) if t), default=None)
-        return Result(requeue_after=requeue) if requeue else None
+        return outcome, plan
+
+    async def _podgroups_observed(self, names: tuple[str, ...], namespace: str) -> bool:
+        """Wait (at most ``podgroup_wait`` seconds) until the cache holds every PodGroup in ``names``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.podgroup_wait
+        while True:
+            if all(self.cache.get(PODGROUPS, name, namespace) is not None for name in names):
+                return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(POLL_SECONDS)
 
 
 def _held(pod: dict[str, object]) -> ChildFailure:

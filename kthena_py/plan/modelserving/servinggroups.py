@@ -83,6 +83,7 @@ class _Builder:
     requeue: float | None = None
     refused: frozenset[str] = frozenset()
     foreign: frozenset[str] = frozenset()
+    awaiting: list[str] = field(default_factory=list)
 
     def requeue_after(self, seconds: float | None) -> None:
         if seconds is not None:
@@ -112,6 +113,8 @@ class _Builder:
         if not self.state.gang or name in self.podgroups:
             return True
         self.reasons.append(f"ServingGroup {name}: waiting for its PodGroup before creating pods")
+        if name not in self.awaiting:
+            self.awaiting.append(name)
         self.activity.setdefault(naming.group_name(self.state.ref.name, group), "waiting for PodGroup")
         self.requeue_after(SHORT_REQUEUE_SECONDS)
         return False
@@ -386,4 +389,5 @@ def plan_servinggroups(ms: ModelServing, ref: MSRef, observed: Observed, support
         events=tuple(b.events),
         requeue_after=b.requeue,
         reasons=tuple(b.reasons),
+        awaiting_podgroups=tuple(b.awaiting),
     )

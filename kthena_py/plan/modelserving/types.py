@@ -105,3 +105,5 @@ class Plan:
     requeue_after: float | None = None
     reasons: tuple[str, ...] = field(default_factory=tuple)
     """Human-readable explanations of each decision, for logs."""
+    awaiting_podgroups: tuple[str, ...] = ()
+    """PodGroups whose groups' pods this plan holds back until the PodGroup is observed (gang scheduling)."""

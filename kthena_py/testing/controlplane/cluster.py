@@ -332,6 +332,9 @@ class ClusterTier(EnvTest):
         pod_ready_delay_ms: How long kwok waits before making a scheduled pod Running and Ready.
         inplace_ready_delay_ms: How long a container restarted by an image patch stays not Ready (plus
             ``pod_ready_delay_ms``).
+        pod_parallelism: kwok's pod stage workers (``podPlayStageParallelism``): how many pods it moves through a
+            stage (e.g. to Running and Ready) at a time, each with one status write. Real kubelets work in
+            parallel, one per node; the default of 4 keeps the tier light for tests, benchmarks raise it.
     """
 
     def __init__(
@@ -352,6 +355,7 @@ class ClusterTier(EnvTest):
         start_attempts: int = 3,
         pod_ready_delay_ms: int = 0,
         inplace_ready_delay_ms: int = 1000,
+        pod_parallelism: int = 4,
     ) -> None:
         super().__init__(
             run_dir,
@@ -375,6 +379,7 @@ class ClusterTier(EnvTest):
         self._nodes: dict[str, FakeNode] = {}
         self.pod_ready_delay_ms = pod_ready_delay_ms
         self.inplace_ready_delay_ms = inplace_ready_delay_ms
+        self.pod_parallelism = pod_parallelism
 
     @property
     def binaries(self) -> ClusterBinaries:
@@ -479,7 +484,7 @@ class ClusterTier(EnvTest):
             "enableContentionProfiling": False,
             "enableProfilingHandler": False,
             # kwok applies its defaults only when there is no KwokConfiguration document at all.
-            "podPlayStageParallelism": 4,
+            "podPlayStageParallelism": self.pod_parallelism,
             "nodePlayStageParallelism": 4,
             "nodeLeaseParallelism": 4,
             "podsOnNodeSyncParallelism": 1,

@@ -144,3 +144,48 @@ async def test_discard_drops_waiting_events() -> None:
     await rec.flush()
     await asyncio.sleep(0)
     assert client.created == []
+
+
+class SlowClient(RecordingClient):
+    """Answers creates after a pause; remembers the most creates it had in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = 0
+        self.most = 0
+
+    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **kw: Any) -> dict[str, Any]:
+        self.in_flight += 1
+        self.most = max(self.most, self.in_flight)
+        try:
+            await asyncio.sleep(0.01)
+            return await super().create(rt, body, namespace, **kw)
+        finally:
+            self.in_flight -= 1
+
+
+async def test_event_writes_in_flight_are_capped_and_all_are_written() -> None:
+    client = SlowClient()
+    rec = EventRecorder(client, "test", coalesce_seconds=0.0, max_in_flight=3)  # type: ignore[arg-type]
+    for i in range(20):
+        rec.event(subject(f"ms-{i}", f"u{i}"), "Normal", "RoleCreating", f"role {i}", join=False)
+    await rec.flush()
+    assert len(client.created) == 20
+    assert client.most == 3
+
+
+async def test_an_event_names_its_object_by_its_reference_fields() -> None:
+    client = RecordingClient()
+    rec = recorder(client)
+    big = {**subject(), "spec": {"template": {"roles": [{"name": "r" * 1000}]}}, "status": {"replicas": 1}}
+    big["metadata"] = {**big["metadata"], "resourceVersion": "7", "labels": {"a": "b"}}
+    rec.event(big, "Normal", "RoleCreating", "m")
+    await rec.flush()
+    assert client.created[0]["involvedObject"] == {
+        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
+        "kind": "ModelServing",
+        "name": "ms",
+        "namespace": "ns",
+        "uid": "u1",
+        "resourceVersion": "7",
+    }
