@@ -177,6 +177,9 @@ async def _run_manager(args: argparse.Namespace) -> int:
     from kthena_py.runtime.manager import Manager, ManagerOptions
 
     log = structlog.get_logger("kthena_py.main")
+    selection = args.controller_selection
+    if selection.none_enabled:
+        log.warning("No controllers are enabled", controllers=args.controllers, enabling=list(selection.enabled))
     try:
         client = await KubeClient.from_environment(args.kubeconfig, args.context)
     except ConfigError as exc:
@@ -201,7 +204,6 @@ async def _run_manager(args: argparse.Namespace) -> int:
             manager = Manager(client, options)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        selection = args.controller_selection
         booster_settings = None
         if MODELBOOSTER in selection.enabled:
             from kthena_py.controllers.modelbooster import Settings
@@ -274,13 +276,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from exc
     import asyncio
 
-    import structlog
-
     from kthena_py.runtime import logconfig
 
     logconfig.configure(args.log_level, json=args.log_format == "json")
-    if args.controller_selection.none_enabled:
-        structlog.get_logger("kthena_py.main").warning(
-            "No controllers are enabled", controllers=args.controllers, enabling=list(args.controller_selection.enabled)
-        )
     return asyncio.run(_run_manager(args))
