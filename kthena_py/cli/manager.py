@@ -5,7 +5,8 @@ the command with a one-line :class:`~kthena_py.cli.common.CommandError`, never a
 configuration is found as client-go finds it: ``--kubeconfig``, else ``$KUBECONFIG``, else the pod's
 service account (in a cluster), else ``~/.kube/config``
 (:meth:`~kthena_py.kube.KubeClient.from_environment`). The controllers, the Kubernetes client and the
-servers are imported when the command runs, not when the parser is built.
+servers are imported when the command runs, not when the parser is built; of the controllers only those
+``--controllers`` enables (:mod:`kthena_py.controllers.selection`) are imported at all.
 """
 
 from __future__ import annotations
@@ -55,6 +56,10 @@ def _ttl(value: str) -> float:
     if not seconds > 0:
         raise argparse.ArgumentTypeError(f"must be positive: {value!r}")
     return seconds
+
+
+def _split_controllers(value: str) -> list[str]:
+    return value.split(",")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -112,6 +117,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="an extra DNS name or IP address for the self-managed webhook certificate, beside the Service's "
         "names (repeatable; e.g. 127.0.0.1 when the API server calls the webhook by URL)",
     )
+    m.add_argument(
+        "--controllers",
+        action="extend",
+        type=_split_controllers,
+        default=None,
+        metavar="NAME,...",
+        help="controllers to run: modelserving, modelbooster, autoscaler; 'foo' or '+foo' enables foo, '-foo' "
+        "disables it, '*' enables all not disabled (repeatable, comma-separated; default: '*', as Kthena)",
+    )
     m.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles per controller")
     m.add_argument(
         "--autoscaler-sync-period",
@@ -164,11 +178,15 @@ async def _run_manager(args: argparse.Namespace) -> int:
 
     import structlog
 
-    from kthena_py.controllers import admission, eviction, modelbooster, register_all
+    from kthena_py.controllers import admission, eviction, register_all
+    from kthena_py.controllers.selection import MODELBOOSTER
     from kthena_py.kube import ApiError, ConfigError, KubeClient
     from kthena_py.runtime.manager import Manager, ManagerOptions
 
     log = structlog.get_logger("kthena_py.main")
+    selection = args.controller_selection
+    if selection.none_enabled:
+        log.warning("No controllers are enabled", controllers=args.controllers, enabling=list(selection.enabled))
     try:
         client = await KubeClient.from_environment(args.kubeconfig, args.context)
     except ConfigError as exc:
@@ -193,15 +211,21 @@ async def _run_manager(args: argparse.Namespace) -> int:
             manager = Manager(client, options)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        names = register_all(
-            manager,
-            workers=args.workers,
-            autoscaler_sync_period=args.autoscaler_sync_period if (args.autoscaler_sync_period or 0) > 0 else None,
-            modelbooster_settings=modelbooster.Settings(
+        booster_settings = None
+        if MODELBOOSTER in selection.enabled:
+            from kthena_py.controllers.modelbooster import Settings
+
+            booster_settings = Settings(
                 downloader_image=args.modelbooster_downloader_image,
                 runtime_image=args.modelbooster_runtime_image,
                 config_namespace=_own_namespace(),
-            ),
+            )
+        names = register_all(
+            manager,
+            controllers=selection.enabled,
+            workers=args.workers,
+            autoscaler_sync_period=args.autoscaler_sync_period if (args.autoscaler_sync_period or 0) > 0 else None,
+            modelbooster_settings=booster_settings,
             eviction_budget=args.enable_eviction_webhook,
         )
         try:
@@ -224,6 +248,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             server_version=version.get("gitVersion"),
             config=client.config_source,
             controllers=names,
+            disabled=list(selection.disabled),
             namespace=args.namespace or "*",
             leader_elect=args.leader_elect,
             eviction_webhook=args.enable_eviction_webhook,
@@ -250,6 +275,12 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--webhook-cert-mode=cert-manager needs --webhook-cert-dir")
     if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:
         raise CommandError("need 0 < --retry-period < --renew-deadline < --lease-duration")
+    from kthena_py.controllers.selection import parse_controllers
+
+    try:
+        args.controller_selection = parse_controllers(["*"] if args.controllers is None else args.controllers)
+    except ValueError as exc:
+        raise CommandError(str(exc)) from exc
     import asyncio
 
     from kthena_py.runtime import logconfig

@@ -1,33 +1,64 @@
-"""Kthena's controllers, one package per concern; :func:`register_all` wires them into a manager."""
+"""Kthena's controllers, one package per concern; :func:`register_all` wires them into a manager.
+
+Importing this package loads none of the controllers: :func:`register_all` imports each controller package
+only when that controller is enabled (``--controllers``, :mod:`.selection`), so a manager running only the
+ModelServing controller never loads the autoscaler or the ModelBooster code (nor what they import).
+"""
 
 from __future__ import annotations
 
-from kthena_py.runtime.manager import Manager
+from collections.abc import Collection
+from typing import TYPE_CHECKING
 
-from . import autoscaling, eviction, modelbooster, modelserving
+from .selection import AUTOSCALER, CONTROLLERS, MODELBOOSTER, MODELSERVING
+
+if TYPE_CHECKING:
+    from kthena_py.runtime.manager import Manager
+
+    from .modelbooster.settings import Settings as ModelBoosterSettings
 
 
 def register_all(
     manager: Manager,
     *,
+    controllers: Collection[str] = CONTROLLERS,
     workers: int = 4,
     autoscaler_sync_period: float | None = None,
-    modelbooster_settings: modelbooster.Settings | None = None,
+    modelbooster_settings: ModelBoosterSettings | None = None,
     eviction_budget: bool = False,
 ) -> list[str]:
-    """Register every controller with ``manager``; return their names.
+    """Register the enabled controllers with ``manager``; return the names of what was registered.
 
     Args:
         manager: The manager to add the controllers to.
+        controllers: The controllers to run (names of :data:`~.selection.CONTROLLERS`; default: all).
         workers: Concurrent reconciles per controller.
         autoscaler_sync_period: Seconds between autoscaling passes (None: the autoscaler's default, 15).
         modelbooster_settings: Images and config namespace of the ModelBooster controller (None: defaults).
         eviction_budget: Also run the eviction budget reconciler (``--enable-eviction-webhook``; it needs the
-            ConfigMap permissions of ``manifests/eviction``).
+            ConfigMap permissions of ``manifests/eviction``). It belongs to the ModelServing controller and
+            runs only with it.
+
+    Raises:
+        ValueError: ``controllers`` names an unknown controller.
     """
-    modelserving.register(manager, workers=workers, eviction_budget=eviction_budget)
-    autoscaling.register(manager, workers=workers, sync_period=autoscaler_sync_period)
-    modelbooster.register(manager, workers=workers, settings=modelbooster_settings)
-    if eviction_budget:
+    unknown = sorted(set(controllers) - set(CONTROLLERS))
+    if unknown:
+        raise ValueError(f"unknown controllers: {', '.join(unknown)} (known: {', '.join(CONTROLLERS)})")
+    if MODELSERVING in controllers:
+        from . import modelserving
+
+        modelserving.register(manager, workers=workers, eviction_budget=eviction_budget)
+    if AUTOSCALER in controllers:
+        from . import autoscaling
+
+        autoscaling.register(manager, workers=workers, sync_period=autoscaler_sync_period)
+    if MODELBOOSTER in controllers:
+        from . import modelbooster
+
+        modelbooster.register(manager, workers=workers, settings=modelbooster_settings)
+    if eviction_budget and MODELSERVING in controllers:
+        from . import eviction
+
         eviction.register(manager, workers=workers)
     return [c.name for c in manager.controllers]

@@ -11,6 +11,8 @@ Guarantees:
   selector applies to every informer of that type; it must be set before the first one exists.
 * Each store has the standard indices ``namespace`` and ``owner-uid``; label indices are added
   on demand with :meth:`SharedCache.index_label`.
+* Objects are stored without what no reconciler reads (``managedFields``, kubectl's last-applied
+  annotation: :func:`~kthena_py.runtime.slim.slim`), unless another ``transform`` is given.
 * Reads return the cached objects themselves: callers must treat them as read-only and copy
   (:func:`kthena_py.kube.objects.deep_copy`) before changing anything.
 * :meth:`SharedCache.recently_disrupted` says when the stores may disagree with each other and with
@@ -34,11 +36,11 @@ from kthena_py.kube.objects import (
     namespace_of,
     object_key,
     owner_uids,
-    strip_managed_fields,
 )
 
 from .clock import Clock
 from .informer import Informer, Transform
+from .slim import slim
 
 NAMESPACE_INDEX = "namespace"
 DISRUPTION_WINDOW = 60.0
@@ -65,7 +67,7 @@ class SharedCache:
         client: KubeClient,
         *,
         namespace: str | None = None,
-        transform: Transform | None = strip_managed_fields,
+        transform: Transform | None = slim,
         clock: Clock | None = None,
     ) -> None:
         self._client = client

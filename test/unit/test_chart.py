@@ -196,6 +196,7 @@ def test_values_for_image_flags_resources_and_webhook_url(helm_path: Path) -> No
         "manager.workers=8",
         "manager.logFormat=console",
         "manager.extraArgs={--lease-duration=30}",
+        "manager.controllers={*,-autoscaler}",
         "resources.limits.memory=2Gi",
         "webhook.url=https://127.0.0.1:9443",
         "webhook.namespaceSelector.matchLabels.team=serving",
@@ -208,6 +209,8 @@ def test_values_for_image_flags_resources_and_webhook_url(helm_path: Path) -> No
     assert container["resources"]["limits"]["memory"] == "2Gi"
     args = manager_args(docs)
     assert {"--log-format=console", "--workers=8", "--lease-duration=30", "--webhook-host=127.0.0.1"} <= set(args)
+    assert "--controllers=*,-autoscaler" in args
+    assert not [a for a in manager_args(render(helm_path, crds=False)) if a.startswith("--controllers")]
     for hook in webhooks(docs):
         assert "service" not in hook["clientConfig"]
         assert re.fullmatch(

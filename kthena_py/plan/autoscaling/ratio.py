@@ -16,7 +16,8 @@ Guarantees:
   the box, then the least total decrease below the desired counts, then the least total increase, then the
   smaller denominator. So the deficient role is raised, and the other is lowered only when the deficient one
   cannot rise far enough (Kthena's rule, without its float rounding and its unnecessary overshoot).
-* Cost: one vectorised pass over the candidate denominators (at most ``maxReplicas + 1`` of them).
+* Cost: one vectorised pass over the candidate denominators (at most ``maxReplicas + 1`` of them); numpy is
+  imported on the first call, not with this module (a manager without a ratio constraint never loads it).
 """
 
 from __future__ import annotations
@@ -25,8 +26,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-
-import numpy as np
 
 from kthena_py.plan.autoscaling.spec import RatioConstraint
 
@@ -62,6 +61,8 @@ def format_ratio(numerator: int, denominator: int) -> str:
     """Format ``numerator / denominator`` as the shortest decimal, never in exponent form (``""`` if d == 0)."""
     if denominator == 0:
         return ""
+    import numpy as np
+
     return str(np.format_float_positional(numerator / denominator, trim="-"))
 
 
@@ -123,6 +124,8 @@ def _scan(
     d_low, d_high = d_range
     if max(alpha.numerator, beta.numerator) * d_high >= _SAFE:
         return _scan_slow(n0, d0, n_range, d_range, box_n, box_d, alpha, beta)
+    import numpy as np
+
     d = np.arange(d_low, d_high + 1, dtype=np.int64)
     low = np.maximum(-((-alpha.numerator * d) // alpha.denominator), n_range[0])
     high = np.minimum((beta.numerator * d) // beta.denominator, n_range[1])
