@@ -51,6 +51,8 @@ from kthena_py.plan.modelserving import inplace, naming
 from kthena_py.plan.modelserving.coordination import RoleCounts, coordinate, parse_skew
 from kthena_py.plan.modelserving.eviction.tracker import group_key, role_key, unit_disrupted
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState
+from kthena_py.plan.modelserving.inplace_state import ANNOTATION_INPLACE_STATE
+from kthena_py.plan.modelserving.revision import revision_data, revision_hash
 from kthena_py.plan.modelserving.rolling import UnitView, choose_updates
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.status import rollout_complete, set_condition
@@ -453,6 +455,34 @@ def disruption_check(ms: ModelServing, disrupted: frozenset[str]) -> Disrupted:
     return check
 
 
+def settled(ms: ModelServing, observed: Observed, disrupted: frozenset[str] = frozenset()) -> bool:
+    """Whether there is no rollout to plan at all, decided without building the planning state.
+
+    True when no rollout condition was ever written, the recorded ``currentRevision`` (if any) is the update
+    revision, no unit is recorded as disrupted, and every pod carries the update revision and no in-place update
+    record: then :func:`plan_rollout` would take nothing down, patch nothing and write no condition. The common case
+    (a fleet being created or scaled, every pod on the current spec) costs a revision hash and one pass over the pods
+    instead of a full plan.
+    """
+    if disrupted:
+        return False
+    conditions = ms.status.conditions if ms.status is not None else None
+    if any(c.type in (UPDATE_IN_PROGRESS, COORDINATION_BLOCKED) for c in conditions or []):
+        return False
+    salt = (ms.status.collision_count if ms.status is not None else None) or 0
+    revision = revision_hash(revision_data(ms.spec), salt)
+    current = ms.status.current_revision if ms.status is not None else None
+    if current and current != revision:
+        return False
+    for pod in observed.pods:
+        md = pod.get("metadata") or {}
+        if (md.get("labels") or {}).get(naming.LABEL_REVISION) != revision:
+            return False
+        if ANNOTATION_INPLACE_STATE in (md.get("annotations") or {}):
+            return False
+    return True
+
+
 def plan_rollout(
     ms: ModelServing,
     ref: MSRef,
@@ -461,7 +491,7 @@ def plan_rollout(
     now: float,
     disrupted: frozenset[str] = frozenset(),
 ) -> Plan:
-    """Plan one rollout step for a ModelServing (see the module docstring).
+    """Plan one rollout step for a ModelServing (see the module docstring); nothing at all when :func:`settled`.
 
     Args:
         ms: The ModelServing (parsed, defaulted).
@@ -477,6 +507,14 @@ def plan_rollout(
         ``UpdateInProgress`` (and, with coordination, ``CoordinatedRoleRolloutBlocked``) conditions as the status
         share of the rollout reconciler (``None`` while no rollout has ever started).
     """
+    if settled(ms, observed, disrupted):
+        return Plan()
+    return _plan_in_full(ms, ref, observed, support, now, disrupted)
+
+
+def _plan_in_full(
+    ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport, now: float, disrupted: frozenset[str]
+) -> Plan:
     state = build_state(ms, ref, observed, support, disruption_check(ms, disrupted))
     step = rollout_step(state, now)
     events = list(step.events)

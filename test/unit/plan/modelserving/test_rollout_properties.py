@@ -13,7 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving.rollout import plan_rollout
+from kthena_py.plan.modelserving.rollout import _plan_in_full, plan_rollout, settled
+from kthena_py.plan.modelserving.types import Plan
 from kthena_py.plan.modelserving.simulate import merge_status
 
 from .builders import VOLCANO, ms_doc, parse, ready_status, ref_of, role_doc
@@ -116,3 +117,40 @@ def test_role_rollout_budget_per_role(
     assert {n: u for n, u in fleet.uids().items() if "-decode-" in n} == decode
     for r in range(prefill):
         assert images[f"llama-0-prefill-{r}-0"] == ("img:1" if r < min(partition, prefill) else "img:2")
+
+
+@SETTINGS
+@given(
+    doc=_rollouts(),
+    change_at=st.integers(0, 12),
+    schedule=st.lists(st.lists(st.booleans(), max_size=12), min_size=1, max_size=25),
+)
+def test_a_settled_modelserving_has_nothing_to_roll(
+    doc: dict[str, Any], change_at: int, schedule: list[list[bool]]
+) -> None:
+    """Whenever the shortcut says settled, the full planner takes nothing down, patches nothing, writes nothing."""
+    fleet = Fleet(doc)
+    for step, chosen in enumerate(schedule):
+        if step == change_at:
+            fleet.set_image("img:2")
+        ms = parse(fleet.doc)
+        observed = fleet.cluster.observed()
+        if settled(ms, observed):
+            full = _plan_in_full(ms, ref_of(ms), observed, VOLCANO, fleet.now, frozenset())
+            assert (full.deletes, full.updates, full.events, full.status) == ((), (), (), None)
+            assert plan_rollout(ms, ref_of(ms), observed, VOLCANO, fleet.now) == Plan()
+        fleet.reconcile()
+        _tick_some(fleet, chosen)
+
+
+def test_settled_cases() -> None:
+    """Table: what keeps a ModelServing from counting as settled."""
+    fleet = Fleet(ms_doc(role_doc("decode", workers=1), replicas=2))
+    fleet.settle()
+    ms = parse(fleet.doc)
+    assert settled(ms, fleet.cluster.observed())
+    assert not settled(ms, fleet.cluster.observed(), frozenset({"unit"}))  # an eviction is recorded
+    fleet.set_image("img:2")  # every pod is now on an outdated revision
+    assert not settled(parse(fleet.doc), fleet.cluster.observed())
+    fleet.settle()  # the rollout ran and recorded UpdateInProgress (complete): no longer the shortcut's case
+    assert not settled(parse(fleet.doc), fleet.cluster.observed())
