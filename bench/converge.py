@@ -57,6 +57,8 @@ from kthena_py.testing.controlplane import ClusterTier
 REPO = Path(__file__).resolve().parent.parent
 CONNECTIONS = 100  # KubeClient's default connection pool size
 NODES = 10
+STEADY_AFTER = 45.0
+"""Seconds after convergence at which a manager's RSS and CPU are read (the same for every side)."""
 KWOK_PARALLELISM = 16
 """kwok's pod workers: more than the tier's test default (4), so that making pods Ready is not limited by fake
 kubelets taking turns (real kubelets work in parallel, one per node); the same on every side."""
@@ -599,7 +601,7 @@ async def run_side(side: Side, n: int, after_restart: float) -> SideRun:
                 )
                 done = ", ".join(f"{c} {v:.0f}" for c, v in sorted(reconciles_made(side.metrics_port).items()) if v)
                 print(f"    {side.name} reconciles until Available: {done}")
-            await asyncio.sleep(4)
+            await asyncio.sleep(STEADY_AFTER)  # steady state: past the burst's aftermath
             rss, cpu = proc_stats(proc.pid)
             pods = len((await client.list_all(PODS, "bench")).items)
             stop(proc)

@@ -1,0 +1,100 @@
+"""Give memory freed after a burst of work back to the operating system.
+
+A burst (a fleet being created, a relist) allocates many short-lived request and response buffers. CPython frees
+them, but glibc's allocator keeps the freed pages of its heap mapped, so the resident size stays at the burst's
+high-water mark long after the cache has shrunk back to what it holds.
+
+Guarantees:
+
+* :func:`trim` asks glibc to return free heap pages (``malloc_trim(0)``) and reports whether it could; on other C
+  libraries it does nothing and returns ``False``.
+* :func:`trim_when_idle` runs forever (cancel it to stop): every ``interval`` seconds it reads the process's CPU
+  time. At the end of an idle interval (CPU use below ``idle_share`` of one core) it trims when at least ``work``
+  CPU seconds were spent since the previous trim (collecting cyclic garbage first: what a burst leaves in reference
+  cycles is otherwise freed only by a later full collection), and anyway every ``every`` seconds, which returns
+  what is freed without work (e.g. idle keep-alive connections closing, with their TLS buffers). Never while
+  busy; a trim costs milliseconds.
+* Trimming never changes what the program computes: it only returns free memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import gc
+import os
+import time
+from collections.abc import Awaitable, Callable
+from functools import cache
+
+import structlog
+
+__all__ = ["resident_mib", "trim", "trim_when_idle"]
+
+log = structlog.get_logger("kthena_py.memory")
+
+
+@cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    name = ctypes.util.find_library("c")
+    if name is None:
+        return None
+    try:
+        libc = ctypes.CDLL(name)
+        fn = libc.malloc_trim
+    except (OSError, AttributeError):
+        return None
+    fn.argtypes = [ctypes.c_size_t]
+    fn.restype = ctypes.c_int
+    trim_fn: Callable[[int], int] = fn
+    return trim_fn
+
+
+def resident_mib() -> float:
+    """This process's resident set size in MiB (0 where /proc is not available)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as f:
+            pages = int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def trim() -> bool:
+    """Return free heap memory to the operating system (glibc only); whether it was possible."""
+    fn = _malloc_trim()
+    if fn is None:
+        return False
+    fn(0)
+    return True
+
+
+async def trim_when_idle(
+    interval: float = 5.0,
+    idle_share: float = 0.25,
+    work: float = 0.5,
+    every: float = 30.0,
+    *,
+    cpu_time: Callable[[], float] = time.process_time,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    trimmer: Callable[[], bool] = trim,
+) -> None:
+    """Trim at the end of idle intervals after work, and every ``every`` seconds while idle (module docstring)."""
+    last_cpu = cpu_time()
+    done = 0.0
+    since = 0.0
+    while True:
+        await sleep(interval)
+        since += interval
+        cpu = cpu_time()
+        used, last_cpu = cpu - last_cpu, cpu
+        done += used
+        if used / interval >= idle_share or (done < work and since < every):
+            continue
+        if done >= work:
+            gc.collect()  # cyclic garbage of the burst (responses, tasks, tracebacks) holds memory until then
+        done = since = 0.0
+        before = resident_mib()
+        if trimmer():
+            log.debug("returned free memory", rss_before_mib=round(before, 1), rss_mib=round(resident_mib(), 1))

@@ -1,0 +1,49 @@
+"""Memory trimming: once after each busy period, never while busy or steadily idle."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from kthena_py.runtime import memory
+
+
+def test_trim_returns_free_memory_on_glibc() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("glibc's malloc_trim exists on Linux only")
+    assert memory.trim() is True
+
+
+async def test_trims_when_idle_after_enough_work() -> None:
+    # CPU seconds used per 10 s interval: busy, busy, idle, idle, busy, idle (a light tail), idle, idle.
+    per_interval = [5.0, 4.0, 0.1, 0.1, 5.0, 0.3, 0.1, 0.1, 0.1]
+    totals = [0.0]
+    for used in per_interval:
+        totals.append(totals[-1] + used)
+    readings = iter(totals)
+    trims: list[int] = []
+    ticks = 0
+
+    async def sleep(_: float) -> None:
+        nonlocal ticks
+        ticks += 1
+        if ticks > len(per_interval):
+            raise asyncio.CancelledError
+
+    def trimmer() -> bool:
+        trims.append(ticks)
+        return True
+
+    with pytest.raises(asyncio.CancelledError):
+        await memory.trim_when_idle(10.0, 0.2, 0.5, 30.0, cpu_time=lambda: next(readings), sleep=sleep, trimmer=trimmer)
+    # Never while busy (1, 2, 5); the first idle interval after work (3, 6); then, idle with too little work,
+    # once 30 s have passed since the last trim (tick 9).
+    assert trims == [3, 6, 9]
+
+
+def test_resident_size_is_read() -> None:
+    if not sys.platform.startswith("linux"):
+        pytest.skip("/proc exists on Linux only")
+    assert memory.resident_mib() > 1
