@@ -34,6 +34,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import signal
 import socket
@@ -57,6 +58,7 @@ from kthena_py.testing.controlplane import ClusterTier
 REPO = Path(__file__).resolve().parent.parent
 CONNECTIONS = 100  # KubeClient's default connection pool size
 NODES = 10
+PODS_PER_NODE = 100
 STEADY_AFTER = 45.0
 """Seconds after convergence at which a manager's RSS and CPU are read (the same for every side)."""
 KWOK_PARALLELISM = 16
@@ -84,8 +86,10 @@ def modelserving(i: int) -> dict[str, Any]:
     }
 
 
-def tier_of(run_dir: str, crd_files: list[Path]) -> ClusterTier:
-    return ClusterTier(run_dir, nodes=NODES, crds=crd_files, pod_parallelism=KWOK_PARALLELISM)
+def tier_of(run_dir: str, crd_files: list[Path], n: int) -> ClusterTier:
+    """A fresh tier for ``n`` ModelServings: 10 fake nodes, or one per 100 pods when more (a node holds 110 pods)."""
+    nodes = max(NODES, math.ceil(n * 8 / PODS_PER_NODE))
+    return ClusterTier(run_dir, nodes=nodes, crds=crd_files, pod_parallelism=KWOK_PARALLELISM)
 
 
 def crds() -> list[Path]:
@@ -105,7 +109,7 @@ async def all_pods_ready(client: KubeClient, expected: int) -> bool:
 
 
 async def baseline(n: int, concurrency: int) -> float:
-    with tempfile.TemporaryDirectory() as d, tier_of(d, crds()) as tier:
+    with tempfile.TemporaryDirectory() as d, tier_of(d, crds(), n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
         try:
             await client.create(NAMESPACES, {"metadata": {"name": "bench"}})
@@ -547,7 +551,7 @@ async def all_available(client: KubeClient, n: int) -> bool:
 
 
 async def run_side(side: Side, n: int, after_restart: float) -> SideRun:
-    with tempfile.TemporaryDirectory() as d, tier_of(d, side.crds) as tier:
+    with tempfile.TemporaryDirectory() as d, tier_of(d, side.crds, n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
         log = Path(d) / "manager.log"
         timeline_file = Path(d) / "timeline.jsonl" if side.timeline else None

@@ -103,7 +103,7 @@ class EventRecorder:
         component: str,
         *,
         instance: str = "",
-        max_pending: int = 2000,
+        max_pending: int = 10_000,
         coalesce_seconds: float = 1.0,
         max_in_flight: int = 8,
     ) -> None:
