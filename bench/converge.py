@@ -37,7 +37,6 @@ import json
 import math
 import os
 import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -54,6 +53,7 @@ from kthena_py.kube import AlreadyExists, ApiError, Gone, KubeClient
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, EVENTS, NAMESPACES, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.render import render
 from kthena_py.testing.controlplane import ClusterTier
+from kthena_py.testing.controlplane.process import free_ports
 
 REPO = Path(__file__).resolve().parent.parent
 CONNECTIONS = 100  # KubeClient's default connection pool size
@@ -480,14 +480,8 @@ class SideRun:
     available_after_ready: list[float] = field(default_factory=list)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def kthena_py_side(workers: int) -> Side:
-    port = free_port()
+    port = free_ports(1)[0]
     cmd = [sys.executable, "-m", "kthena_py", "manager", "--workers", str(workers)]
     cmd += ["--metrics-bind-address", f"127.0.0.1:{port}", "--health-probe-bind-address", "0", "--webhook-port", "0"]
     cmd += ["--log-level", "warning"]

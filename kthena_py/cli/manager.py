@@ -15,7 +15,7 @@ import argparse
 
 from kthena_py import __version__
 
-from .common import CommandError
+from .common import CommandError, positive_int
 
 #: ``--log-level`` choices (those of :data:`kthena_py.runtime.logconfig.LEVELS`).
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -31,16 +31,6 @@ def _address(value: str) -> str:
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
     return value
-
-
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
-    return n
 
 
 def _ttl(value: str) -> float:
@@ -126,7 +116,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="controllers to run: modelserving, modelbooster, autoscaler; 'foo' or '+foo' enables foo, '-foo' "
         "disables it, '*' enables all not disabled (repeatable, comma-separated; default: '*', as Kthena)",
     )
-    m.add_argument("--workers", type=_positive_int, default=4, help="concurrent reconciles per controller")
+    m.add_argument("--workers", type=positive_int, default=4, help="concurrent reconciles per controller")
     m.add_argument(
         "--autoscaler-sync-period",
         "--autoscaling-sync-period-seconds",

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from .common import positive_int
+
 __all__ = ["add_parser"]
 
 _DESCRIPTION = """\
@@ -48,16 +50,6 @@ def _bool(value: str) -> bool:
     raise argparse.ArgumentTypeError(f"not a boolean: {value!r}")
 
 
-def _positive(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {n}")
-    return n
-
-
 def _online(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", metavar="NAME", help="the ModelServing")
     parser.add_argument("-n", "--namespace", help="its namespace (default: the kubeconfig context's, else default)")
@@ -94,7 +86,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "what changed since the line before.",
     )
     _online(h)
-    h.add_argument("--revision", type=_positive, help="print this revision in full")
+    h.add_argument("--revision", type=positive_int, help="print this revision in full")
     h.set_defaults(run=run_history)
     u = inner.add_parser(
         "undo",
@@ -103,7 +95,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "replicas and rollout settings (default: the previous revision).",
     )
     _online(u)
-    u.add_argument("--to-revision", type=_positive, help="the revision to go back to (default: the previous one)")
+    u.add_argument("--to-revision", type=positive_int, help="the revision to go back to (default: the previous one)")
     u.set_defaults(run=run_undo)
     _add_plan_parser(inner)
 
@@ -144,7 +136,7 @@ def _add_plan_parser(inner: argparse._SubParsersAction[argparse.ArgumentParser])
         metavar="UNIT[,UNIT]",
         help="units that never become ready (<ms>-<g> or <ms>-<g>/<role>-<r>); repeatable",
     )
-    p.add_argument("--max-steps", type=_positive, default=200, help="give up after this many steps (default 200)")
+    p.add_argument("--max-steps", type=positive_int, default=200, help="give up after this many steps (default 200)")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
     p.set_defaults(run=run_plan)
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kthena_py.kube import KubeClient, ResourceType
@@ -149,6 +149,16 @@ class SharedCache:
         """Wait until every informer has synced; ``False`` on timeout."""
         results = await asyncio.gather(*(i.wait_for_sync(timeout) for i in self._informers.values()))
         return all(results)
+
+    async def wait_until(self, condition: Callable[[], bool], timeout: float, poll: float = 0.02) -> bool:
+        """Poll ``condition`` (a read of this cache) every ``poll`` s until it holds; ``False`` after ``timeout``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not condition():
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(poll)
+        return True
 
     def recently_disrupted(self, window: float = DISRUPTION_WINDOW) -> bool:
         """Whether any started informer is disconnected, or failed or relisted within ``window`` seconds."""

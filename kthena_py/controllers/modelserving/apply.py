@@ -369,17 +369,9 @@ class PlanApplier:
         if self.cache is None or not written:
             return
         cache = self.cache
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.sync_timeout
-        pending = list(written)
-        while pending:
-            pending = [w for w in pending if not w.observed(cache)]
-            if not pending:
-                return
-            if loop.time() >= deadline:
-                log.warning("cache did not reflect our writes in time", pending=[w.name for w in pending][:10])
-                return
-            await asyncio.sleep(0.02)
+        if not await cache.wait_until(lambda: all(w.observed(cache) for w in written), self.sync_timeout):
+            pending = [w.name for w in written if not w.observed(cache)]
+            log.warning("cache did not reflect our writes in time", pending=pending[:10])
 
     async def _write_status(self, ms: KubeObject, status: KubeObject, written: list[_Written]) -> bool:
         if status_applied(ms.get("status") or {}, status):

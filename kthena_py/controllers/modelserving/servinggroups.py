@@ -20,7 +20,6 @@ then sees a gang's PodGroup and pods together, not a PodGroup without pods for a
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import time
 from collections.abc import Callable
@@ -47,7 +46,6 @@ FIELD_MANAGER = "kthena-py-servinggroups"
 FAILURE_FIELD_MANAGER = "kthena-py-servinggroups-failures"
 PODGROUP_WAIT_SECONDS = 2.0
 """How long a reconcile that holds pods back for their PodGroups waits for the gang reconciler to create them."""
-POLL_SECONDS = 0.02
 
 log = structlog.get_logger("kthena_py.modelserving")
 
@@ -131,14 +129,9 @@ class ServingGroupReconciler:
 
     async def _podgroups_observed(self, names: tuple[str, ...], namespace: str) -> bool:
         """Wait (at most ``podgroup_wait`` seconds) until the cache holds every PodGroup in ``names``."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.podgroup_wait
-        while True:
-            if all(self.cache.get(PODGROUPS, name, namespace) is not None for name in names):
-                return True
-            if loop.time() >= deadline:
-                return False
-            await asyncio.sleep(POLL_SECONDS)
+        return await self.cache.wait_until(
+            lambda: all(self.cache.get(PODGROUPS, name, namespace) is not None for name in names), self.podgroup_wait
+        )
 
 
 def _held(pod: dict[str, object]) -> ChildFailure:
