@@ -15,6 +15,9 @@ Guarantees:
   annotation: :func:`~kthena_py.runtime.slim.slim`), unless another ``transform`` is given.
 * Reads return the cached objects themselves: callers must treat them as read-only and copy
   (:func:`kthena_py.kube.objects.deep_copy`) before changing anything.
+* :meth:`SharedCache.wait_for` waits for a condition on named objects without polling: it is looked at again
+  only when an informer delivers a change of one of them (and once more at its deadline), so hundreds of
+  reconciles waiting to read their own writes cost nothing between the watch events that concern them.
 * :meth:`SharedCache.recently_disrupted` says when the stores may disagree with each other and with
   the cluster (an informer is disconnected, or failed or relisted within a window): after a partition
   the informers catch up one by one, so a child store may already show a deletion its owner's store
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from kthena_py.kube import KubeClient, ResourceType
@@ -54,6 +57,52 @@ class _Key:
     field_selector: str | None
 
 
+ObjectName = tuple[ResourceType, str, str | None]
+"""A cached object named by (type, name, namespace); the namespace is ``None`` for cluster-scoped kinds."""
+_Watched = tuple[ResourceType, str]
+"""(type, store key): what a waiter of :meth:`SharedCache.wait_for` is woken by."""
+
+
+class _Waiters:
+    """The waiters of :meth:`SharedCache.wait_for`, filed by the objects they watch."""
+
+    def __init__(self) -> None:
+        self._by_object: dict[_Watched, set[asyncio.Event]] = {}
+
+    def add(self, watched: Iterable[_Watched], event: asyncio.Event) -> None:
+        for key in watched:
+            self._by_object.setdefault(key, set()).add(event)
+
+    def remove(self, watched: Iterable[_Watched], event: asyncio.Event) -> None:
+        for key in watched:
+            events = self._by_object.get(key)
+            if events is not None:
+                events.discard(event)
+                if not events:
+                    del self._by_object[key]
+
+    def wake(self, key: _Watched) -> None:
+        for event in self._by_object.get(key, ()):
+            event.set()
+
+
+class _WakeWaiters:
+    """An informer handler that wakes the waiters of every object it delivers."""
+
+    def __init__(self, waiters: _Waiters, rt: ResourceType) -> None:
+        self._waiters = waiters
+        self._rt = rt
+
+    def on_add(self, obj: KubeObject) -> None:
+        self._waiters.wake((self._rt, object_key(obj)))
+
+    def on_update(self, old: KubeObject, new: KubeObject) -> None:
+        self._waiters.wake((self._rt, object_key(new)))
+
+    def on_delete(self, obj: KubeObject) -> None:
+        self._waiters.wake((self._rt, object_key(obj)))
+
+
 def label_index_name(label: str) -> str:
     """The index name under which objects are filed by the value of ``label``."""
     return f"label:{label}"
@@ -78,6 +127,7 @@ class SharedCache:
         self._tasks: dict[_Key, asyncio.Task[None]] = {}
         self._started = False
         self._label_selectors: dict[ResourceType, str] = {}
+        self._waiters = _Waiters()
 
     @property
     def namespace(self) -> str | None:
@@ -121,6 +171,7 @@ class SharedCache:
             )
             inf.add_indexer(NAMESPACE_INDEX, lambda o: [namespace_of(o)])
             inf.add_indexer(OWNER_INDEX, owner_uids)
+            inf.add_handler(_WakeWaiters(self._waiters, rt))
             self._informers[key] = inf
             if self._started:
                 self._launch(key, inf)
@@ -150,15 +201,31 @@ class SharedCache:
         results = await asyncio.gather(*(i.wait_for_sync(timeout) for i in self._informers.values()))
         return all(results)
 
-    async def wait_until(self, condition: Callable[[], bool], timeout: float, poll: float = 0.02) -> bool:
-        """Poll ``condition`` (a read of this cache) every ``poll`` s until it holds; ``False`` after ``timeout``."""
+    async def wait_for(self, objects: Iterable[ObjectName], condition: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``condition`` (a read of this cache about ``objects``) holds; ``False`` after ``timeout``.
+
+        ``condition`` is evaluated now, after every change an informer delivers for one of ``objects``, and at
+        the deadline; never by polling.
+        """
+        if condition():
+            return True
+        watched = [(rt, f"{ns}/{name}" if ns and rt.namespaced else name) for rt, name, ns in objects]
+        changed = asyncio.Event()
+        self._waiters.add(watched, changed)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not condition():
-            if loop.time() >= deadline:
-                return False
-            await asyncio.sleep(poll)
-        return True
+        try:
+            while True:
+                try:
+                    async with asyncio.timeout(max(0.0, deadline - loop.time())):
+                        await changed.wait()
+                except TimeoutError:
+                    return condition()
+                changed.clear()
+                if condition():
+                    return True
+        finally:
+            self._waiters.remove(watched, changed)
 
     def recently_disrupted(self, window: float = DISRUPTION_WINDOW) -> bool:
         """Whether any started informer is disconnected, or failed or relisted within ``window`` seconds."""

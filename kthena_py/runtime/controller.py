@@ -7,20 +7,22 @@ Guarantees:
   (any kind, with a mapper function). They are attached when the controller starts, and replay the
   cache's content then, so nothing that happened while the controller was not running is missed.
 * At most one worker reconciles a given key at a time (the queue's guarantee); ``workers``
-  different keys are reconciled concurrently.
+  different keys are reconciled concurrently. A reconcile that returns a ``settle`` wait
+  (:class:`~kthena_py.runtime.reconcile.Result`) frees its worker at once; its key stays in progress (an
+  event for it meanwhile queues it for after the wait) until the wait ends or fails, which is logged.
 * Outcomes follow :mod:`kthena_py.runtime.reconcile`; each one is counted in the
   controller-runtime metrics and logged with a ``reconcile_id``.
 * No exception escapes a worker: unexpected ones ("panics") are logged with a traceback, counted in
   ``controller_runtime_reconcile_panics_total`` and retried with backoff.
-* :meth:`Controller.stop` either drains in-flight work (graceful shutdown) or cancels it at once
-  (loss of leadership, where no further write must happen).
+* :meth:`Controller.stop` either drains in-flight work, settle waits included (graceful shutdown), or
+  cancels it at once (loss of leadership, where no further write must happen).
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 import structlog
@@ -35,6 +37,7 @@ from .reconcile import Reconciler, Request, Result, TerminalError
 from .workqueue import RateLimitingQueue, ShutDown
 
 Mapper = Callable[[KubeObject], Iterable[Request]]
+Settle = Callable[[], Awaitable[None]]
 Predicate = Callable[[KubeObject | None, KubeObject], bool]
 """Called with (old, new) (old is None for adds and deletes); ``False`` drops the event."""
 
@@ -208,6 +211,7 @@ class Controller:
         )
         self._watches: list[_Watch] = []
         self._tasks: list[asyncio.Task[None]] = []
+        self._settling: set[asyncio.Task[None]] = set()
         self._started = False
         self._active = 0
         metrics.init_controller_metrics(name, self.workers)
@@ -266,9 +270,10 @@ class Controller:
                 log.warning("drain timed out, cancelling", controller=self.name)
         else:
             self.queue.shutdown()
-        for t in self._tasks:
+        tasks = [*self._tasks, *self._settling]
+        for t in tasks:
             t.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._tasks = []
 
     async def run_until_stopped(self) -> None:
@@ -283,12 +288,38 @@ class Controller:
                 req = await self.queue.get()
             except ShutDown:
                 return
+            settle: Settle | None = None
             try:
-                await self._process(req)
+                settle = await self._process(req)
             finally:
-                self.queue.done(req)
+                if settle is None:
+                    self.queue.done(req)
+                else:
+                    self._hold(req, settle)
 
-    async def _process(self, req: Request) -> None:
+    def _hold(self, req: Request, settle: Settle) -> None:
+        """Keep ``req`` in progress until ``settle()`` ends, without a worker."""
+        task = asyncio.create_task(self._settle(req, settle), name=f"{self.name}-settle-{req}")
+        self._settling.add(task)
+        task.add_done_callback(self._settled)
+        metrics.SETTLING_KEYS.labels(self.name).set(len(self._settling))
+
+    def _settled(self, task: asyncio.Task[None]) -> None:
+        self._settling.discard(task)
+        metrics.SETTLING_KEYS.labels(self.name).set(len(self._settling))
+
+    async def _settle(self, req: Request, settle: Settle) -> None:
+        try:
+            await settle()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("settle wait failed", controller=self.name, namespace=req.namespace, name=req.name)
+        finally:
+            self.queue.done(req)
+
+    async def _process(self, req: Request) -> Settle | None:
+        """Reconcile ``req``; return the settle wait of a successful result, if it has one."""
         reconcile_id = uuid.uuid4().hex[:12]
         bound = log.bind(controller=self.name, namespace=req.namespace, name=req.name, reconcile_id=reconcile_id)
         structlog.contextvars.bind_contextvars(
@@ -331,6 +362,7 @@ class Controller:
             bound.exception("reconcile raised unexpectedly; retrying with backoff")
         else:
             self._record_success(req, result)
+            return result.settle if result is not None else None
         finally:
             if timeline.enabled():
                 timeline.record("end", controller=self.name, key=str(req), outcome=outcome)
@@ -338,6 +370,7 @@ class Controller:
             metrics.ACTIVE_WORKERS.labels(self.name).set(self._active)
             metrics.RECONCILE_TIME.labels(self.name).observe(max(0.0, self._clock.now() - started))
             structlog.contextvars.clear_contextvars()
+        return None
 
     def _record_success(self, req: Request, result: Result | None) -> None:
         self.queue.forget(req)

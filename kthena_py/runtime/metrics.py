@@ -286,6 +286,12 @@ ACTIVE_WORKERS: Final = Gauge(
     ("controller",),
     registry=REGISTRY,
 )
+SETTLING_KEYS: Final = Gauge(
+    "kthena_controller_settling_keys",
+    "Keys whose reconcile ended and whose settle wait (the cache showing its writes) holds them, without a worker.",
+    ("controller",),
+    registry=REGISTRY,
+)
 LEADER_ELECTION_MASTER_STATUS: Final = Gauge(
     "leader_election_master_status",
     "Whether this process is the leader (1) or not (0) of the lease called 'name'.",
@@ -309,3 +315,4 @@ def init_controller_metrics(controller: str, max_concurrent_reconciles: int) -> 
     RECONCILE_TIME.labels(controller)
     MAX_CONCURRENT_RECONCILES.labels(controller).set(max_concurrent_reconciles)
     ACTIVE_WORKERS.labels(controller).set(0)
+    SETTLING_KEYS.labels(controller).set(0)

@@ -6,6 +6,9 @@ cluster and drives the world towards the desired state. Outcomes:
 
 * return ``None`` or ``Result()``: done; the key's backoff is reset (``forget``);
 * return ``Result(requeue_after=s)``: done for now, look again after ``s`` seconds (backoff reset);
+* return ``Result(settle=f)``: done, but the key is not handed to a worker again until ``f()`` has
+  completed (say, until the cache shows this reconcile's writes); the worker is released meanwhile
+  and takes other keys, so a wait for the informer never holds one of the ``workers`` slots;
 * raise :class:`TerminalError`: logged and counted as an error, **not** retried until the
   object changes again (for problems only the user can fix, e.g. invalid input);
 * raise any other exception: logged, counted, and retried with per-key exponential backoff.
@@ -15,6 +18,7 @@ The engine wraps every call, so no exception can kill a worker or the process.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,6 +39,8 @@ class Result:
     """A successful reconcile's outcome; ``requeue_after`` asks for another look later."""
 
     requeue_after: float | None = None
+    settle: Callable[[], Awaitable[None]] | None = None
+    """Awaited after the reconcile with the worker released; until it ends the key stays in progress."""
 
 
 class TerminalError(Exception):

@@ -117,3 +117,46 @@ async def test_owns_maps_children_to_their_controller(kube: KubeClient, namespac
     finally:
         await ctrl.stop(drain=False)
         await cache.stop()
+
+
+async def test_a_settling_reconcile_frees_its_worker_and_the_next_one_reads_its_writes(
+    kube: KubeClient, namespace: str
+) -> None:
+    """One worker; each reconcile creates a Secret and hands the wait for the cache to show it to the engine."""
+    cache = SharedCache(kube, namespace=namespace)
+    cache.informer(SECRETS)
+    saw_own_secret: list[bool] = []
+    calls: Counter[str] = Counter()
+
+    class SecretMaker:
+        async def reconcile(self, request: Request) -> Result | None:
+            calls[request.name] += 1
+            child = f"{request.name}-{calls[request.name]}"
+            if calls[request.name] > 1:  # the previous reconcile's Secret must be visible now
+                saw_own_secret.append(
+                    cache.get(SECRETS, f"{request.name}-{calls[request.name] - 1}", namespace) is not None
+                )
+            if calls[request.name] > 2:
+                return None
+            await kube.create(SECRETS, {"metadata": {"name": child}}, namespace)
+
+            async def settle() -> None:
+                await cache.wait_for(
+                    [(SECRETS, child, namespace)], lambda: cache.get(SECRETS, child, namespace) is not None, 30
+                )
+
+            return Result(settle=settle)
+
+    ctrl = Controller("test-settle", SecretMaker(), cache, workers=1).for_(CONFIGMAPS)
+    await cache.start()
+    assert await cache.wait_for_sync(30)
+    await ctrl.start()
+    try:
+        for name in ("a", "b", "c"):
+            await kube.create(CONFIGMAPS, {"metadata": {"name": name}}, namespace)
+            await kube.patch(CONFIGMAPS, name, {"data": {"again": "yes"}}, namespace)  # a second event at once
+        await eventually(lambda: all(calls[n] >= 2 for n in "abc"), timeout=30, description="each key twice")
+        assert saw_own_secret and all(saw_own_secret)
+    finally:
+        await ctrl.stop(drain=True, timeout=10)
+        await cache.stop()

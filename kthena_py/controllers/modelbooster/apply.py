@@ -18,7 +18,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -151,17 +150,14 @@ class ChildApplier:
         self.recorder.event(booster, "Normal", f"{step.kind}Deleted", f"{step.kind} {step.name} deleted: {step.why}")
 
     async def _await_observed(self, written: list[_Written]) -> None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.sync_timeout
-        pending = list(written)
-        while pending:
-            pending = [w for w in pending if not w.observed(self.cache)]
-            if not pending:
-                return
-            if loop.time() >= deadline:
-                log.warning("cache did not reflect our writes in time", pending=[w.name for w in pending])
-                return
-            await asyncio.sleep(0.02)
+        objects = [(w.rt, w.name, w.namespace) for w in written]
+        if not await self.cache.wait_for(
+            objects, lambda: all(w.observed(self.cache) for w in written), self.sync_timeout
+        ):
+            log.warning(
+                "cache did not reflect our writes in time",
+                pending=[w.name for w in written if not w.observed(self.cache)],
+            )
 
 
 async def write_status(client: KubeClient, booster: KubeObject, status: Mapping[str, Any]) -> bool:

@@ -27,9 +27,11 @@ Guarantees:
 * Events go through the manager's recorder (never blocking, never failing the reconcile); Kthena's role events
   are never joined (:func:`~kthena_py.plan.modelserving.events.joinable`).
 * Read your own writes: before returning, the applier waits (bounded) until the informer cache
-  reflects every write it made. Workers never reconcile one key concurrently, so the next reconcile
-  of the same ModelServing plans from a cache that contains this one's effects, and never mistakes a
-  pod it just created for a missing one. Nothing but the pacing of refused writes is remembered
+  reflects every write it made, or, with ``defer_observation``, returns that wait as the outcome's
+  ``settle`` for the controller to await with the worker released while the key stays in progress.
+  Either way the next reconcile of the same ModelServing plans from a cache that contains this one's
+  effects, and never mistakes a pod it just created for a missing one. The wait is woken by the watch
+  events of the written objects, never by polling. Nothing but the pacing of refused writes is remembered
   across reconciles.
 """
 
@@ -140,6 +142,9 @@ class ApplyOutcome:
     """Child writes refused now or still backing off from an earlier refusal."""
     retry_after: float | None = None
     """Seconds until a backing-off write may be tried again (``None``: nothing waits)."""
+    settle: Callable[[], Awaitable[None]] | None = None
+    """With ``defer_observation``: the wait for the cache to show this apply's writes, for the caller to hand to
+    its controller (:attr:`kthena_py.runtime.reconcile.Result.settle`); ``None`` when nothing is left to wait for."""
 
 
 @dataclass
@@ -191,7 +196,14 @@ class PlanApplier:
         self.tracker = tracker or FailureTracker()
         self._now = wall_clock
 
-    async def apply(self, plan: Plan, ms: KubeObject, *, waiting: Iterable[ChildFailure] = ()) -> ApplyOutcome:
+    async def apply(
+        self,
+        plan: Plan,
+        ms: KubeObject,
+        *,
+        waiting: Iterable[ChildFailure] = (),
+        defer_observation: bool = False,
+    ) -> ApplyOutcome:
         """Execute ``plan`` for the cached ModelServing ``ms``.
 
         Args:
@@ -199,11 +211,15 @@ class PlanApplier:
             ms: The ModelServing as cached.
             waiting: Children the planner holds back for a reason outside this plan (a name held by
                 another owner's object); reported with the refusals.
+            defer_observation: Return the wait for the cache to show the writes as the outcome's ``settle``
+                instead of waiting here (when the plan was applied in full; a write that raised is still
+                waited for here). The caller must see that it is awaited before the key is reconciled again.
         """
         writes = 0
         md = meta(ms)
         namespace = str(md.get("namespace", ""))
         run = _Run(str(md.get("uid", "")), [], list(waiting))
+        applied = False
         for event in plan.events:
             self.recorder.event(ms, event.type, event.reason, event.message, join=joinable(event.reason))
         try:
@@ -232,10 +248,13 @@ class PlanApplier:
                 if updated is not None:
                     run.written.append(_Written.of(MODELSERVINGS, updated, "present"))
                     writes += 1
+            applied = True
         finally:
-            await self._await_observed(run.written)
+            if not (applied and defer_observation):
+                await self._await_observed(run.written)
         run.retry_in(self.tracker.retry_after(run.owner))
-        return ApplyOutcome(writes, tuple(run.failures), run.retry_after)
+        settle = self._settle(run.written) if defer_observation else None
+        return ApplyOutcome(writes, tuple(run.failures), run.retry_after, settle)
 
     # -- refusals --------------------------------------------------------------------------------------
 
@@ -364,12 +383,25 @@ class PlanApplier:
         self.tracker.succeeded(run.owner, "update", u.kind, u.name)
         run.written.append(_Written.of(rt, updated, "present"))
 
+    def _settle(self, written: list[_Written]) -> Callable[[], Awaitable[None]] | None:
+        """The deferred :meth:`_await_observed` of ``written`` (``None``: the cache shows them already)."""
+        cache = self.cache
+        if cache is None or all(w.observed(cache) for w in written):
+            return None
+        pending = list(written)
+
+        async def settle() -> None:
+            await self._await_observed(pending)
+
+        return settle
+
     async def _await_observed(self, written: list[_Written]) -> None:
         """Wait (bounded by ``sync_timeout``) until the cache reflects every write in ``written``."""
         if self.cache is None or not written:
             return
         cache = self.cache
-        if not await cache.wait_until(lambda: all(w.observed(cache) for w in written), self.sync_timeout):
+        objects = [(w.rt, w.name, w.namespace or None) for w in written]
+        if not await cache.wait_for(objects, lambda: all(w.observed(cache) for w in written), self.sync_timeout):
             pending = [w.name for w in written if not w.observed(cache)]
             log.warning("cache did not reflect our writes in time", pending=pending[:10])
 

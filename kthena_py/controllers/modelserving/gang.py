@@ -52,6 +52,8 @@ class PodGroupReconciler:
             return None  # reported by the ServingGroup reconciler
         ref = ms_ref(obj)
         plan = plan_podgroups(ms, ref, observe(self.cache, ref), podgroup_support(self.cache))
-        outcome = await self.applier.apply(plan, obj)
+        outcome = await self.applier.apply(plan, obj, defer_observation=True)
         requeue = min((t for t in (plan.requeue_after, outcome.retry_after) if t), default=None)
-        return Result(requeue_after=requeue) if requeue else None
+        if requeue is None and outcome.settle is None:
+            return None
+        return Result(requeue_after=requeue, settle=outcome.settle)

@@ -7,8 +7,9 @@ merge patches that carry the per-pod in-place state), and server-side applies th
 ``CoordinatedRoleRolloutBlocked`` conditions, which it alone owns. It never creates anything: the ServingGroup
 reconciler re-creates every missing unit at its target revision. Nothing is remembered between reconciles, so a
 restarted manager resumes a rollout from the cluster alone (in-place progress lives in pod annotations); the
-applier waits until the cache shows its writes, so the next step is planned from a cache that already counts them
-as unavailable. A requeue brings the next step back when an in-place update's deadline comes.
+key is held (the result's ``settle``, with the worker released) until the cache shows its writes, so the next step
+is planned from a cache that already counts them as unavailable. A requeue brings the next step back when an
+in-place update's deadline comes.
 """
 
 from __future__ import annotations
@@ -125,13 +126,15 @@ class RolloutReconciler:
             plan = plan_rollout(ms, ref, observe(self.cache, ref), podgroup_support(self.cache), now, disrupted)
         except PluginError:
             return None  # reported by the ServingGroup reconciler
-        writes = await self.applier.apply(plan, obj)
-        if writes:
-            log.info("rollout step", writes=writes, reasons=list(plan.reasons))
+        outcome = await self.applier.apply(plan, obj, defer_observation=True)
+        if outcome.writes:
+            log.info("rollout step", writes=outcome.writes, reasons=list(plan.reasons))
         _count(plan, ref.namespace, ref.name)
         # A disruption record that expires frees budget: look again then (as for in-place deadlines).
         waits = [w for w in (plan.requeue_after, expiry if plan.status is not None else None) if w]
-        return Result(requeue_after=min(waits)) if waits else None
+        if not waits and outcome.settle is None:
+            return None
+        return Result(requeue_after=min(waits) if waits else None, settle=outcome.settle)
 
 
 def _count(plan: Plan, namespace: str, name: str) -> None:

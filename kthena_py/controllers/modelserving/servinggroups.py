@@ -12,6 +12,9 @@ which pods were refused (from that condition and the backoff) and which names ar
 owner's pods, so that it completes a partly created unit instead of tearing it down, and waits for a
 same-named predecessor's pods to go instead of looping on AlreadyExists.
 
+A reconcile does not hold its worker while the cache catches up with its writes: the applier's wait is handed
+to the controller as the result's ``settle``, and the key stays in progress until it ends.
+
 Pods follow their PodGroup within one reconcile: a plan that holds a new group's pods back until its PodGroup is
 observed (gang scheduling) is applied, then the reconcile waits (at most :data:`PODGROUP_WAIT_SECONDS`) for the gang
 reconciler's PodGroups to reach the cache and plans once more, instead of waiting for a queue round trip. Volcano
@@ -77,20 +80,27 @@ class ServingGroupReconciler:
 
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply one ModelServing (twice when its new groups' PodGroups appear meanwhile)."""
-        outcome, plan = await self._pass(request)
+        outcome, plan = await self._pass(request, last=False)
         if plan is None or outcome is None:
             return None
         if plan.awaiting_podgroups and await self._podgroups_observed(plan.awaiting_podgroups, request.namespace):
             # The gang reconciler created them meanwhile: create the pods now rather than a queue round trip later.
-            again, replanned = await self._pass(request)
+            again, replanned = await self._pass(request, last=True)
             if replanned is None or again is None:
                 return None
             outcome, plan = again, replanned
         requeue = min((t for t in (plan.requeue_after, outcome.retry_after) if t), default=None)
-        return Result(requeue_after=requeue) if requeue else None
+        if requeue is None and outcome.settle is None:
+            return None
+        return Result(requeue_after=requeue, settle=outcome.settle)
 
-    async def _pass(self, request: Request) -> tuple[ApplyOutcome | None, Plan | None]:
-        """One plan-and-apply from the cache (``(None, None)``: nothing to do for this object)."""
+    async def _pass(self, request: Request, *, last: bool) -> tuple[ApplyOutcome | None, Plan | None]:
+        """One plan-and-apply from the cache (``(None, None)``: nothing to do for this object).
+
+        The wait for the cache to show the writes is left to the controller (the outcome's ``settle``) unless
+        another pass may follow (``last`` is false and the plan holds pods back for their PodGroups): that pass
+        must plan from a cache that shows this one's writes.
+        """
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
         if obj is None or is_deleting(obj):
             if obj is not None:
@@ -122,15 +132,18 @@ class ServingGroupReconciler:
                 "schedulerName is volcano but the PodGroup CRD (podgroups.scheduling.volcano.sh) is not installed: "
                 "pods are created without gang scheduling; install Volcano or set another schedulerName",
             )
-        outcome = await self.applier.apply(plan, obj, waiting=[_held(p) for p in held])
+        defer = last or not plan.awaiting_podgroups
+        outcome = await self.applier.apply(plan, obj, waiting=[_held(p) for p in held], defer_observation=defer)
         if outcome.writes:
             log.info("applied plan", writes=outcome.writes, reasons=list(plan.reasons))
         return outcome, plan
 
     async def _podgroups_observed(self, names: tuple[str, ...], namespace: str) -> bool:
         """Wait (at most ``podgroup_wait`` seconds) until the cache holds every PodGroup in ``names``."""
-        return await self.cache.wait_until(
-            lambda: all(self.cache.get(PODGROUPS, name, namespace) is not None for name in names), self.podgroup_wait
+        return await self.cache.wait_for(
+            [(PODGROUPS, name, namespace) for name in names],
+            lambda: all(self.cache.get(PODGROUPS, name, namespace) is not None for name in names),
+            self.podgroup_wait,
         )
 
 

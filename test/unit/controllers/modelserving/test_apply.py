@@ -7,6 +7,7 @@ tiers (test/envtest/test_faults.py, test/cluster/test_faults.py).
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from typing import Any
 
@@ -233,3 +234,39 @@ async def test_a_refused_revision_creates_no_pod() -> None:
     outcome = await applier.apply(Plan(creates=(obj("ControllerRevision", "ms-r"), obj("Pod", "w"))), MS)
     assert [f.name for f in outcome.failures] == ["ms-r"]
     assert [c for c in client.calls if c[0] == "create"] == [("create", "ControllerRevision", "ms-r")]
+
+
+class LaggingClient(FakeClient):
+    """Writes that the informer has not delivered yet: kept aside until the test delivers them."""
+
+    def __init__(self, cache: SharedCache) -> None:
+        super().__init__(cache)
+        self.undelivered: list[dict[str, Any]] = []
+
+    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
+        self.calls.append(("create", body["kind"], body["metadata"]["name"]))
+        created = {**body, "metadata": {**body["metadata"], "uid": "uid-x", "resourceVersion": str(next(_RV))}}
+        self.undelivered.append(created)
+        return created
+
+
+async def test_deferred_observation_hands_the_wait_to_the_caller() -> None:
+    applier, _ = setup()
+    assert applier.cache is not None
+    client = LaggingClient(applier.cache)
+    applier.client = client  # type: ignore[assignment]
+    plan = Plan(creates=(obj("Pod", "w"),))
+
+    outcome = await applier.apply(plan, MS, defer_observation=True)  # returns although the cache lags
+    assert outcome.writes == 1 and outcome.settle is not None
+    settling = asyncio.create_task(outcome.settle())
+    await asyncio.sleep(0.05)
+    assert not settling.done()  # the cache does not show the pod yet
+    pods = applier.cache.informer(PODS)
+    pods.store.upsert(client.undelivered[0])
+    pods._emit_add(client.undelivered[0])  # the informer delivers it
+    await asyncio.wait_for(settling, 1)
+
+    # A plan whose writes the cache already shows leaves nothing to wait for.
+    applier.client = FakeClient(applier.cache)  # type: ignore[assignment]
+    assert (await applier.apply(Plan(creates=(obj("Pod", "e"),)), MS, defer_observation=True)).settle is None
