@@ -36,6 +36,7 @@ import contextlib
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -44,6 +45,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -544,7 +546,31 @@ async def all_available(client: KubeClient, n: int) -> bool:
     return len(done) == n
 
 
-async def run_side(side: Side, n: int, after_restart: float) -> SideRun:
+def warnings_report(log: Path) -> str:
+    """kthena-py's warnings and errors during the converge, counted by message (from its JSON log lines)."""
+    counts: Counter[str] = Counter()
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("level") in ("warning", "error", "critical"):
+            counts[f"{record['level']}: {record.get('event')}"] += 1
+    return ", ".join(f"{msg} x{c}" for msg, c in counts.most_common()) or "none"
+
+
+def keep_files(keep: Path | None, label: str, *files: Path | None) -> None:
+    """Copy a run's manager log and timeline into ``keep/label`` (``--keep``), for a closer look afterwards."""
+    if keep is None:
+        return
+    target = keep / label
+    target.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        if f is not None and f.exists():
+            shutil.copy(f, target / f.name)
+
+
+async def run_side(side: Side, n: int, after_restart: float, keep: Path | None = None, label: str = "") -> SideRun:
     with tempfile.TemporaryDirectory() as d, tier_of(d, side.crds, n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
         log = Path(d) / "manager.log"
@@ -599,12 +625,14 @@ async def run_side(side: Side, n: int, after_restart: float) -> SideRun:
                 )
                 done = ", ".join(f"{c} {v:.0f}" for c, v in sorted(reconciles_made(side.metrics_port).items()) if v)
                 print(f"    {side.name} reconciles until Available: {done}")
+                print(f"    {side.name} log warnings until Available: {warnings_report(log)}")
             await asyncio.sleep(STEADY_AFTER)  # steady state: past the burst's aftermath
             rss, cpu = proc_stats(proc.pid)
             pods = len((await client.list_all(PODS, "bench")).items)
             stop(proc)
             if timeline_file is not None and timeline_file.exists():
                 print(f"    {side.name} stages: {stage_report(timeline, timeline_file)}")
+            keep_files(keep, label or side.name, log, timeline_file)
             api_restart = apiserver_requests(tier)
             proc = start_side(side, tier.kubeconfig_path, log, None)
             wait_started(side, proc)
@@ -694,6 +722,7 @@ async def main() -> None:
     ap.add_argument("--no-baseline", dest="baseline", action="store_false", help="skip the direct-create baseline")
     ap.add_argument("--compare-kthena", metavar="GO_BINARY", type=Path, help="Kthena's kthena-controller-manager")
     ap.add_argument("--kthena-crds", metavar="DIR", type=Path, help="Kthena's CRDs (default: crds/ beside the binary)")
+    ap.add_argument("--keep", metavar="DIR", type=Path, help="copy each run's manager log and timeline here")
     args = ap.parse_args()
     if not crds():
         sys.exit("manifests/crd is empty: generate the CRDs first (kthena-py crds)")
@@ -721,7 +750,7 @@ async def main() -> None:
             bases.append(await baseline(n, concurrency=CONNECTIONS))
         line = f"  run {i + 1}:" + (f" baseline {bases[-1]:6.1f} s," if bases else "")
         for side in sides:
-            r = await run_side(side, n, args.after_restart if i == 0 else 5.0)
+            r = await run_side(side, n, args.after_restart if i == 0 else 5.0, args.keep, f"{side.name}-run{i + 1}")
             runs[side.name].append(r)
             line += f" {side.name} {r.elapsed:6.1f} s,"
         print(line.rstrip(","))

@@ -26,6 +26,8 @@ from typing import IO, Any
 __all__ = ["FLUSH_SECONDS", "close", "enabled", "open_file", "record"]
 
 FLUSH_SECONDS = 0.5
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+"""One encoder for every record: ``json.dumps`` with non-default separators builds a new one per call."""
 
 
 class _Timeline:
@@ -55,7 +57,7 @@ def record(stage: str, **fields: Any) -> None:
     if f is None:
         return
     try:
-        f.write(json.dumps({"t": time.time(), "stage": stage, **fields}, separators=(",", ":")) + "\n")
+        f.write(_ENCODE({"t": time.time(), "stage": stage, **fields}) + "\n")
         now = time.monotonic()
         if now - _state.last_flush >= FLUSH_SECONDS:
             f.flush()

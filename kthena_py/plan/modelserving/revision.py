@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import OrderedDict
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +46,7 @@ __all__ = [
     "revision_hash",
     "revisions_to_prune",
     "role_template_hash",
+    "spec_revision_hash",
 ]
 
 HASH_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -142,6 +144,29 @@ def revision_hash(data: RevisionData, collision_count: int = 0) -> str:
     if collision_count > 0:
         payload["collisionCount"] = collision_count
     return encode_hash(payload)
+
+
+_SPEC_HASHES: OrderedDict[tuple[int, int], tuple[ModelServingSpec, str]] = OrderedDict()
+_SPEC_HASHES_MAX = 4096
+
+
+def spec_revision_hash(spec: ModelServingSpec, collision_count: int = 0) -> str:
+    """``revision_hash(revision_data(spec), collision_count)``, computed once per spec object.
+
+    Specs are frozen, and the ModelServing parser returns the same spec object for the same (uid,
+    resourceVersion), so every reconcile of an unchanged ModelServing reuses the hash. The memo holds each spec it
+    keys by ``id``, so an id is never reused while its entry lives; it is bounded (least recently used first out).
+    """
+    key = (id(spec), collision_count)
+    hit = _SPEC_HASHES.get(key)
+    if hit is not None and hit[0] is spec:
+        _SPEC_HASHES.move_to_end(key)
+        return hit[1]
+    value = revision_hash(revision_data(spec), collision_count)
+    _SPEC_HASHES[key] = (spec, value)
+    while len(_SPEC_HASHES) > _SPEC_HASHES_MAX:
+        _SPEC_HASHES.popitem(last=False)
+    return value
 
 
 def role_template_hash(data: RevisionData, role: Role) -> str:

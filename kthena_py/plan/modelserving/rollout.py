@@ -52,7 +52,7 @@ from kthena_py.plan.modelserving.coordination import RoleCounts, coordinate, par
 from kthena_py.plan.modelserving.eviction.tracker import group_key, role_key, unit_disrupted
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState
 from kthena_py.plan.modelserving.inplace_state import ANNOTATION_INPLACE_STATE
-from kthena_py.plan.modelserving.revision import revision_data, revision_hash
+from kthena_py.plan.modelserving.revision import spec_revision_hash
 from kthena_py.plan.modelserving.rolling import UnitView, choose_updates
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.status import rollout_complete, set_condition
@@ -470,7 +470,7 @@ def settled(ms: ModelServing, observed: Observed, disrupted: frozenset[str] = fr
     if any(c.type in (UPDATE_IN_PROGRESS, COORDINATION_BLOCKED) for c in conditions or []):
         return False
     salt = (ms.status.collision_count if ms.status is not None else None) or 0
-    revision = revision_hash(revision_data(ms.spec), salt)
+    revision = spec_revision_hash(ms.spec, salt)
     current = ms.status.current_revision if ms.status is not None else None
     if current and current != revision:
         return False

@@ -27,6 +27,7 @@ from kthena_py.plan.modelserving.revision import (
     parse_controller_revision,
     revision_data,
     revision_hash,
+    spec_revision_hash,
 )
 from kthena_py.plan.modelserving.targets import Disrupted, GroupTarget, Targets, build_targets, effective_roles
 from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, PodGroupSupport
@@ -94,7 +95,7 @@ def build_state(
     """
     data = revision_data(ms.spec)
     salt = (ms.status.collision_count if ms.status is not None else None) or 0
-    revision = revision_hash(data, salt)
+    revision = spec_revision_hash(ms.spec, salt)
     objects: dict[str, KubeObject] = {}
     revisions: dict[str, RevisionData] = {}
     prefix = f"{ref.name}-"

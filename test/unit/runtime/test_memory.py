@@ -17,8 +17,8 @@ def test_trim_returns_free_memory_on_glibc() -> None:
 
 
 async def test_trims_when_idle_after_enough_work() -> None:
-    # CPU seconds used per 10 s interval: busy, busy, idle, idle, busy, idle (a light tail), idle, idle.
-    per_interval = [5.0, 4.0, 0.1, 0.1, 5.0, 0.3, 0.1, 0.1, 0.1]
+    # CPU seconds used per 10 s interval: busy, busy, idle, idle, busy, idle (a light tail), busy, idle, idle, idle...
+    per_interval = [5.0, 4.0, 0.1, 0.1, 5.0, 0.3, 5.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]
     totals = [0.0]
     for used in per_interval:
         totals.append(totals[-1] + used)
@@ -38,9 +38,9 @@ async def test_trims_when_idle_after_enough_work() -> None:
 
     with pytest.raises(asyncio.CancelledError):
         await memory.trim_when_idle(10.0, 0.2, 0.5, 30.0, cpu_time=lambda: next(readings), sleep=sleep, trimmer=trimmer)
-    # Never while busy (1, 2, 5); the first idle interval after work (3, 6); then, idle with too little work,
-    # once 30 s have passed since the last trim (tick 9).
-    assert trims == [3, 6, 9]
+    # Never while busy (1, 2, 5, 7) nor in a lull of one idle interval (3, 6): after two idle intervals in a row
+    # following work (4, 9); then, idle with too little work, once 30 s have passed since the last trim (tick 12).
+    assert trims == [4, 9, 12]
 
 
 def test_resident_size_is_read() -> None:

@@ -15,6 +15,7 @@ from kthena_py.plan.modelserving.revision import (
     revision_hash,
     revisions_to_prune,
     role_template_hash,
+    spec_revision_hash,
 )
 
 from .builders import ms_doc, parse, ref_of, role_doc
@@ -127,3 +128,14 @@ def test_prune_keeps_live_and_newest() -> None:
     assert [o["metadata"]["name"] for o in pruned] == ["ms-r2", "ms-r3"]
     assert revisions_to_prune(objs, set(), "ms", history_limit=10) == []
     assert len(revisions_to_prune(objs, {"r3"}, "ms", history_limit=0)) == 5
+
+
+def test_spec_revision_hash_is_the_revision_hash_once_per_spec_object() -> None:
+    spec = parse(_base()).spec
+    assert spec_revision_hash(spec) == revision_hash(revision_data(spec))
+    assert spec_revision_hash(spec, 2) == revision_hash(revision_data(spec), 2) != spec_revision_hash(spec)
+    assert spec_revision_hash(spec) is spec_revision_hash(spec)  # the memo's own string: not computed again
+    changed = parse(_edit("spec.template.roles.0.replicas", 5)).spec  # another spec object, another content
+    other = parse(_edit("spec.template.roles.0.entryTemplate.spec.containers.0.image", "img:2")).spec
+    assert spec_revision_hash(changed) == revision_hash(revision_data(changed))
+    assert spec_revision_hash(other) == revision_hash(revision_data(other)) != spec_revision_hash(spec)
