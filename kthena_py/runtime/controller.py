@@ -6,6 +6,8 @@ Guarantees:
   (children, mapped to their controlling owner of the primary kind) and :meth:`Controller.watches`
   (any kind, with a mapper function). They are attached when the controller starts, and replay the
   cache's content then, so nothing that happened while the controller was not running is missed.
+* A watch may mark the requests of some changes as urgent (``urgent=``): they are handed to workers before
+  every other waiting request, so that, say, a pod's readiness is reported while a fleet is still being created.
 * At most one worker reconciles a given key at a time (the queue's guarantee); ``workers``
   different keys are reconciled concurrently. A reconcile that returns a ``settle`` wait
   (:class:`~kthena_py.runtime.reconcile.Result`) frees its worker at once; its key stays in progress (an
@@ -24,6 +26,7 @@ import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 import structlog
 
@@ -138,12 +141,17 @@ class _Watch:
     mapper: Mapper
     predicate: Predicate | None
     field_selector: str | None = None
+    urgent: Predicate | None = None
+
+
+class _Enqueue(Protocol):
+    def __call__(self, key: Request, *, urgent: bool = False) -> None: ...
 
 
 class _Handler:
     """Adapts informer events to queue adds for one watch."""
 
-    def __init__(self, watch: _Watch, enqueue: Callable[[Request], None], controller: str = "") -> None:
+    def __init__(self, watch: _Watch, enqueue: _Enqueue, controller: str = "") -> None:
         self._watch = watch
         self._enqueue = enqueue
         self._controller = controller
@@ -152,12 +160,13 @@ class _Handler:
         pred = self._watch.predicate
         if pred is not None and not pred(old, obj):
             return
+        urgent = self._watch.urgent is not None and self._watch.urgent(old, obj)
         for req in self._watch.mapper(obj):
             if timeline.enabled():
                 timeline.record(
                     "enqueue", controller=self._controller, key=str(req), kind=self._watch.rt.kind, name=name_of(obj)
                 )
-            self._enqueue(req)
+            self._enqueue(req, urgent=urgent)
 
     def on_add(self, obj: KubeObject) -> None:
         self._emit(None, obj)
@@ -222,9 +231,16 @@ class Controller:
         """Reconcile objects of ``rt`` themselves."""
         return self.watches(rt, _self_request, predicate)
 
-    def owns(self, rt: ResourceType, owner: ResourceType, predicate: Predicate | None = None) -> Controller:
+    def owns(
+        self,
+        rt: ResourceType,
+        owner: ResourceType,
+        predicate: Predicate | None = None,
+        *,
+        urgent: Predicate | None = None,
+    ) -> Controller:
         """Reconcile the controlling owner (of type ``owner``) when an object of ``rt`` changes."""
-        return self.watches(rt, owner_mapper(owner), predicate)
+        return self.watches(rt, owner_mapper(owner), predicate, urgent=urgent)
 
     def watches(
         self,
@@ -233,10 +249,15 @@ class Controller:
         predicate: Predicate | None = None,
         *,
         field_selector: str | None = None,
+        urgent: Predicate | None = None,
     ) -> Controller:
-        """Reconcile whatever ``mapper`` returns when an object of ``rt`` (matching ``field_selector``) changes."""
+        """Reconcile whatever ``mapper`` returns when an object of ``rt`` (matching ``field_selector``) changes.
+
+        ``urgent`` (called like a predicate, after it passed) marks the change's requests as urgent: they go ahead of
+        every request that is not (:class:`~kthena_py.runtime.workqueue.RateLimitingQueue`).
+        """
         self.cache.informer(rt, field_selector=field_selector)  # listed/watched from the manager's start
-        self._watches.append(_Watch(rt, mapper, predicate, field_selector))
+        self._watches.append(_Watch(rt, mapper, predicate, field_selector, urgent))
         return self
 
     def enqueue(self, request: Request) -> None:

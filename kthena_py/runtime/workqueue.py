@@ -4,7 +4,11 @@
 tuples) to workers. It guarantees:
 
 * **Fair**: keys are handed out in the order they were added (delayed keys in the order
-  their delay ran out, earlier deadline first; getters are served first come, first served).
+  their delay ran out, earlier deadline first; getters are served first come, first served),
+  except that keys added as *urgent* go ahead of the others (in their own order). An urgent add of
+  a key that already waits moves it ahead; one of a key being processed queues it ahead when
+  `RateLimitingQueue.done` is called. Controllers mark as urgent what keeps running workloads
+  healthy (say, a pod's readiness changing), so it does not wait behind a burst of new work.
 * **Stingy**: a key added several times before a worker gets it is handed out once; adds
   coalesce until `RateLimitingQueue.get` returns the key.
 * **One worker per key**: a key is processed by at most one worker at a time. Adding a key
@@ -199,8 +203,11 @@ class RateLimitingQueue(Generic[K]):
         )
         self._metrics: QueueMetrics = metrics if metrics is not None else NoopQueueMetrics()
 
-        # Keys ready to be handed out, in order; each key appears at most once.
+        # Keys ready to be handed out, in order, in two lanes (urgent first); each key appears at most once in
+        # either. _urgent_keys: the dirty keys added as urgent (in _urgent, or being processed).
         self._queue: deque[K] = deque()
+        self._urgent: deque[K] = deque()
+        self._urgent_keys: set[K] = set()
         # Keys that need processing: those in _queue plus those re-added while processing.
         self._dirty: set[K] = set()
         # Keys handed out and not yet done, with the time they were handed out.
@@ -226,24 +233,34 @@ class RateLimitingQueue(Generic[K]):
 
     # -- basic queue -------------------------------------------------------------------
 
-    def add(self, key: K) -> None:
+    def add(self, key: K, *, urgent: bool = False) -> None:
         """Marks `key` as needing processing (ignored once shutting down).
 
-        If `key` is already queued this does nothing; if it is being processed it is queued
-        again when `done(key)` is called.
+        If `key` is already queued this does nothing (but move it ahead, if ``urgent``); if it is
+        being processed it is queued again when `done(key)` is called.
 
         Args:
             key: The key to add.
+            urgent: Hand it out before every key that was not added as urgent.
         """
-        if self._shutting_down or key in self._dirty:
+        if self._shutting_down:
+            return
+        if key in self._dirty:
+            if urgent and key not in self._urgent_keys:
+                self._urgent_keys.add(key)
+                if key not in self._processing:
+                    self._queue.remove(key)
+                    self._urgent.append(key)
             return
         self._dirty.add(key)
         self._add_times.setdefault(key, self._clock.now())
         self._metrics.add()
         self._metrics.depth(len(self._dirty))
+        if urgent:
+            self._urgent_keys.add(key)
         if key in self._processing:
             return
-        self._queue.append(key)
+        (self._urgent if urgent else self._queue).append(key)
         self._wake_getter()
 
     async def get(self) -> K:
@@ -255,7 +272,7 @@ class RateLimitingQueue(Generic[K]):
         Raises:
             ShutDown: If the queue is shut down and nothing is queued any more.
         """
-        while not self._queue:
+        while not (self._urgent or self._queue):
             if self._shutting_down:
                 raise ShutDown(f"work queue {self.name!r} is shut down")
             fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -270,7 +287,8 @@ class RateLimitingQueue(Generic[K]):
                     with contextlib.suppress(ValueError):
                         self._getters.remove(fut)
                 raise
-        key = self._queue.popleft()
+        key = self._urgent.popleft() if self._urgent else self._queue.popleft()
+        self._urgent_keys.discard(key)
         now = self._clock.now()
         self._processing[key] = now
         self._dirty.discard(key)
@@ -293,14 +311,14 @@ class RateLimitingQueue(Generic[K]):
             return
         self._metrics.done(max(0.0, self._clock.now() - started))
         if key in self._dirty:
-            self._queue.append(key)
+            (self._urgent if key in self._urgent_keys else self._queue).append(key)
             self._wake_getter()
-        elif not self._processing and not self._queue:
+        elif not self._processing and not self._queue and not self._urgent:
             self._release_drainers()
 
     def __len__(self) -> int:
         """Returns the number of keys ready to be handed out."""
-        return len(self._queue)
+        return len(self._queue) + len(self._urgent)
 
     @property
     def shutting_down(self) -> bool:
@@ -423,7 +441,7 @@ class RateLimitingQueue(Generic[K]):
                 return
 
     def _drained(self) -> bool:
-        return not self._queue and not self._processing
+        return not self._queue and not self._urgent and not self._processing
 
     def _release_drainers(self) -> None:
         if self._drain and not self._drained():

@@ -22,6 +22,15 @@ from .servinggroups import ServingGroupReconciler
 __all__ = ["register"]
 
 
+def existing_pod_changed(old: KubeObject | None, _new: KubeObject) -> bool:
+    """An update of a pod (not its creation or deletion): a ServingGroup completed, lost readiness, failed or restarted.
+
+    The ServingGroup reconciler takes these before new work, so the status and recovery of running groups never wait
+    behind a burst of creations.
+    """
+    return old is not None
+
+
 def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -> list[Controller]:
     """Add the ModelServing controllers to ``manager``.
 
@@ -46,7 +55,7 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
             workers=workers,
         )
         .for_(MODELSERVINGS, spec_or_metadata_changed)
-        .owns(PODS, MODELSERVINGS, pod_change_matters(cache))
+        .owns(PODS, MODELSERVINGS, pod_change_matters(cache), urgent=existing_pod_changed)
         .owns(SERVICES, MODELSERVINGS, spec_or_metadata_changed)
         .owns(PODGROUPS, MODELSERVINGS, spec_changed)
         .owns(CONTROLLER_REVISIONS, MODELSERVINGS, spec_or_metadata_changed)

@@ -101,6 +101,30 @@ async def test_add_while_processing_requeues_once_on_done() -> None:
     assert len(q) == 0 and q.in_flight == 0
 
 
+async def test_urgent_keys_go_first_and_an_urgent_add_moves_a_waiting_key_ahead() -> None:
+    q, clock = make_queue()
+    for key in ["a", "b", "c"]:
+        q.add(key)
+    q.add("u", urgent=True)
+    q.add("c", urgent=True)  # waiting in the normal lane: moves ahead, behind "u"
+    q.add("u")  # a normal add of an urgent key leaves it where it is
+    assert len(q) == 4
+    assert await get_now(q) == "u"
+    q.add("u")  # added again while processed, not urgent: queued behind the others at done
+    q.add("a", urgent=True)
+    q.done("u")
+    assert await drain_now(q) == ["c", "a", "b", "u"]
+    # An urgent add while the key is processed queues it ahead when it is done.
+    q.add("x")
+    q.add("y")
+    assert await get_now(q) == "x"
+    q.add("x", urgent=True)
+    q.done("x")
+    assert await drain_now(q) == ["x", "y"]
+    assert len(q) == 0 and q.in_flight == 0
+    del clock
+
+
 async def test_done_of_an_unknown_key_is_ignored() -> None:
     q, _ = make_queue()
     q.add("a")
@@ -459,6 +483,8 @@ class QueueMachine(RuleBasedStateMachine):
         self.clock = FakeClock()
         self.q = RateLimitingQueue[str](ItemExponentialFailureRateLimiter(base=0.5, max=4.0), clock=self.clock)
         self.queue: list[str] = []
+        self.urgent: list[str] = []  # the lane that goes first
+        self.urgent_keys: set[str] = set()
         self.dirty: set[str] = set()
         self.processing: set[str] = set()
         self.waiting: dict[str, tuple[float, int]] = {}
@@ -486,12 +512,21 @@ class QueueMachine(RuleBasedStateMachine):
 
         self.settle(go())
 
-    def model_add(self, key: str) -> None:
-        if self.shut or key in self.dirty:
+    def model_add(self, key: str, urgent: bool = False) -> None:
+        if self.shut:
+            return
+        if key in self.dirty:
+            if urgent and key not in self.urgent_keys:
+                self.urgent_keys.add(key)
+                if key not in self.processing:  # waiting in the other lane: moves ahead
+                    self.queue.remove(key)
+                    self.urgent.append(key)
             return
         self.dirty.add(key)
+        if urgent:
+            self.urgent_keys.add(key)
         if key not in self.processing:
-            self.queue.append(key)
+            (self.urgent if urgent else self.queue).append(key)
 
     def model_add_after(self, key: str, delay: float) -> None:
         if self.shut:
@@ -508,6 +543,12 @@ class QueueMachine(RuleBasedStateMachine):
     def add(self, key: str) -> None:
         self.q.add(key)
         self.model_add(key)
+        self.settle()
+
+    @rule(key=KEYS)
+    def add_urgent(self, key: str) -> None:
+        self.q.add(key, urgent=True)
+        self.model_add(key, urgent=True)
         self.settle()
 
     @rule(key=KEYS, delay=DELAYS)
@@ -539,12 +580,13 @@ class QueueMachine(RuleBasedStateMachine):
 
     @rule()
     def get(self) -> None:
-        if self.queue:
+        if self.queue or self.urgent:
             getter = self.loop.create_task(self.q.get())
             self.settle()
             assert getter.done(), "get() blocked with keys queued"
             key = getter.result()
-            assert key == self.queue.pop(0)
+            assert key == (self.urgent or self.queue).pop(0)
+            self.urgent_keys.discard(key)
             assert key not in self.processing, "a key was handed to two workers"
             self.processing.add(key)
             self.dirty.discard(key)
@@ -568,7 +610,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.q.done(key)
         self.processing.discard(key)
         if key in self.dirty:
-            self.queue.append(key)
+            (self.urgent if key in self.urgent_keys else self.queue).append(key)
         self.settle()
 
     @rule(key=KEYS)
@@ -596,13 +638,13 @@ class QueueMachine(RuleBasedStateMachine):
 
     @invariant()
     def matches_model(self) -> None:
-        assert len(self.q) == len(self.queue)
+        assert len(self.q) == len(self.queue) + len(self.urgent)
         assert self.q.in_flight == len(self.processing)
         assert self.q.waiting == len(self.waiting)
         assert self.q.shutting_down == self.shut
         assert self.q.num_requeues("a") == self.failures.get("a", 0)
         if self.drain is not None:
-            drained = not self.queue and not self.processing
+            drained = not self.queue and not self.urgent and not self.processing
             assert self.drain.done() == (drained or self.drain_cut)
 
     def teardown(self) -> None:
