@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -36,11 +36,10 @@ from kthena_py.kube.objects import KubeObject, controller_ref, name_of, namespac
 from . import metrics, timeline
 from .cache import SharedCache
 from .clock import Clock, RealClock
-from .reconcile import Reconciler, Request, Result, TerminalError
+from .reconcile import Reconciler, Request, Result, Settle, TerminalError
 from .workqueue import RateLimitingQueue, ShutDown
 
 Mapper = Callable[[KubeObject], Iterable[Request]]
-Settle = Callable[[], Awaitable[None]]
 Predicate = Callable[[KubeObject | None, KubeObject], bool]
 """Called with (old, new) (old is None for adds and deletes); ``False`` drops the event."""
 

@@ -34,13 +34,28 @@ class Request:
         return f"{self.namespace}/{self.name}" if self.namespace else self.name
 
 
+Settle = Callable[[], Awaitable[None]]
+"""A wait after a reconcile (:attr:`Result.settle`)."""
+
+
 @dataclass(frozen=True)
 class Result:
     """A successful reconcile's outcome; ``requeue_after`` asks for another look later."""
 
     requeue_after: float | None = None
-    settle: Callable[[], Awaitable[None]] | None = None
+    settle: Settle | None = None
     """Awaited after the reconcile with the worker released; until it ends the key stays in progress."""
+
+
+def result_of(*requeue_after: float | None, settle: Settle | None = None) -> Result | None:
+    """The outcome that looks again after the soonest of ``requeue_after`` that is set, and holds for ``settle``.
+
+    ``None`` (plainly done) when no delay is set and there is nothing to settle.
+    """
+    waits = [t for t in requeue_after if t]
+    if not waits and settle is None:
+        return None
+    return Result(requeue_after=min(waits) if waits else None, settle=settle)
 
 
 class TerminalError(Exception):

@@ -313,7 +313,7 @@ class RateLimitingQueue(Generic[K]):
         if key in self._dirty:
             (self._urgent if key in self._urgent_keys else self._queue).append(key)
             self._wake_getter()
-        elif not self._processing and not self._queue and not self._urgent:
+        elif self._drained():
             self._release_drainers()
 
     def __len__(self) -> int:

@@ -15,20 +15,11 @@ from ..resources import MODELSERVINGS
 from .gang import PodGroupReconciler
 from .notify import RunningNotifier
 from .observe import PODGROUP_CRD_SELECTOR, register_informers
-from .predicates import pod_change_matters
+from .predicates import existing_pod_changed, pod_change_matters
 from .rollout import RolloutReconciler, unit_change_matters
 from .servinggroups import ServingGroupReconciler
 
 __all__ = ["register"]
-
-
-def existing_pod_changed(old: KubeObject | None, _new: KubeObject) -> bool:
-    """An update of a pod (not its creation or deletion): a ServingGroup completed, lost readiness, failed or restarted.
-
-    The ServingGroup reconciler takes these before new work, so the status and recovery of running groups never wait
-    behind a burst of creations.
-    """
-    return old is not None
 
 
 def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -> list[Controller]:

@@ -53,6 +53,7 @@ from kthena_py.plan.modelserving.types import Delete, Plan, Update
 from kthena_py.runtime import timeline
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.reconcile import Settle
 
 from ..resources import MODELSERVINGS
 from .failures import ChildFailure, FailureCondition, FailureTracker, Verb, body_digest
@@ -142,7 +143,7 @@ class ApplyOutcome:
     """Child writes refused now or still backing off from an earlier refusal."""
     retry_after: float | None = None
     """Seconds until a backing-off write may be tried again (``None``: nothing waits)."""
-    settle: Callable[[], Awaitable[None]] | None = None
+    settle: Settle | None = None
     """With ``defer_observation``: the wait for the cache to show this apply's writes, for the caller to hand to
     its controller (:attr:`kthena_py.runtime.reconcile.Result.settle`); ``None`` when nothing is left to wait for."""
 
@@ -383,7 +384,7 @@ class PlanApplier:
         self.tracker.succeeded(run.owner, "update", u.kind, u.name)
         run.written.append(_Written.of(rt, updated, "present"))
 
-    def _settle(self, written: list[_Written]) -> Callable[[], Awaitable[None]] | None:
+    def _settle(self, written: list[_Written]) -> Settle | None:
         """The deferred :meth:`_await_observed` of ``written`` (``None``: the cache shows them already)."""
         cache = self.cache
         if cache is None or all(w.observed(cache) for w in written):

@@ -17,7 +17,7 @@ from kthena_py.kube.objects import is_deleting
 from kthena_py.plan.modelserving.podgroups import plan_podgroups
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
-from kthena_py.runtime.reconcile import Request, Result
+from kthena_py.runtime.reconcile import Request, Result, result_of
 
 from ..resources import MODELSERVINGS
 from .apply import PlanApplier
@@ -53,7 +53,4 @@ class PodGroupReconciler:
         ref = ms_ref(obj)
         plan = plan_podgroups(ms, ref, observe(self.cache, ref), podgroup_support(self.cache))
         outcome = await self.applier.apply(plan, obj, defer_observation=True)
-        requeue = min((t for t in (plan.requeue_after, outcome.retry_after) if t), default=None)
-        if requeue is None and outcome.settle is None:
-            return None
-        return Result(requeue_after=requeue, settle=outcome.settle)
+        return result_of(plan.requeue_after, outcome.retry_after, settle=outcome.settle)

@@ -18,7 +18,16 @@ from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state
 
 from .notify import GROUP, pod_ready
 
-__all__ = ["pod_change_matters"]
+__all__ = ["existing_pod_changed", "pod_change_matters"]
+
+
+def existing_pod_changed(old: KubeObject | None, _new: KubeObject) -> bool:
+    """An update of a pod (not its creation or deletion): a ServingGroup completed, lost readiness, failed or restarted.
+
+    The ServingGroup reconciler takes these before new work, so the status and recovery of running groups never wait
+    behind a burst of creations.
+    """
+    return old is not None
 
 
 def pod_change_matters(cache: SharedCache) -> Predicate:

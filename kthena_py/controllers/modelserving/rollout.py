@@ -33,7 +33,7 @@ from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.metrics import REGISTRY
-from kthena_py.runtime.reconcile import Request, Result
+from kthena_py.runtime.reconcile import Request, Result, result_of
 
 from ..resources import MODELSERVINGS
 from .apply import PlanApplier
@@ -131,10 +131,7 @@ class RolloutReconciler:
             log.info("rollout step", writes=outcome.writes, reasons=list(plan.reasons))
         _count(plan, ref.namespace, ref.name)
         # A disruption record that expires frees budget: look again then (as for in-place deadlines).
-        waits = [w for w in (plan.requeue_after, expiry if plan.status is not None else None) if w]
-        if not waits and outcome.settle is None:
-            return None
-        return Result(requeue_after=min(waits) if waits else None, settle=outcome.settle)
+        return result_of(plan.requeue_after, expiry if plan.status is not None else None, settle=outcome.settle)
 
 
 def _count(plan: Plan, namespace: str, name: str) -> None:

@@ -38,7 +38,7 @@ from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.types import Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
-from kthena_py.runtime.reconcile import Request, Result, TerminalError
+from kthena_py.runtime.reconcile import Request, Result, TerminalError, result_of
 
 from ..resources import MODELSERVINGS
 from .apply import ApplyOutcome, PlanApplier
@@ -89,10 +89,7 @@ class ServingGroupReconciler:
             if replanned is None or again is None:
                 return None
             outcome, plan = again, replanned
-        requeue = min((t for t in (plan.requeue_after, outcome.retry_after) if t), default=None)
-        if requeue is None and outcome.settle is None:
-            return None
-        return Result(requeue_after=requeue, settle=outcome.settle)
+        return result_of(plan.requeue_after, outcome.retry_after, settle=outcome.settle)
 
     async def _pass(self, request: Request, *, last: bool) -> tuple[ApplyOutcome | None, Plan | None]:
         """One plan-and-apply from the cache (``(None, None)``: nothing to do for this object).

@@ -6,7 +6,7 @@ import asyncio
 
 from kthena_py.runtime.clock import FakeClock
 from kthena_py.runtime.controller import Controller
-from kthena_py.runtime.reconcile import Request, Result, TerminalError
+from kthena_py.runtime.reconcile import Request, Result, TerminalError, result_of
 
 
 class _NoCache:
@@ -46,3 +46,13 @@ async def test_outcomes_map_to_queue_actions() -> None:
     assert calls.count("later") == 2
     assert calls.count("stop") == 1 and calls.count("ok") == 1
     await ctrl.stop(drain=False)
+
+
+async def test_result_of_takes_the_soonest_delay_set_and_the_settle() -> None:
+    async def settle() -> None:
+        return None
+
+    assert result_of(None, 0.0) is None
+    assert result_of(None, 5.0, 2.0) == Result(requeue_after=2.0)
+    assert result_of(None, settle=settle) == Result(settle=settle)
+    assert result_of(3.0, settle=settle) == Result(requeue_after=3.0, settle=settle)

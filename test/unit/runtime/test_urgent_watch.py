@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kthena_py.controllers.modelserving import existing_pod_changed
+from kthena_py.controllers.modelserving.predicates import existing_pod_changed
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import PODS
