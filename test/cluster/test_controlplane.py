@@ -11,6 +11,8 @@ from typing import Any, TypeVar
 import pytest
 from kubernetes_asyncio.client import ApiClient, ApiException, CoreV1Api, CustomObjectsApi
 
+from kthena_py.kube import KubeClient
+from kthena_py.kube.resources import PODS
 from kthena_py.testing.controlplane import ClusterTier, listening_sockets
 
 pytestmark = pytest.mark.cluster
@@ -170,3 +172,69 @@ def test_every_component_listens_on_loopback_only(cluster: ClusterTier) -> None:
         for address, port in listening_sockets(proc.pid):
             assert ipaddress.ip_address(address).is_loopback, (proc.name, address, port)
     assert names == {"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "vc-scheduler"}
+
+
+def graceful_pod(name: str, node: str) -> dict[str, Any]:
+    """A pod bound to a fake node that terminates gracefully (30 s), like a real workload."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {
+            "nodeName": node,
+            "terminationGracePeriodSeconds": 30,
+            "containers": [{"name": "main", "image": "registry.invalid/never-pulled:1"}],
+        },
+    }
+
+
+async def test_kwok_deletes_each_terminating_pod_once_so_a_same_named_replacement_survives(
+    cluster: ClusterTier, namespace: str, kube: KubeClient
+) -> None:
+    """A controller that re-creates a pod under its old name the moment it is gone keeps the replacement.
+
+    kwok plays the kubelet's final delete by name, without the UID precondition the kubelet sends. The stock
+    pod-delete stage deleted about one pod in ten twice, milliseconds apart (its own grace-0 delete updates the
+    pod once more before removing it); the second delete removed whatever pod then had that name.
+    """
+    count = 40
+    node = cluster.nodes[0].name
+    names = [f"p-{i}" for i in range(count)]
+    for name in names:
+        await kube.create(PODS, graceful_pod(name, node), namespace)
+
+    async def all_running() -> bool | None:
+        listed = await kube.list(PODS, namespace)
+        running = [p for p in listed.items if (p.get("status") or {}).get("phase") == "Running"]
+        return True if len(running) == count else None
+
+    await eventually(f"{count} pods Running on {node}", all_running)
+    original = {p["metadata"]["name"]: p["metadata"]["uid"] for p in (await kube.list(PODS, namespace)).items}
+    start_rv = (await kube.list(PODS, namespace)).resource_version
+
+    async def recreate_as_each_goes() -> None:
+        left = set(names)
+        async for event in kube.watch(PODS, namespace, resource_version=start_rv):
+            name = event.object.get("metadata", {}).get("name")
+            if event.type == "DELETED" and name in left:
+                left.discard(name)
+                await kube.create(PODS, graceful_pod(name, node), namespace)
+                if not left:
+                    return
+
+    recreating = asyncio.create_task(recreate_as_each_goes())
+    await asyncio.sleep(0.2)  # the watch is open
+    for name in names:
+        await kube.delete(PODS, name, namespace, uid=original[name])
+    await asyncio.wait_for(recreating, timeout=60)
+    await asyncio.sleep(3)  # a late second delete would have landed by now
+
+    replacements = {p["metadata"]["name"]: p for p in (await kube.list(PODS, namespace)).items}
+    missing = sorted(set(names) - set(replacements))
+    assert not missing, f"replacements deleted by a late second delete: {missing}"
+    for name, pod in replacements.items():
+        assert pod["metadata"]["uid"] != original[name]
+        assert not pod["metadata"].get("deletionTimestamp"), f"{name}'s replacement is being deleted"
+    kwok_log = (cluster.run_dir / "logs" / "kwok.log").read_text()
+    deletes = [line for line in kwok_log.splitlines() if '"msg":"Delete pod"' in line and f'"{namespace}/' in line]
+    assert len(deletes) == count, f"kwok sent {len(deletes)} deletes for {count} terminating pods"

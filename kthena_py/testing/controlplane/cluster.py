@@ -13,7 +13,8 @@ Start order (each step waits for the previous one):
    stage reports as ``ImagePullBackOff`` instead; an image patch on a running pod, i.e. an in-place update, is
    reflected like the kubelet does: the container's status reports the new image with ``restartCount`` + 1 and the
    pod turns not Ready, then Ready again after ``inplace_ready_delay_ms``, or, for an image under
-   :data:`BAD_IMAGE_PREFIX`, the container waits in ``ImagePullBackOff``) managing only
+   :data:`BAD_IMAGE_PREFIX`, the container waits in ``ImagePullBackOff``; pod-delete deletes each terminating pod
+   once, so it never hits a same-named replacement, see :data:`_NOT_FORCE_DELETED`) managing only
    Nodes annotated ``kwok.x-k8s.io/node=fake``; it opens no port. Pod IPs come from
    ``pod_cidr`` (default ``127.100.0.0/16``, on loopback, so a test can serve on a fake pod IP), the
    node IP is 127.0.0.1.
@@ -98,6 +99,17 @@ _KWOK_STAGES = ("node-initialize.yaml", "pod-ready.yaml", "pod-complete.yaml", "
 
 BAD_IMAGE_PREFIX = "kthena-py.invalid/"
 """Pods with a container image under this prefix never start: kwok reports ``ImagePullBackOff`` for them."""
+
+_NOT_FORCE_DELETED: dict[str, Any] = {
+    "key": ".metadata.deletionGracePeriodSeconds | tostring",
+    "operator": "NotIn",
+    "values": ["0"],
+}
+"""Added to the stock pod-delete stage. kwok deletes a terminating pod by name, with no UID precondition (the
+kubelet sends one). Its own grace-0 delete shows up as one more update of the pod before it is gone, and kwok
+queued a second delete for that update: a few milliseconds later it could remove a *new* pod that a controller
+had just created under the same name. Pods already on a zero grace period are left alone (the API server removes
+them itself), so each terminating pod gets exactly one delete from kwok."""
 
 _BAD_IMAGE_QUERY = f'.spec.containers.[] | select(.image | startswith("{BAD_IMAGE_PREFIX}")) | .name'
 _BAD_IMAGE_STAGE: dict[str, Any] = {
@@ -505,6 +517,8 @@ class ClusterTier(EnvTest):
                     )
                     if self.pod_ready_delay_ms:
                         doc["spec"]["delay"] = {"durationMilliseconds": self.pod_ready_delay_ms}
+                if doc.get("metadata", {}).get("name") == "pod-delete":
+                    doc["spec"]["selector"]["matchExpressions"].append(_NOT_FORCE_DELETED)
                 docs.append(doc)
         docs.append(_BAD_IMAGE_STAGE)
         docs.append(_INPLACE_RESTART_STAGE)
