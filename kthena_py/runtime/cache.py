@@ -18,6 +18,13 @@ Guarantees:
 * :meth:`SharedCache.wait_for` waits for a condition on named objects without polling: it is looked at again
   only when an informer delivers a change of one of them (and once more at its deadline), so hundreds of
   reconciles waiting to read their own writes cost nothing between the watch events that concern them.
+* Reads see this manager's own writes at once (:meth:`SharedCache.record_write`, the mutation-cache pattern of
+  client-go): an object a writer got back from the API server is returned by :meth:`SharedCache.get` in place of
+  the stored one while the store holds the same object (same UID) at an older resourceVersion, and forgotten as
+  soon as the informer delivers that version or a newer one, the object goes, or :data:`OWN_WRITE_TTL` passes.
+  The informer stays the only authority: nothing is ever written into a store, handlers see exactly what the
+  watch delivered, and a read never returns anything older than the store. Only :meth:`SharedCache.get` (no
+  field selector) consults it; lists and indices show the store.
 * :meth:`SharedCache.recently_disrupted` says when the stores may disagree with each other and with
   the cluster (an informer is disconnected, or failed or relisted within a window): after a partition
   the informers catch up one by one, so a child store may already show a deletion its owner's store
@@ -28,6 +35,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
@@ -39,6 +47,8 @@ from kthena_py.kube.objects import (
     namespace_of,
     object_key,
     owner_uids,
+    resource_version_of,
+    uid_of,
 )
 
 from .clock import Clock
@@ -46,6 +56,9 @@ from .informer import Informer, Transform
 from .slim import slim
 
 NAMESPACE_INDEX = "namespace"
+OWN_WRITE_TTL = 30.0
+"""Seconds an own write is returned by reads while the informer has not delivered it (a safety net only: the
+informer normally delivers it within a second or two)."""
 DISRUPTION_WINDOW = 60.0
 """Seconds after an informer's failure or relist during which the cache counts as possibly inconsistent."""
 OWNER_INDEX = "owner-uid"
@@ -86,21 +99,71 @@ class _Waiters:
             event.set()
 
 
-class _WakeWaiters:
-    """An informer handler that wakes the waiters of every object it delivers."""
+def _revision(obj: KubeObject) -> int:
+    """The resourceVersion as a number (etcd's revision), -1 when it is not one."""
+    try:
+        return int(resource_version_of(obj))
+    except ValueError:
+        return -1
 
-    def __init__(self, waiters: _Waiters, rt: ResourceType) -> None:
+
+class _OwnWrites:
+    """Objects this manager wrote, by (type, store key), with when each stops counting (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._by_object: dict[_Watched, tuple[KubeObject, float]] = {}
+
+    def put(self, key: _Watched, obj: KubeObject, until: float) -> None:
+        self._by_object[key] = (obj, until)
+
+    def read(self, key: _Watched, stored: KubeObject | None, now: float) -> KubeObject | None:
+        """The own write to return instead of ``stored`` (``None``: return the store's), forgetting a stale one."""
+        entry = self._by_object.get(key)
+        if entry is None:
+            return None
+        written, until = entry
+        if now < until and stored is not None and _newer(written, stored):
+            return written
+        del self._by_object[key]
+        return None
+
+    def delivered(self, key: _Watched, obj: KubeObject | None) -> None:
+        """The informer delivered ``obj`` (``None``: a deletion): forget an own write it has caught up with."""
+        entry = self._by_object.get(key)
+        if entry is not None and (obj is None or not _newer(entry[0], obj)):
+            del self._by_object[key]
+
+    def __len__(self) -> int:
+        return len(self._by_object)
+
+
+def _newer(written: KubeObject, stored: KubeObject) -> bool:
+    """Whether ``written`` is the same object as ``stored`` at a later resourceVersion."""
+    return uid_of(written) == uid_of(stored) and _revision(written) > _revision(stored) >= 0
+
+
+class _WakeWaiters:
+    """An informer handler that wakes the waiters of every object it delivers (and retires own writes it shows)."""
+
+    def __init__(self, waiters: _Waiters, rt: ResourceType, own: _OwnWrites | None = None) -> None:
         self._waiters = waiters
         self._rt = rt
+        self._own = own
+
+    def _delivered(self, obj: KubeObject, gone: bool = False) -> None:
+        key = (self._rt, object_key(obj))
+        if self._own is not None and len(self._own):
+            self._own.delivered(key, None if gone else obj)
+        self._waiters.wake(key)
 
     def on_add(self, obj: KubeObject) -> None:
-        self._waiters.wake((self._rt, object_key(obj)))
+        self._delivered(obj)
 
     def on_update(self, old: KubeObject, new: KubeObject) -> None:
-        self._waiters.wake((self._rt, object_key(new)))
+        self._delivered(new)
 
     def on_delete(self, obj: KubeObject) -> None:
-        self._waiters.wake((self._rt, object_key(obj)))
+        self._delivered(obj, gone=True)
 
 
 def label_index_name(label: str) -> str:
@@ -128,6 +191,7 @@ class SharedCache:
         self._started = False
         self._label_selectors: dict[ResourceType, str] = {}
         self._waiters = _Waiters()
+        self._own = _OwnWrites()
 
     @property
     def namespace(self) -> str | None:
@@ -171,7 +235,7 @@ class SharedCache:
             )
             inf.add_indexer(NAMESPACE_INDEX, lambda o: [namespace_of(o)])
             inf.add_indexer(OWNER_INDEX, owner_uids)
-            inf.add_handler(_WakeWaiters(self._waiters, rt))
+            inf.add_handler(_WakeWaiters(self._waiters, rt, self._own if field_selector is None else None))
             self._informers[key] = inf
             if self._started:
                 self._launch(key, inf)
@@ -255,9 +319,35 @@ class SharedCache:
     def get(
         self, rt: ResourceType, name: str, namespace: str | None = None, *, field_selector: str | None = None
     ) -> KubeObject | None:
-        """Return the cached object, or ``None`` (from the informer with ``field_selector``, if given)."""
+        """Return the cached object, or ``None`` (from the informer with ``field_selector``, if given).
+
+        Without ``field_selector``, an own write the store has not caught up with yet is returned instead
+        (:meth:`record_write`).
+        """
         key = f"{namespace}/{name}" if namespace and rt.namespaced else name
-        return self.informer(rt, field_selector=field_selector).store.get(key)
+        stored = self.informer(rt, field_selector=field_selector).store.get(key)
+        if field_selector is None and len(self._own):
+            written = self._own.read((rt, key), stored, self._now())
+            if written is not None:
+                return written
+        return stored
+
+    def record_write(self, rt: ResourceType, obj: KubeObject) -> None:
+        """Let reads return ``obj``, which the API server just answered a write of this manager with.
+
+        Only while the store holds the same object at an older resourceVersion (see the module docstring); a
+        write the store already shows, or of an object it does not hold, is not recorded. Waiters of
+        :meth:`wait_for` on the object look at their condition again.
+        """
+        key = object_key(obj)
+        stored = self.informer(rt).store.get(key)
+        if stored is None or not _newer(obj, stored):
+            return
+        self._own.put((rt, key), self._transform(obj) if self._transform else obj, self._now() + OWN_WRITE_TTL)
+        self._waiters.wake((rt, key))
+
+    def _now(self) -> float:
+        return self._clock.now() if self._clock is not None else time.monotonic()
 
     def list(
         self, rt: ResourceType, namespace: str | None = None, labels: Mapping[str, str] | None = None

@@ -26,8 +26,10 @@ Guarantees:
   the new state. A burst of creations therefore costs one status write, not one per step.
 * Events go through the manager's recorder (never blocking, never failing the reconcile); Kthena's role events
   are never joined (:func:`~kthena_py.plan.modelserving.events.joinable`).
-* Read your own writes: before returning, the applier waits (bounded) until the informer cache
-  reflects every write it made, or, with ``defer_observation``, returns that wait as the outcome's
+* Read your own writes: the ModelServing status the API server answers a status write with is recorded in the
+  cache (:meth:`~kthena_py.runtime.cache.SharedCache.record_write`), so the next reconcile reads it without
+  waiting for the watch to deliver it; for every other write the applier waits (bounded) until the informer
+  cache reflects it, or, with ``defer_observation``, returns that wait as the outcome's
   ``settle`` for the controller to await with the worker released while the key stays in progress.
   Either way the next reconcile of the same ModelServing plans from a cache that contains this one's
   effects, and never mistakes a pod it just created for a missing one. The wait is woken by the watch
@@ -248,6 +250,8 @@ class PlanApplier:
                 updated = await self.failures.report(ms, run.failures, self._now())
                 if updated is not None:
                     run.written.append(_Written.of(MODELSERVINGS, updated, "present"))
+                    if self.cache is not None:
+                        self.cache.record_write(MODELSERVINGS, updated)
                     writes += 1
             applied = True
         finally:
@@ -431,6 +435,8 @@ class PlanApplier:
             log.warning("cannot write status", error=str(exc))
             raise
         written.append(_Written.of(MODELSERVINGS, updated, "present"))
+        if self.cache is not None:
+            self.cache.record_write(MODELSERVINGS, updated)
         if timeline.enabled():
             true = [
                 c.get("type")

@@ -270,3 +270,27 @@ async def test_deferred_observation_hands_the_wait_to_the_caller() -> None:
     # A plan whose writes the cache already shows leaves nothing to wait for.
     applier.client = FakeClient(applier.cache)  # type: ignore[assignment]
     assert (await applier.apply(Plan(creates=(obj("Pod", "e"),)), MS, defer_observation=True)).settle is None
+
+
+class LaggingStatusClient(FakeClient):
+    """Status writes the informer has not delivered yet: answered, but kept out of the store."""
+
+    async def patch(self, rt: Any, name: str, body: Any, namespace: str | None = None, **kw: Any) -> dict[str, Any]:
+        self.calls.append(("patch", f"{rt.kind}/{kw.get('subresource') or ''}", name))
+        obj = dict(self.cache.get(rt, name, namespace) or {})
+        return {**obj, "status": body["status"], "metadata": {**obj["metadata"], "resourceVersion": str(next(_RV))}}
+
+
+async def test_a_status_write_is_read_back_at_once_and_leaves_nothing_to_wait_for() -> None:
+    applier, _ = setup()
+    assert applier.cache is not None
+    applier.client = LaggingStatusClient(applier.cache)  # type: ignore[assignment]
+    outcome = await applier.apply(Plan(status=STATUS), MS, defer_observation=True)
+    assert outcome.writes == 1
+    assert outcome.settle is None  # the next reconcile need not wait for the watch to deliver the write
+    cached = applier.cache.get(MODELSERVINGS, "ms", "ns")
+    assert cached is not None and cached["status"] == STATUS
+    # So the next reconcile, planning the same status, writes nothing.
+    again = await applier.apply(Plan(status=STATUS), cached, defer_observation=True)
+    assert again.writes == 0
+    assert applier.cache.informer(MODELSERVINGS).store.get("ns/ms") == MS  # the store itself is untouched
