@@ -11,10 +11,6 @@ Guarantees:
 * Server-side apply uses the field manager given per call, so that each reconciler owns its fields.
 * Answers and watch events are decoded with pydantic-core's JSON parser (same values as :mod:`json`,
   about twice as fast; a busy manager decodes every pod update it watches).
-* Two connection pools: requests sent with ``priority=True`` (status writes) use a small second pool of
-  :data:`PRIORITY_POOL` connections, so they never queue on the client behind a burst of other requests that
-  holds every connection of the main pool (a fleet's pod creates). Clients built by this module's
-  constructors have both; one built around a given ``ApiClient`` without a second uses its one pool for all.
 * Dead connections are noticed (see :data:`KEEPALIVE_IDLE` and friends): every connection has TCP
   keepalive (probes after 15 s idle, every 5 s, 3 misses: a dead peer is dropped after ~30 s) and
   ``TCP_USER_TIMEOUT`` (unacknowledged data for 30 s drops the connection); connecting is bounded by
@@ -28,7 +24,6 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import os
 import socket
@@ -61,8 +56,6 @@ CONNECT_TIMEOUT = 10.0
 """Seconds to open a connection (TCP and TLS)."""
 READ_IDLE_TIMEOUT = 30.0
 """Seconds a (non-watch) answer may stay silent before the request fails (admission webhooks time out at 30 s)."""
-PRIORITY_POOL = 16
-"""Connections of the pool kept for ``priority=True`` requests."""
 WATCH_IDLE_MARGIN = 8.0
 """Seconds a watch may stay silent beyond its server-side ``timeoutSeconds`` before it counts as dead."""
 
@@ -102,19 +95,14 @@ class KubeClient:
     ``async with``) to release its connection pool.
     """
 
-    def __init__(self, api_client: Any, *, user_agent: str = "kthena-py", priority_client: Any | None = None) -> None:
+    def __init__(self, api_client: Any, *, user_agent: str = "kthena-py") -> None:
         self._api = api_client
-        self._priority_api = priority_client
         #: Where the configuration came from (a kubeconfig path or "in-cluster service account"), for logs.
         self.config_source = ""
-        for api in self._pools():
-            api.user_agent = user_agent
-            _skip_env_lookups(api)
-            _enable_keepalive(api)
-            _send_plain_json(api)
-
-    def _pools(self) -> list[Any]:
-        return [self._api] if self._priority_api is None else [self._api, self._priority_api]
+        self._api.user_agent = user_agent
+        _skip_env_lookups(api_client)
+        _enable_keepalive(api_client)
+        _send_plain_json(api_client)
 
     @classmethod
     async def from_kubeconfig(
@@ -125,7 +113,7 @@ class KubeClient:
         Args:
             path: Kubeconfig path; ``None`` means ``$KUBECONFIG`` or ``~/.kube/config``.
             context: Context name; ``None`` for the current context.
-            qps_pool: Connections of the main pool (the priority pool adds :data:`PRIORITY_POOL`).
+            qps_pool: Maximum number of concurrent connections.
 
         Raises:
             ConfigError: The file is missing or unusable.
@@ -135,16 +123,8 @@ class KubeClient:
             await sdk.load().load_kube_config(config_file=path, context=context, client_configuration=conf)
         except (sdk.load().ConfigException, OSError, TypeError, KeyError) as exc:
             raise ConfigError(f"cannot load kubeconfig {path or '(default)'}: {exc}") from exc
-        return cls._with_pools(conf, qps_pool)
-
-    @classmethod
-    def _with_pools(cls, conf: Any, qps_pool: int) -> KubeClient:
-        """A client with a main pool of ``qps_pool`` connections and the priority pool, from one configuration."""
-        priority = copy.copy(conf)
         conf.connection_pool_maxsize = qps_pool
-        priority.connection_pool_maxsize = PRIORITY_POOL
-        api = sdk.load().ApiClient
-        return cls(api(configuration=conf), priority_client=api(configuration=priority))
+        return cls(sdk.load().ApiClient(configuration=conf))
 
     @classmethod
     async def from_environment(
@@ -160,7 +140,7 @@ class KubeClient:
         Args:
             path: An explicit kubeconfig path, or ``None``.
             context: Context name for a kubeconfig (``None``: its current context).
-            qps_pool: Connections of the main pool (the priority pool adds :data:`PRIORITY_POOL`).
+            qps_pool: Maximum number of concurrent connections.
 
         Raises:
             ConfigError: The chosen kubeconfig is unusable, or none of the four exists.
@@ -193,12 +173,12 @@ class KubeClient:
             sdk.load().load_incluster_config(client_configuration=conf)
         except sdk.load().ConfigException as exc:
             raise ConfigError(f"not running in a cluster and no --kubeconfig given: {exc}") from exc
-        return cls._with_pools(conf, qps_pool)
+        conf.connection_pool_maxsize = qps_pool
+        return cls(sdk.load().ApiClient(configuration=conf))
 
     async def close(self) -> None:
-        """Close the underlying connection pools."""
-        for api in self._pools():
-            await api.close()
+        """Close the underlying connection pool."""
+        await self._api.close()
 
     async def __aenter__(self) -> KubeClient:
         return self
@@ -222,14 +202,12 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: aiohttp.ClientTimeout | None = None,
-        priority: bool = False,
     ) -> Any:
         params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
         host = self.host
-        api = self._priority_api if priority and self._priority_api is not None else self._api
         started = time.monotonic()
         try:
-            resp = await api.call_api(
+            resp = await self._api.call_api(
                 path,
                 method,
                 query_params=params,
@@ -261,17 +239,14 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = 60.0,
-        priority: bool = False,
     ) -> KubeObject:
-        """Send one request and decode its JSON answer (``priority``: over the priority pool).
+        """Send one request and decode its JSON answer.
 
         Raises:
             ApiError: The server answered with an error, or could not be reached.
         """
         bounds = aiohttp.ClientTimeout(total=timeout, sock_connect=CONNECT_TIMEOUT, sock_read=READ_IDLE_TIMEOUT)
-        resp = await self._open(
-            method, path, query=query, body=body, content_type=content_type, timeout=bounds, priority=priority
-        )
+        resp = await self._open(method, path, query=query, body=body, content_type=content_type, timeout=bounds)
         try:
             raw = await resp.read()
         except (TimeoutError, aiohttp.ClientError) as exc:
@@ -396,7 +371,6 @@ class KubeClient:
         subresource: str | None = None,
         field_manager: str | None = None,
         force: bool = False,
-        priority: bool = False,
     ) -> KubeObject:
         """Patch an object or subresource.
 
@@ -409,7 +383,6 @@ class KubeClient:
             subresource: ``status`` or ``scale`` to patch a subresource.
             field_manager: Required for ``apply``; names the owner of the applied fields.
             force: For ``apply``, take ownership of conflicting fields.
-            priority: Send it over the priority pool (a status write that must not queue behind bulk work).
         """
         if patch_type == "apply":
             if not field_manager:
@@ -424,7 +397,6 @@ class KubeClient:
                 "fieldManager": field_manager,
                 "force": "true" if (force and patch_type == "apply") else None,
             },
-            priority=priority,
         )
 
     async def apply(
@@ -436,9 +408,8 @@ class KubeClient:
         namespace: str | None = None,
         subresource: str | None = None,
         force: bool = True,
-        priority: bool = False,
     ) -> KubeObject:
-        """Server-side apply ``body`` as ``field_manager`` (``priority``: see :meth:`patch`)."""
+        """Server-side apply ``body`` as ``field_manager``."""
         md = body.get("metadata") or {}
         return await self.patch(
             rt,
@@ -449,7 +420,6 @@ class KubeClient:
             subresource=subresource,
             field_manager=field_manager,
             force=force,
-            priority=priority,
         )
 
     async def delete(

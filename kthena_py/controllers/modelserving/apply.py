@@ -18,8 +18,7 @@ Guarantees:
 * Stale caches never create children: while the informer cache is disrupted (an informer is
   disconnected, or failed or relisted within the last minute), the owner is confirmed with a live read
   before anything is created; an owner that is gone, replaced or being deleted gets no children.
-* The status is written over the client's priority pool (it never queues behind the plan's child writes on
-  the client) by server-side apply of the fields the plan lists, under the applier's field
+* The status is written by server-side apply of the fields the plan lists, under the applier's field
   manager, so several reconcilers share one status (each owns its fields and its condition types) without
   dropping each other's. It is written only when a listed field differs from what the cache holds (no
   write on a no-op), and only by a reconcile that created or deleted nothing: a creation or deletion that took effect is
@@ -429,7 +428,6 @@ class PlanApplier:
                 subresource="status",
                 field_manager=self.field_manager,
                 force=True,
-                priority=True,
             )
         except NotFound:
             return False

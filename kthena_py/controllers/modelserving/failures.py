@@ -310,7 +310,7 @@ class FailureCondition:
         }
         try:
             return await self.client.apply(
-                MODELSERVINGS, body, field_manager=self.field_manager, subresource="status", force=True, priority=True
+                MODELSERVINGS, body, field_manager=self.field_manager, subresource="status", force=True
             )
         except NotFound:
             return None
