@@ -249,9 +249,7 @@ class PlanApplier:
             if self.failures is not None:
                 updated = await self.failures.report(ms, run.failures, self._now())
                 if updated is not None:
-                    run.written.append(_Written.of(MODELSERVINGS, updated, "present"))
-                    if self.cache is not None:
-                        self.cache.record_write(MODELSERVINGS, updated)
+                    self._status_written(updated, run.written)
                     writes += 1
             applied = True
         finally:
@@ -410,6 +408,12 @@ class PlanApplier:
             pending = [w.name for w in written if not w.observed(cache)]
             log.warning("cache did not reflect our writes in time", pending=pending[:10])
 
+    def _status_written(self, updated: KubeObject, written: list[_Written]) -> None:
+        """Note a status write the API server answered with ``updated``, and let cache reads see it at once."""
+        written.append(_Written.of(MODELSERVINGS, updated, "present"))
+        if self.cache is not None:
+            self.cache.record_write(MODELSERVINGS, updated)
+
     async def _write_status(self, ms: KubeObject, status: KubeObject, written: list[_Written]) -> bool:
         if status_applied(ms.get("status") or {}, status):
             return False
@@ -434,9 +438,7 @@ class PlanApplier:
         except ApiError as exc:
             log.warning("cannot write status", error=str(exc))
             raise
-        written.append(_Written.of(MODELSERVINGS, updated, "present"))
-        if self.cache is not None:
-            self.cache.record_write(MODELSERVINGS, updated)
+        self._status_written(updated, written)
         if timeline.enabled():
             true = [
                 c.get("type")

@@ -9,6 +9,8 @@ from kthena_py.kube.resources import CONFIGMAPS
 from kthena_py.runtime.cache import OWN_WRITE_TTL, SharedCache
 from kthena_py.runtime.clock import FakeClock
 
+from .informer_events import deliver, deliver_deletion
+
 
 def _cm(rv: str, *, uid: str = "u", data: str = "", name: str = "cm") -> KubeObject:
     return {
@@ -19,19 +21,11 @@ def _cm(rv: str, *, uid: str = "u", data: str = "", name: str = "cm") -> KubeObj
 
 
 def _deliver(cache: SharedCache, obj: KubeObject) -> None:
-    """What an informer does with a watch event (the cache is never started here)."""
-    inf = cache.informer(CONFIGMAPS)
-    old = inf.store.upsert(obj)
-    if old is None:
-        inf._emit_add(obj)
-    else:
-        inf._emit_update(old, obj)
+    deliver(cache, CONFIGMAPS, obj)
 
 
 def _gone(cache: SharedCache, obj: KubeObject) -> None:
-    inf = cache.informer(CONFIGMAPS)
-    inf.store.delete(obj)
-    inf._emit_delete(obj)
+    deliver_deletion(cache, CONFIGMAPS, obj)
 
 
 def _read(cache: SharedCache) -> str | None:

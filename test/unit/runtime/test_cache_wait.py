@@ -8,19 +8,15 @@ from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONFIGMAPS, SECRETS
 from kthena_py.runtime.cache import SharedCache
 
+from .informer_events import deliver
+
 
 def _cm(name: str, rv: str, kind_ns: str = "ns") -> KubeObject:
     return {"kind": "ConfigMap", "metadata": {"name": name, "namespace": kind_ns, "resourceVersion": rv, "uid": "u"}}
 
 
 def _deliver(cache: SharedCache, obj: KubeObject) -> None:
-    """What an informer does with a watch event (the cache is never started here)."""
-    inf = cache.informer(CONFIGMAPS)
-    old = inf.store.upsert(obj)
-    if old is None:
-        inf._emit_add(obj)
-    else:
-        inf._emit_update(old, obj)
+    deliver(cache, CONFIGMAPS, obj)
 
 
 async def test_wait_for_is_woken_only_by_its_objects() -> None:
