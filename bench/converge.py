@@ -46,6 +46,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,17 +100,6 @@ def crds() -> list[Path]:
     return sorted((REPO / "manifests" / "crd").glob("workload.serving.volcano.sh_*.yaml")) + extra
 
 
-async def all_pods_ready(client: KubeClient, expected: int) -> bool:
-    items = (await client.list_all(PODS, "bench")).items
-    ready = [
-        p
-        for p in items
-        if (p.get("status") or {}).get("phase") == "Running"
-        and any(c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])
-    ]
-    return len(ready) >= expected
-
-
 async def baseline(n: int, concurrency: int) -> float:
     with tempfile.TemporaryDirectory() as d, tier_of(d, crds(), n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
@@ -134,9 +124,7 @@ async def baseline(n: int, concurrency: int) -> float:
             await asyncio.gather(*(create(o) for o in objects if o["kind"] in ("PodGroup", "ControllerRevision")))
             await asyncio.gather(*(create(o) for o in objects if o["kind"] in ("Service", "Pod")))
             expected = sum(1 for o in objects if o["kind"] == "Pod")
-            while not await all_pods_ready(client, expected):
-                await asyncio.sleep(0.5)
-            elapsed = time.perf_counter() - start
+            elapsed = await timeline.until(lambda: len(timeline.ready_now) >= expected)
             cpu = cpu_report(cpu_before, component_cpu(tier))
             await timeline.stop()
             print(f"    baseline timeline: {timeline.report()}")
@@ -156,6 +144,11 @@ class Timeline:
     timeline file). Printed per run to show where the time goes: the p50 and max over ModelServings of
     the moment its first PodGroup, first pod and last pod appeared, its last pod was bound and Ready,
     and it was Available.
+
+    It also keeps which pods are Ready and which ModelServings Available *now*, so the end of a converge is
+    seen from the same watches (:meth:`until`) rather than by listing the fleet over and over: a list of
+    4,000 pods every half second is a load of its own on the API server (a quorum read from etcd, encoded
+    anew each time), which slowed every side alike and pulled their ratio towards 1.
     """
 
     MILESTONES = ("podgroup", "first pod", "last pod", "last bound", "last ready", "available")
@@ -166,6 +159,9 @@ class Timeline:
         self.start_wall = time.time() - (time.perf_counter() - start)
         self.seen: dict[tuple[str, str], float] = {}
         self.ready_rv: dict[str, str] = {}
+        self.ready_now: set[str] = set()
+        self.available_now: set[str] = set()
+        self.changed = asyncio.Event()
         self.tasks: list[asyncio.Task[None]] = []
 
     def begin(self) -> None:
@@ -182,7 +178,26 @@ class Timeline:
         while True:  # the API server may end a watch early (e.g. a slow consumer): resume where it ended
             rv = await self._follow_once(rt, rv)
 
+    async def until(self, done: Callable[[], bool], check: Callable[[], None] = lambda: None) -> float:
+        """Seconds after ``start`` at which ``done()`` first held, as the watches deliver; ``check`` runs
+        every quarter second meanwhile (it may raise, e.g. when the manager died)."""
+        while not done():
+            self.changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.changed.wait(), 0.25)
+            check()
+        return time.perf_counter() - self.start
+
+    @staticmethod
+    def _set_member(members: set[str], name: str, present: bool) -> None:
+        if present:
+            members.add(name)
+        else:
+            members.discard(name)
+
     async def _follow_once(self, rt: Any, rv: str) -> str:
+        if rv == "0":  # a fresh start lists everything again: forget what the current sets hold
+            (self.ready_now if rt is PODS else self.available_now if rt is MODELSERVINGS else set()).clear()
         try:
             async for ev in self.client.watch(rt, "bench", resource_version=rv, allow_bookmarks=True):
                 obj = ev.object
@@ -192,6 +207,7 @@ class Timeline:
                 name = obj["metadata"]["name"]
                 status = obj.get("status") or {}
                 conditions = {c.get("type"): c.get("status") for c in status.get("conditions") or []}
+                gone = ev.type == "DELETED"
                 if rt is PODS:
                     self._mark("pod", name)
                     if (obj.get("spec") or {}).get("nodeName"):
@@ -199,10 +215,15 @@ class Timeline:
                     ready = status.get("phase") == "Running" and conditions.get("Ready") == "True"
                     if ready and self._mark("ready", name):
                         self.ready_rv[name] = obj["metadata"].get("resourceVersion", "")
+                    self._set_member(self.ready_now, name, ready and not gone)
                 elif rt is PODGROUPS:
                     self._mark("podgroup", name)
-                elif conditions.get("Available") == "True":
-                    self._mark("available", name)
+                else:
+                    available = conditions.get("Available") == "True"
+                    if available:
+                        self._mark("available", name)
+                    self._set_member(self.available_now, name, available and not gone)
+                self.changed.set()
         except Gone:
             print(f"    timeline watch of {rt.plural} expired at {rv}: detail since then may be late")
             return "0"
@@ -315,6 +336,7 @@ def stage_report(timeline: Timeline, path: Path, namespace: str = "bench") -> st
     started: dict[str, list[float]] = {}
     written: dict[str, float] = {}
     by_manager: dict[str, int] = {}
+    lags: list[float] = []
     for line in path.read_text().splitlines():
         try:
             r = json.loads(line)
@@ -328,6 +350,8 @@ def stage_report(timeline: Timeline, path: Path, namespace: str = "bench") -> st
             enqueued.setdefault((r["key"], r["name"]), []).append(t)
         elif stage == "start" and r.get("controller") == "modelserving":
             started.setdefault(r["key"], []).append(t)
+        elif stage == "loop_lag":
+            lags.append(float(r["lag"]))
         elif stage == "status":
             by_manager[r.get("manager", "")] = by_manager.get(r.get("manager", ""), 0) + 1
             if r.get("manager") == "kthena-py-servinggroups" and "Available" in r.get("true", []):
@@ -335,6 +359,10 @@ def stage_report(timeline: Timeline, path: Path, namespace: str = "bench") -> st
     per_ms = timeline.per_modelserving()
     print(f"    kthena-py creation path: {creation_report(path, timeline.start_wall, namespace)}")
     print(f"    kthena-py status writes by field manager: {by_manager}")
+    print(
+        f"    kthena-py event loop: {len(lags)} wake-ups >= 50 ms late, {sum(lags):.1f} s late in all, "
+        f"max {max(lags, default=0.0):.2f} s (the 0.1 s probe; time a response or watch event waited for the thread)"
+    )
     deltas: dict[str, list[float]] = {k: [] for k in ("received", "enqueued", "started", "written", "seen")}
     for ms, (t_ready, pod) in timeline.last_ready().items():
         key = f"{namespace}/{ms}"
@@ -397,6 +425,50 @@ def apiserver_requests(tier: ClusterTier) -> dict[str, float]:
         )
         counts[key] = counts.get(key, 0.0) + float(line.rsplit(" ", 1)[1])
     return counts
+
+
+LATENCY_OF = ("APPLY modelservings/status", "PATCH modelservings/status", "POST pods", "POST events")
+"""The requests whose server-side latency is printed (the status writes and the bulk of the creates)."""
+
+
+def apiserver_latency(tier: ClusterTier) -> dict[str, dict[str, float]]:
+    """The API server's own request-duration histogram so far (``apiserver_request_duration_seconds``) for the
+    requests in :data:`LATENCY_OF`: ``{"verb resource[/sub]": {"count": n, "sum": s, "<le>": cumulative n}}``."""
+    _, text = tier.client.raw("GET", "/metrics")
+    out: dict[str, dict[str, float]] = {}
+    prefix = "apiserver_request_duration_seconds_"
+    for line in str(text).splitlines():
+        if not line.startswith(prefix):
+            continue
+        kind = line[len(prefix) : line.index("{")]
+        labels = dict(
+            part.split("=", 1) for part in line[line.index("{") + 1 : line.rindex("}")].replace('"', "").split(",")
+        )
+        key = f"{labels.get('verb')} {labels.get('resource')}" + (
+            f"/{labels['subresource']}" if labels.get("subresource") else ""
+        )
+        if key not in LATENCY_OF:
+            continue
+        slot = {"bucket": labels.get("le", ""), "count": "count", "sum": "sum"}.get(kind)
+        if slot:
+            h = out.setdefault(key, {})
+            h[slot] = h.get(slot, 0.0) + float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def latency_report(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]]) -> str:
+    """Mean and p99 (a bucket's upper bound) of each request's server-side latency between two readings."""
+    parts = []
+    for key in LATENCY_OF:
+        a, b = after.get(key, {}), before.get(key, {})
+        n = a.get("count", 0.0) - b.get("count", 0.0)
+        if n <= 0:
+            continue
+        mean = (a.get("sum", 0.0) - b.get("sum", 0.0)) / n
+        bounds = sorted((float(le), a[le] - b.get(le, 0.0)) for le in a if le not in ("count", "sum", "+Inf"))
+        p99 = next((f"{le:g}" for le, c in bounds if c >= 0.99 * n), "+Inf")
+        parts.append(f"{key} n={n:.0f} mean {mean * 1000:.0f} ms p99 <= {p99} s")
+    return "; ".join(parts) or "none"
 
 
 def requests_report(before: dict[str, float], after: dict[str, float]) -> str:
@@ -583,6 +655,7 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
             rss_idle, _ = proc_stats(proc.pid)
             cpu_before = component_cpu(tier, proc.pid)
             api_before = apiserver_requests(tier)
+            latency_before = apiserver_latency(tier)
             start = time.perf_counter()
             timeline = Timeline(client, start)
             timeline.begin()
@@ -593,14 +666,16 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                     await client.create(MODELSERVINGS, modelserving(i), "bench")
 
             await asyncio.gather(*(create(i) for i in range(n)))
-            while not await all_available(client, n):
+
+            def alive() -> None:
                 if proc.poll() is not None:
                     raise RuntimeError(
                         f"{side.name} exited with {proc.returncode}; see its log: {log.read_text()[-2000:]}"
                     )
-                await asyncio.sleep(0.25)
-            elapsed = time.perf_counter() - start
-            await asyncio.sleep(1)  # the last Available events reach the benchmark's watch
+
+            elapsed = await timeline.until(lambda: len(timeline.available_now) >= n, alive)
+            if not await all_available(client, n):  # one list confirms what the watch showed
+                raise RuntimeError(f"{side.name}: the watch saw {n} Available, a list did not")
             await timeline.stop()
             api_after = apiserver_requests(tier)
             converge_writes, converge_breakdown = workload_writes(api_before, api_after)
@@ -610,6 +685,7 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
             )
             print(f"    {side.name} CPU: {cpu_report(cpu_before, component_cpu(tier, proc.pid))}")
             print(f"    {side.name} API requests: {requests_report(api_before, api_after)}")
+            print(f"    {side.name} API server latency: {latency_report(latency_before, apiserver_latency(tier))}")
             print(
                 f"    {side.name} workload writes to converge (all writers): {converge_writes:.0f}: "
                 f"{converge_breakdown}"

@@ -13,7 +13,8 @@ Guarantees:
 * Runnables that must serve on every replica (admission webhooks) are started on all replicas.
 * Events: one recorder per source component (:meth:`Manager.recorder_for`), so each controller's Events carry
   its own ``source.component``; all of them are flushed on a clean stop and discarded when the lease is lost.
-* Every replica gives memory freed after a burst of work back to the operating system (:mod:`.memory`).
+* Every replica gives memory freed after a burst of work back to the operating system (:mod:`.memory`) and
+  measures how late its event loop runs what is due (:mod:`.looplag`).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import structlog
 
 from kthena_py.kube import KubeClient
 
-from . import memory
+from . import looplag, memory
 from .cache import SharedCache
 from .clock import Clock, RealClock
 from .controller import Controller
@@ -85,6 +86,7 @@ class Manager:
         self.elector: LeaderElector | None = None
         self.leading = asyncio.Event()
         self.add_runnable(memory.trim_when_idle, needs_leader=False)
+        self.add_runnable(looplag.watch_lag, needs_leader=False)
 
     def recorder_for(self, component: str) -> EventRecorder:
         """The event recorder whose Events carry ``component`` as their source (one per component)."""
