@@ -2,7 +2,9 @@
 
 Guarantees: every request the client layer sends is counted once in
 ``rest_client_requests_total{code,method,host}`` (``code`` is ``<error>`` when no answer came),
-and its latency observed in ``rest_client_request_duration_seconds{verb,host}``. The collectors
+and its latency observed in ``rest_client_request_duration_seconds{verb,host}``; the time a request waited
+for a connection its lane allows (:mod:`.client`) in ``rest_client_rate_limiter_duration_seconds{verb,host}``,
+where client-go reports its rate limiter's wait. The collectors
 are not registered anywhere by this module; the runtime adds them to the manager's registry.
 """
 
@@ -21,6 +23,13 @@ REST_CLIENT_REQUESTS: Final = Counter(
 REST_CLIENT_LATENCY: Final = Histogram(
     "rest_client_request_duration_seconds",
     "Request latency in seconds, broken down by verb and host.",
+    ("verb", "host"),
+    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
+    registry=None,
+)
+REST_CLIENT_WAIT: Final = Histogram(
+    "rest_client_rate_limiter_duration_seconds",
+    "Seconds a request waited for a connection of its lane before it was sent, by verb and host.",
     ("verb", "host"),
     buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
     registry=None,

@@ -45,7 +45,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from kthena_py.kube.metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS
+from kthena_py.kube.metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS, REST_CLIENT_WAIT
 
 if TYPE_CHECKING:
     from kthena_py.runtime.workqueue import InProgressSource
@@ -169,6 +169,7 @@ REGISTRY.register(_IN_PROGRESS)
 # The client layer's request metrics (rest_client_*), counted for every API call the process makes.
 REGISTRY.register(REST_CLIENT_REQUESTS)
 REGISTRY.register(REST_CLIENT_LATENCY)
+REGISTRY.register(REST_CLIENT_WAIT)
 
 
 class PrometheusQueueMetrics:
