@@ -19,15 +19,14 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from typing import IO, Any
+
+from pydantic_core import PydanticSerializationError, to_json
 
 __all__ = ["FLUSH_SECONDS", "close", "enabled", "open_file", "record"]
 
 FLUSH_SECONDS = 0.5
-_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
-"""One encoder for every record: ``json.dumps`` with non-default separators builds a new one per call."""
 
 
 class _Timeline:
@@ -57,12 +56,12 @@ def record(stage: str, **fields: Any) -> None:
     if f is None:
         return
     try:
-        f.write(_ENCODE({"t": time.time(), "stage": stage, **fields}) + "\n")
+        f.write(to_json({"t": time.time(), "stage": stage, **fields}).decode() + "\n")
         now = time.monotonic()
         if now - _state.last_flush >= FLUSH_SECONDS:
             f.flush()
             _state.last_flush = now
-    except (OSError, ValueError, TypeError):
+    except (OSError, ValueError, TypeError, PydanticSerializationError):
         _state.file = None
 
 

@@ -40,6 +40,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -84,6 +85,11 @@ async def _bounded(tasks: Iterable[Awaitable[None]], limit: int = CONCURRENCY) -
     errors = [r for r in results if isinstance(r, BaseException)]
     if errors:
         raise errors[0]
+
+
+def _lazy_digest(body: KubeObject) -> Callable[[], str]:
+    """:func:`body_digest` of ``body``, computed on first call (only a write that was or is refused needs it)."""
+    return functools.cache(lambda: body_digest(body))
 
 
 def _phase(obj: KubeObject) -> int:
@@ -261,16 +267,21 @@ class PlanApplier:
 
     # -- refusals --------------------------------------------------------------------------------------
 
-    def _gate(self, run: _Run, verb: Verb, kind: str, name: str, digest: str = "") -> bool:
-        """Whether the write may be made now (else its last failure is carried as still pending)."""
-        pending = self.tracker.backing_off(run.owner, verb, kind, name, digest)
+    def _gate(self, run: _Run, verb: Verb, kind: str, name: str, digest: Callable[[], str]) -> bool:
+        """Whether the write may be made now (else its last failure is carried as still pending).
+
+        ``digest`` is asked for only when this write was refused before (most never are).
+        """
+        if not self.tracker.remembers(run.owner, verb, kind, name):
+            return True
+        pending = self.tracker.backing_off(run.owner, verb, kind, name, digest())
         if pending is None:
             return True
         run.failures.append(pending)
         return False
 
-    def _refused(self, run: _Run, ms: KubeObject, failure: ChildFailure, digest: str = "") -> None:
-        delay = self.tracker.refused(run.owner, failure, digest)
+    def _refused(self, run: _Run, ms: KubeObject, failure: ChildFailure, digest: Callable[[], str]) -> None:
+        delay = self.tracker.refused(run.owner, failure, digest())
         run.failures.append(failure)
         run.retry_in(delay)
         self.recorder.event(ms, "Warning", failure.reason, failure.describe())
@@ -309,7 +320,7 @@ class PlanApplier:
         kind = str(obj.get("kind"))
         rt = RESOURCES[kind]
         name = str(meta(obj).get("name", ""))
-        digest = body_digest(obj)
+        digest = _lazy_digest(obj)
         if not self._gate(run, "create", kind, name, digest):
             return
         try:
@@ -324,7 +335,13 @@ class PlanApplier:
         run.written.append(_Written.of(rt, created, "present", created=True))
 
     async def _exists(
-        self, obj: KubeObject, rt: ResourceType, run: _Run, ms: KubeObject, digest: str, exc: AlreadyExists
+        self,
+        obj: KubeObject,
+        rt: ResourceType,
+        run: _Run,
+        ms: KubeObject,
+        digest: Callable[[], str],
+        exc: AlreadyExists,
     ) -> None:
         """A create answered AlreadyExists: success if the object is ours, else wait for it to go."""
         kind, md = rt.kind, meta(obj)
@@ -352,7 +369,8 @@ class PlanApplier:
 
     async def _delete(self, d: Delete, namespace: str, run: _Run, ms: KubeObject) -> None:
         rt = RESOURCES[d.kind]
-        if not self._gate(run, "delete", d.kind, d.name, d.uid):
+        uid = d.uid
+        if not self._gate(run, "delete", d.kind, d.name, lambda: uid):
             return
         try:
             await self.client.delete(rt, d.name, namespace, uid=d.uid or None, propagation_policy="Background")
@@ -360,7 +378,7 @@ class PlanApplier:
             self.tracker.succeeded(run.owner, "delete", d.kind, d.name)
             return
         except ApiError as exc:
-            self._refused(run, ms, ChildFailure.of("delete", d.kind, d.name, exc), d.uid)
+            self._refused(run, ms, ChildFailure.of("delete", d.kind, d.name, exc), lambda: uid)
             return
         self.tracker.succeeded(run.owner, "delete", d.kind, d.name)
         run.written.append(_Written(rt, d.name, namespace, d.uid, "", "gone", True))
@@ -372,7 +390,7 @@ class PlanApplier:
         if u.uid:
             md["uid"] = u.uid
         patch["metadata"] = md
-        digest = body_digest(patch)
+        digest = _lazy_digest(patch)
         if not self._gate(run, "update", u.kind, u.name, digest):
             return
         try:

@@ -150,6 +150,10 @@ class FailureTracker:
         self._entries: OrderedDict[_Key, _Entry] = OrderedDict()
         self._by_owner: dict[str, set[_Key]] = {}
 
+    def remembers(self, owner: str, verb: Verb, kind: str, name: str) -> bool:
+        """Whether a refusal of this write is remembered (only then does :meth:`backing_off` need its digest)."""
+        return (owner, verb, kind, name) in self._entries
+
     def backing_off(self, owner: str, verb: Verb, kind: str, name: str, digest: str = "") -> ChildFailure | None:
         """The last failure of this write if it must not be retried yet, else ``None`` (go ahead)."""
         key = (owner, verb, kind, name)

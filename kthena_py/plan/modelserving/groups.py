@@ -217,9 +217,13 @@ class GroupState:
 
 
 def _most_common(values: Iterable[str], prefer: str | None = None) -> str | None:
-    counts = Counter(value for value in values if value)
-    if not counts:
+    present = [value for value in values if value]
+    if not present:
         return None
+    first = present[0]
+    if all(value == first for value in present):  # the usual case: every pod on one revision
+        return first
+    counts = Counter(present)
     top = max(counts.values())
     tied = sorted(value for value, count in counts.items() if count == top)
     return prefer if prefer in tied else tied[0]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,31 +146,51 @@ def revision_hash(data: RevisionData, collision_count: int = 0) -> str:
     return encode_hash(payload)
 
 
-_SPEC_HASHES: OrderedDict[tuple[int, int], tuple[ModelServingSpec, str]] = OrderedDict()
-_SPEC_HASHES_MAX = 4096
+class _IdentityMemo:
+    """Hashes computed once per combination of frozen objects, keyed by the objects' identities.
+
+    The API objects are frozen and the ModelServing parser returns the same objects for the same (uid,
+    resourceVersion), so every reconcile of an unchanged ModelServing reuses its hashes. An entry holds the objects
+    it was keyed by, so an ``id`` is never reused while the entry lives; the memo is bounded (least recently used
+    first out).
+    """
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._entries: OrderedDict[tuple[Hashable, ...], tuple[tuple[object, ...], str]] = OrderedDict()
+
+    def get(self, objects: tuple[object, ...], extra: Hashable, compute: Callable[[], str]) -> str:
+        """The value for ``objects`` (by identity) and ``extra`` (by value), computed on the first request."""
+        key = (*map(id, objects), extra)
+        hit = self._entries.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], objects, strict=True)):
+            self._entries.move_to_end(key)
+            return hit[1]
+        value = compute()
+        self._entries[key] = (objects, value)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+        return value
+
+
+_SPEC_HASHES = _IdentityMemo()
+_ROLE_HASHES = _IdentityMemo()
 
 
 def spec_revision_hash(spec: ModelServingSpec, collision_count: int = 0) -> str:
-    """``revision_hash(revision_data(spec), collision_count)``, computed once per spec object.
-
-    Specs are frozen, and the ModelServing parser returns the same spec object for the same (uid,
-    resourceVersion), so every reconcile of an unchanged ModelServing reuses the hash. The memo holds each spec it
-    keys by ``id``, so an id is never reused while its entry lives; it is bounded (least recently used first out).
-    """
-    key = (id(spec), collision_count)
-    hit = _SPEC_HASHES.get(key)
-    if hit is not None and hit[0] is spec:
-        _SPEC_HASHES.move_to_end(key)
-        return hit[1]
-    value = revision_hash(revision_data(spec), collision_count)
-    _SPEC_HASHES[key] = (spec, value)
-    while len(_SPEC_HASHES) > _SPEC_HASHES_MAX:
-        _SPEC_HASHES.popitem(last=False)
-    return value
+    """``revision_hash(revision_data(spec), collision_count)``, once per spec object (:class:`_IdentityMemo`)."""
+    return _SPEC_HASHES.get((spec,), collision_count, lambda: revision_hash(revision_data(spec), collision_count))
 
 
 def role_template_hash(data: RevisionData, role: Role) -> str:
-    """Return the template hash of one role: the role, ``schedulerName`` and the plugins applying to it."""
+    """Return the template hash of one role: the role, ``schedulerName`` and the plugins applying to it.
+
+    Computed once per role and plugin objects (:class:`_IdentityMemo`): every planner asks for it on every reconcile.
+    """
+    return _ROLE_HASHES.get((role, *data.plugins), data.scheduler_name, lambda: _role_template_hash(data, role))
+
+
+def _role_template_hash(data: RevisionData, role: Role) -> str:
     plugins = [
         _plugin_shape(plugin)
         for plugin in data.plugins

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -139,3 +140,20 @@ def test_spec_revision_hash_is_the_revision_hash_once_per_spec_object() -> None:
     other = parse(_edit("spec.template.roles.0.entryTemplate.spec.containers.0.image", "img:2")).spec
     assert spec_revision_hash(changed) == revision_hash(revision_data(changed))
     assert spec_revision_hash(other) == revision_hash(revision_data(other)) != spec_revision_hash(spec)
+
+
+def test_role_template_hash_is_computed_once_per_role_and_plugins_and_follows_each_of_them() -> None:
+    plain = revision_data(parse(_base()).spec)
+    role = plain.roles[0]
+    first = role_template_hash(plain, role)
+    assert role_template_hash(plain, role) is first  # the memo's own string
+    # The same role object with plugins in scope, or another scheduler, is another hash (never a stale hit).
+    with_plugin = revision_data(
+        parse(_edit("spec.plugins", [{"name": "pod-tweaks", "config": {"labels": {"a": "b"}}}])).spec
+    )
+    assert role_template_hash(replace(with_plugin, roles=(role,)), role) != first
+    assert role_template_hash(replace(plain, scheduler_name="other"), role) != first
+    assert role_template_hash(plain, role) == first
+    # An equal role built anew hashes the same.
+    again = revision_data(parse(_base()).spec)
+    assert again.roles[0] is not role and role_template_hash(again, again.roles[0]) == first
