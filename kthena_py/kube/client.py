@@ -694,7 +694,26 @@ def _enable_keepalive(api_client: Any) -> None:
 
 def priority_request(path: str) -> bool:
     """Whether a (non-watch) request to ``path`` goes in the priority lane: a ``status`` subresource or a Lease."""
-    return path.endswith("/status") or path.startswith("/apis/coordination.k8s.io/")
+    group, _, subresource = _resource_of(path)
+    return subresource == "status" or group == "coordination.k8s.io"
+
+
+_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
+
+
+def _resource_of(path: str) -> tuple[str, str, str]:
+    """``(group, resource, subresource)`` named by an API path (``""`` for what it does not name)."""
+    parts = [p for p in path.split("?", 1)[0].split("/") if p]
+    if parts[:1] == ["api"]:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 3:
+        group, rest = parts[1], parts[3:]
+    else:
+        return "", "", ""
+    if rest[:1] == ["namespaces"] and len(rest) >= 3 and rest[2] not in _NAMESPACE_SUBRESOURCES:
+        rest = rest[2:]  # namespaces/<ns>/<resource>/<name>/<subresource>
+    padded = [*rest, "", "", ""]
+    return group, padded[0], padded[2]
 
 
 def _pool_size(api_client: Any) -> int:

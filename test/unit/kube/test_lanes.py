@@ -1,4 +1,4 @@
-"""The client's two lanes: status requests, Leases and watches never wait behind a burst that fills the pool."""
+"""The client's two lanes: which requests go first, and that they do while a burst holds every other slot."""
 
 from __future__ import annotations
 
@@ -17,6 +17,33 @@ from kthena_py.kube.metrics import REST_CLIENT_WAIT
 STATUS = "/apis/workload.serving.volcano.sh/v1alpha1/namespaces/ns/modelservings/a/status"
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kthena-system/leases/kthena-py-controller-manager"
 PODS = "/api/v1/namespaces/ns/pods"
+EVENTS = "/api/v1/namespaces/ns/events"
+
+
+@pytest.mark.parametrize(
+    ("path", "priority"),
+    [
+        (STATUS, True),
+        ("/api/v1/namespaces/ns/pods/p/status", True),
+        (LEASE, True),
+        ("/apis/coordination.k8s.io/v1/leases", True),
+        ("/api/v1/namespaces/status", False),  # the Namespace object named "status", not a subresource
+        ("/api/v1/namespaces/ns/status", True),  # the Namespace's status subresource
+        ("/api/v1/namespaces/status/pods", False),  # pods in a namespace named "status"
+        ("/api/v1/namespaces/ns/pods/status", False),  # a pod named "status"
+        (PODS, False),
+        ("/api/v1/namespaces/ns/pods/p", False),
+        ("/apis/workload.serving.volcano.sh/v1alpha1/namespaces/ns/modelservings/a/scale", False),
+        (EVENTS, False),
+        ("/version", False),
+        ("/apis/workload.serving.volcano.sh/v1alpha1", False),
+    ],
+)
+def test_which_requests_go_first(path: str, priority: bool) -> None:
+    assert priority_request(path) is priority
+
+
+# -- the client against a loopback server --------------------------------------------------------------------------
 
 
 @contextlib.asynccontextmanager
@@ -68,22 +95,6 @@ current-context: x
 
 def waits_observed() -> float:
     return sum(s.value for m in REST_CLIENT_WAIT.collect() for s in m.samples if s.name.endswith("_count"))
-
-
-@pytest.mark.parametrize(
-    ("path", "priority"),
-    [
-        (STATUS, True),
-        (LEASE, True),
-        ("/apis/coordination.k8s.io/v1/leases", True),
-        (PODS, False),
-        ("/api/v1/namespaces/ns/pods/p", False),
-        ("/apis/workload.serving.volcano.sh/v1alpha1/namespaces/ns/modelservings/a/scale", False),
-        ("/api/v1/namespaces/ns/events", False),
-    ],
-)
-def test_which_requests_go_first(path: str, priority: bool) -> None:
-    assert priority_request(path) is priority
 
 
 async def test_status_and_lease_requests_are_answered_while_a_burst_holds_every_other_slot(tmp_path: Path) -> None:
