@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import json
 import math
@@ -159,13 +160,25 @@ class Timeline:
         self.start_wall = time.time() - (time.perf_counter() - start)
         self.seen: dict[tuple[str, str], float] = {}
         self.ready_rv: dict[str, str] = {}
+        self.available_rv: dict[str, str] = {}
+        self.arrivals: list[tuple[int, float]] = []
+        """``(resourceVersion, seconds)`` of every event and bookmark any of the watches received."""
         self.ready_now: set[str] = set()
         self.available_now: set[str] = set()
         self.changed = asyncio.Event()
+        self.lags: list[float] = []
         self.tasks: list[asyncio.Task[None]] = []
 
     def begin(self) -> None:
         self.tasks = [asyncio.create_task(self._follow(rt)) for rt in (PODS, PODGROUPS, MODELSERVINGS)]
+        self.tasks.append(asyncio.create_task(self._probe_lag()))
+
+    async def _probe_lag(self, interval: float = 0.1) -> None:
+        """How late this process's own event loop runs (its watches' events wait as long before they are seen)."""
+        while True:
+            asked = time.perf_counter()
+            await asyncio.sleep(interval)
+            self.lags.append(max(0.0, time.perf_counter() - asked - interval))
 
     def _mark(self, what: str, name: str) -> bool:
         if (what, name) in self.seen:
@@ -202,6 +215,8 @@ class Timeline:
             async for ev in self.client.watch(rt, "bench", resource_version=rv, allow_bookmarks=True):
                 obj = ev.object
                 rv = obj["metadata"].get("resourceVersion") or rv
+                with contextlib.suppress(ValueError):
+                    self.arrivals.append((int(rv), time.perf_counter() - self.start))
                 if ev.type == "BOOKMARK":
                     continue
                 name = obj["metadata"]["name"]
@@ -220,8 +235,8 @@ class Timeline:
                     self._mark("podgroup", name)
                 else:
                     available = conditions.get("Available") == "True"
-                    if available:
-                        self._mark("available", name)
+                    if available and self._mark("available", name):
+                        self.available_rv[name] = obj["metadata"].get("resourceVersion", "")
                     self._set_member(self.available_now, name, available and not gone)
                 self.changed.set()
         except Gone:
@@ -257,6 +272,40 @@ class Timeline:
                 out.append(min(times["available"])[0] - max(times["ready"])[0])
         return sorted(out)
 
+    def stored_after_ready(self) -> list[float]:
+        """Per ModelServing: seconds from its last pod's Ready being stored to its Available being stored.
+
+        A change is stored no later than the first moment any of the watches (pods, PodGroups, ModelServings)
+        delivered an event or bookmark at or past its resourceVersion (etcd's revision, shared by every kind), so
+        this leaves out how late the API server delivered the sparse ModelServing stream itself (seconds, on a
+        saturated machine) and keeps the controller's part: noticing the last Ready and writing Available.
+        """
+        order = sorted(self.arrivals)
+        revisions = [rv for rv, _ in order]
+        earliest: list[float] = []
+        for _, t in reversed(order):
+            earliest.append(min(t, earliest[-1]) if earliest else t)
+        earliest.reverse()
+
+        def stored(rv: str) -> float | None:
+            try:
+                i = bisect.bisect_left(revisions, int(rv))
+            except ValueError:
+                return None
+            return earliest[i] if i < len(earliest) else None
+
+        per_ms: dict[str, list[float]] = {}
+        for pod, rv in self.ready_rv.items():
+            t = stored(rv)
+            if t is not None:
+                per_ms.setdefault("-".join(pod.split("-")[:2]), []).append(t)
+        out = []
+        for ms, rv in self.available_rv.items():
+            t = stored(rv)
+            if t is not None and per_ms.get(ms):
+                out.append(t - max(per_ms[ms]))
+        return sorted(out)
+
     def report(self) -> str:
         milestones: dict[str, list[float]] = {m: [] for m in self.MILESTONES}
         for times in self.per_modelserving().values():
@@ -271,7 +320,9 @@ class Timeline:
                 if times.get(what):
                     milestones[label].append(pick(times[what])[0])
         parts = [f"{label} {p50_max(xs)}" for label, xs in milestones.items() if xs]
-        return "p50/max s: " + ", ".join(parts)
+        late = [x for x in self.lags if x >= 0.05]
+        loop = f"{len(late)} wake-ups >= 50 ms late, max {max(self.lags, default=0):.2f} s"
+        return "p50/max s: " + ", ".join(parts) + f"; the benchmark's own event loop: {loop}"
 
 
 def p50_max(xs: list[float]) -> str:
@@ -552,6 +603,7 @@ class SideRun:
     restart_breakdown: str
     manager_restart_writes: float | None
     available_after_ready: list[float] = field(default_factory=list)
+    stored_after_ready: list[float] = field(default_factory=list)
 
 
 def kthena_py_side(workers: int) -> Side:
@@ -680,8 +732,10 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
             api_after = apiserver_requests(tier)
             converge_writes, converge_breakdown = workload_writes(api_before, api_after)
             print(f"    {side.name} timeline: {timeline.report()}")
+            seen, stored = p50_max(timeline.available_after_ready()), p50_max(timeline.stored_after_ready())
             print(
-                f"    {side.name} Available after last pod Ready: p50/max {p50_max(timeline.available_after_ready())} s"
+                f"    {side.name} Available after last pod Ready: p50/max {seen} s as the benchmark's watches saw "
+                f"them, {stored} s as stored"
             )
             print(f"    {side.name} CPU: {cpu_report(cpu_before, component_cpu(tier, proc.pid))}")
             print(f"    {side.name} API requests: {requests_report(api_before, api_after)}")
@@ -728,6 +782,7 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 restart_breakdown,
                 manager_restart,
                 timeline.available_after_ready(),
+                timeline.stored_after_ready(),
             )
         finally:
             stop(proc)
@@ -752,13 +807,16 @@ def summarize(n: int, runs: dict[str, list[SideRun]], bases: list[float], after_
             "(target <= 1.25)"
         )
     for name, rs in runs.items():
-        lag = sorted(x for r in rs for x in r.available_after_ready)
-        print(
-            f"  {name}: Available after its last pod Ready, p50 {lag[len(lag) // 2]:.2f} s (target <= 1), "
-            f"max {lag[-1]:.2f} s (target <= 2)"
-            if lag
-            else f"  {name}: no Available-after-Ready figure"
-        )
+        for how, lag in (
+            ("as stored", sorted(x for r in rs for x in r.stored_after_ready)),
+            ("as seen by the benchmark's watches", sorted(x for r in rs for x in r.available_after_ready)),
+        ):
+            print(
+                f"  {name}: Available after its last pod Ready {how}, p50 {lag[len(lag) // 2]:.2f} s (target <= 1), "
+                f"max {lag[-1]:.2f} s (target <= 2)"
+                if lag
+                else f"  {name}: no Available-after-Ready figure {how}"
+            )
     r0 = ours[0]
     growth = (r0.rss - r0.rss_idle) * 2**20 / max(1, r0.pods)
     print(
