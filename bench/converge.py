@@ -14,7 +14,10 @@ fresh tier of the same shape, in the same run:
 
 Per side it prints where the time and the work went: a timeline (p50 and max over ModelServings of when the
 first PodGroup, first and last pod appeared, the last pod was bound and Ready, and the ModelServing was
-Available), how long each ModelServing took to report Available after its last pod became Ready, CPU
+Available), how long each ModelServing took to report Available after its last pod became Ready (as the
+benchmark's watches saw it, and as stored: dated by the first event of any watched kind at or past each
+resourceVersion, apart from the API server's late delivery of the ModelServing stream), the API server's own
+latency for status writes, pod creates and Events, CPU
 seconds per control-plane process, the API server's requests by verb and resource, Events by source and
 reason; for the managers their RSS (idle, and at steady state with the fleet cached: the growth per pod),
 writes to converge and writes in the ``--after-restart`` seconds after a restart. For kthena-py it also

@@ -14,6 +14,8 @@ from typing import Final
 
 from prometheus_client import Counter, Histogram
 
+_SECONDS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+
 REST_CLIENT_REQUESTS: Final = Counter(
     "rest_client_requests_total",
     "Number of HTTP requests, partitioned by status code, method, and host.",
@@ -24,14 +26,14 @@ REST_CLIENT_LATENCY: Final = Histogram(
     "rest_client_request_duration_seconds",
     "Request latency in seconds, broken down by verb and host.",
     ("verb", "host"),
-    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
+    buckets=_SECONDS,
     registry=None,
 )
 REST_CLIENT_WAIT: Final = Histogram(
     "rest_client_rate_limiter_duration_seconds",
     "Seconds a request waited for a connection of its lane before it was sent, by verb and host.",
     ("verb", "host"),
-    buckets=(0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0),
+    buckets=_SECONDS,
     registry=None,
 )
 WRITE_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})

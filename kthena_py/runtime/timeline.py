@@ -9,8 +9,9 @@ Guarantees:
   ``stage`` and the fields given. The stages the runtime records: ``watch`` (an informer applied a watch
   event: ``kind``, ``namespace``, ``name``, ``type``, ``rv``), ``enqueue`` (a watch handler asked for a
   reconcile: ``controller``, ``key``, ``kind``, ``name``), ``start`` and ``end`` of a reconcile
-  (``controller``, ``key``; ``end`` adds ``outcome``), and ``status`` (a status write took effect:
-  ``manager``, ``key``, ``true``: the condition types now True).
+  (``controller``, ``key``; ``end`` adds ``outcome``), ``status`` (a status write took effect:
+  ``manager``, ``key``, ``true``: the condition types now True), and ``loop_lag`` (the event loop woke a
+  periodic probe at least 50 ms late: ``lag``, see :mod:`.looplag`).
 * Records are buffered and flushed at least every :data:`FLUSH_SECONDS` and on :func:`close`, so a reader
   sees each record within about that time.
 * Recording never raises into the caller: an I/O error turns the timeline off.
