@@ -140,3 +140,29 @@ async def test_a_small_pool_keeps_at_least_one_bulk_slot(tmp_path: Path) -> None
             assert [r["kind"] for r in results] == ["Pod"] * 3
         finally:
             await client.close()
+
+
+async def test_request_bodies_reach_the_server_as_the_same_json(tmp_path: Path) -> None:
+    received: list[object] = []
+
+    async def echo(request: web.Request) -> web.Response:
+        received.append(await request.json())
+        return web.json_response({"kind": "Pod"})
+
+    app = web.Application()
+    app.router.add_post(PODS, echo)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    body = {"metadata": {"name": "p", "labels": {"ü": "ß"}}, "spec": {"n": 1, "f": 0.5, "ok": True, "none": None}}
+    try:
+        client = await KubeClient.from_kubeconfig(kubeconfig(tmp_path, port))
+        try:
+            await client.request("POST", PODS, body=body)
+        finally:
+            await client.close()
+    finally:
+        await runner.cleanup()
+    assert received == [body]
