@@ -275,13 +275,11 @@ class Timeline:
                 out.append(min(times["available"])[0] - max(times["ready"])[0])
         return sorted(out)
 
-    def stored_after_ready(self) -> list[float]:
-        """Per ModelServing: seconds from its last pod's Ready being stored to its Available being stored.
+    def stored_at(self) -> Callable[[str], float | None]:
+        """When a change with a given resourceVersion was stored, at the latest (seconds after ``start``).
 
         A change is stored no later than the first moment any of the watches (pods, PodGroups, ModelServings)
-        delivered an event or bookmark at or past its resourceVersion (etcd's revision, shared by every kind), so
-        this leaves out how late the API server delivered the sparse ModelServing stream itself (seconds, on a
-        saturated machine) and keeps the controller's part: noticing the last Ready and writing Available.
+        received an event or bookmark at or past its resourceVersion (etcd's revision, one sequence for every kind).
         """
         order = sorted(self.arrivals)
         revisions = [rv for rv, _ in order]
@@ -297,6 +295,17 @@ class Timeline:
                 return None
             return earliest[i] if i < len(earliest) else None
 
+        return stored
+
+    def stored_after_ready(self) -> list[float]:
+        """Per ModelServing: seconds from its last pod's Ready being stored to its Available being stored.
+
+        This leaves out how late the API server delivered each stream to the benchmark (the sparse ModelServing
+        stream comes seconds late on a saturated machine, and the pod stream at times too). What remains is all
+        that stands between the two facts: the API server delivering the Ready to the controller, the reconcile,
+        and the status write.
+        """
+        stored = self.stored_at()
         per_ms: dict[str, list[float]] = {}
         for pod, rv in self.ready_rv.items():
             t = stored(rv)
@@ -380,8 +389,9 @@ def creation_report(path: Path, start_wall: float, namespace: str = "bench") -> 
 def stage_report(timeline: Timeline, path: Path, namespace: str = "bench") -> str:
     """The per-stage timeline of kthena-py's last-pod-Ready -> Available path, from its timeline file.
 
-    Stages per ModelServing, for its last pod to become Ready (as seen by the benchmark's watch):
-    ``received`` (the manager's informer applied that pod change, matched by resourceVersion),
+    Stages per ModelServing, for its last pod to become Ready (as seen by the benchmark's watch), counted from when
+    that Ready was stored (:meth:`Timeline.stored_at`): ``received`` (the manager's informer applied that pod
+    change, matched by resourceVersion: the API server's delivery and the manager's event loop),
     ``enqueued`` (the ServingGroup reconciler was asked to reconcile), ``started`` (that reconcile began),
     ``written`` (the Available status write took effect) and ``seen`` (the benchmark saw Available).
     """
@@ -418,8 +428,10 @@ def stage_report(timeline: Timeline, path: Path, namespace: str = "bench") -> st
         f"max {max(lags, default=0.0):.2f} s (the 0.1 s probe; time a response or watch event waited for the thread)"
     )
     deltas: dict[str, list[float]] = {k: [] for k in ("received", "enqueued", "started", "written", "seen")}
-    for ms, (t_ready, pod) in timeline.last_ready().items():
+    stored = timeline.stored_at()
+    for ms, (t_seen_ready, pod) in timeline.last_ready().items():
         key = f"{namespace}/{ms}"
+        t_ready = stored(timeline.ready_rv.get(pod, "")) or t_seen_ready
         t_recv = received.get((pod, timeline.ready_rv.get(pod, "")))
         t_enq = next((t for t in enqueued.get((key, pod), []) if t_recv is not None and t >= t_recv), None)
         t_start = next((t for t in started.get(key, []) if t_enq is not None and t >= t_enq), None)
@@ -434,7 +446,11 @@ def stage_report(timeline: Timeline, path: Path, namespace: str = "bench") -> st
         if t_seen is not None and t_written is not None:
             deltas["seen"].append(t_seen - t_written)
     parts = [f"{k} +{p50_max(v)} ({len(v)})" for k, v in deltas.items()]
-    return "last pod Ready -> " + ", ".join(parts) + " (p50/max s after the previous stage; matched ModelServings)"
+    return (
+        "last pod Ready (stored) -> "
+        + ", ".join(parts)
+        + " (p50/max s after the previous stage; matched ModelServings)"
+    )
 
 
 def proc_stats(pid: int) -> tuple[float, float]:
