@@ -11,13 +11,12 @@ Guarantees:
 * Server-side apply uses the field manager given per call, so that each reconciler owns its fields.
 * Answers and watch events are decoded with pydantic-core's JSON parser (same values as :mod:`json`,
   about twice as fast; a busy manager decodes every pod update it watches).
-* Two lanes through one connection pool: requests that report or keep state (writes and reads of a
-  ``status`` subresource, leader-election Leases) and watches never wait for a connection behind other
-  requests. Every other request first takes one of ``pool - reserved`` slots
-  (:data:`RESERVED_CONNECTIONS`), so a burst of them (a fleet's pod creates) never holds the whole pool;
-  the time it waited is observed in ``rest_client_rate_limiter_duration_seconds``. Each lane is served in
-  arrival order.
-* Dead connections are noticed (see :data:`KEEPALIVE_IDLE` and friends): every connection has TCP
+* Two lanes through one connection pool (:mod:`.lanes`): requests that report or keep state (a ``status``
+  subresource, leader-election Leases) and watches never wait for a connection behind other requests. Every
+  other request first takes one of the pool's bulk slots, so a burst of them (a fleet's pod creates) never
+  holds the whole pool; the time it waited is observed in ``rest_client_rate_limiter_duration_seconds``. Each
+  lane is served in arrival order.
+* Dead connections are noticed (:mod:`.transport`): every connection has TCP
   keepalive (probes after 15 s idle, every 5 s, 3 misses: a dead peer is dropped after ~30 s) and
   ``TCP_USER_TIMEOUT`` (unacknowledged data for 30 s drops the connection); connecting is bounded by
   :data:`CONNECT_TIMEOUT`; a request whose answer goes silent for :data:`READ_IDLE_TIMEOUT` fails; a
@@ -33,8 +32,6 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
-import sys
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
@@ -42,32 +39,24 @@ from typing import Any, Literal
 
 import aiohttp
 import yaml
-from pydantic_core import from_json, to_json
+from pydantic_core import from_json
 
 from . import sdk
 from .errors import ApiError, ApiUnavailable, error_from_response
+from .lanes import bulk_slots, priority_request
 from .metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS, REST_CLIENT_WAIT
 from .objects import KubeObject
 from .resources import ResourceType
+from .transport import pool_size, tune
 
 PatchType = Literal["merge", "json", "strategic", "apply"]
 
-KEEPALIVE_IDLE = 15
-"""Seconds a connection is idle before the first TCP keepalive probe."""
-KEEPALIVE_INTERVAL = 5
-"""Seconds between keepalive probes."""
-KEEPALIVE_COUNT = 3
-"""Unanswered probes after which the kernel drops the connection."""
-USER_TIMEOUT_MS = 30_000
-"""``TCP_USER_TIMEOUT``: milliseconds sent data may stay unacknowledged before the connection is dropped."""
 CONNECT_TIMEOUT = 10.0
 """Seconds to open a connection (TCP and TLS)."""
 READ_IDLE_TIMEOUT = 30.0
 """Seconds a (non-watch) answer may stay silent before the request fails (admission webhooks time out at 30 s)."""
 WATCH_IDLE_MARGIN = 8.0
 """Seconds a watch may stay silent beyond its server-side ``timeoutSeconds`` before it counts as dead."""
-RESERVED_CONNECTIONS = 8
-"""Connections of the pool that other requests leave to status requests, Leases and watches (at most a quarter)."""
 
 _CONTENT_TYPES: dict[PatchType, str] = {
     "merge": "application/merge-patch+json",
@@ -110,12 +99,9 @@ class KubeClient:
         #: Where the configuration came from (a kubeconfig path or "in-cluster service account"), for logs.
         self.config_source = ""
         self._api.user_agent = user_agent
-        _skip_env_lookups(api_client)
-        _enable_keepalive(api_client)
-        _send_plain_json(api_client)
-        pool = _pool_size(api_client)
-        self._bulk = asyncio.Semaphore(max(1, pool - min(RESERVED_CONNECTIONS, pool // 4)))
-        """Slots for requests outside the priority lane (:func:`priority_request`)."""
+        tune(api_client)
+        self._bulk = asyncio.Semaphore(bulk_slots(pool_size(api_client)))
+        """Slots for requests outside the priority lane (:mod:`.lanes`)."""
 
     @classmethod
     async def from_kubeconfig(
@@ -610,116 +596,6 @@ def _first_current_context(paths: str) -> str | None:
         if isinstance(current, str) and current:
             return current
     return None
-
-
-def _skip_env_lookups(api_client: Any) -> None:
-    """Stop aiohttp from consulting ~/.netrc and proxy variables on every request.
-
-    kubernetes-asyncio opens its session with ``trust_env=True``, which costs two thread-pool hops per
-    request (a measurable share of a busy manager's CPU). Proxies from the environment are honoured
-    only when one is actually configured; the kubeconfig's ``proxy-url`` works either way.
-    """
-    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY")):
-        return
-    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-    if session is not None and hasattr(session, "_trust_env"):
-        session._trust_env = False
-
-
-def keepalive_socket(addr_info: tuple[Any, ...]) -> socket.socket:
-    """A client socket with TCP keepalive and ``TCP_USER_TIMEOUT`` set (aiohttp's ``socket_factory``)."""
-    family, type_, proto = addr_info[0], addr_info[1], addr_info[2]
-    sock = socket.socket(family=family, type=type_, proto=proto)
-    try:
-        set_keepalive(sock)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-def set_keepalive(sock: socket.socket) -> None:
-    """Enable TCP keepalive with the module's timings (options a platform lacks are skipped)."""
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    for name, value in (
-        ("TCP_KEEPIDLE", KEEPALIVE_IDLE),
-        ("TCP_KEEPINTVL", KEEPALIVE_INTERVAL),
-        ("TCP_KEEPCNT", KEEPALIVE_COUNT),
-        ("TCP_USER_TIMEOUT", USER_TIMEOUT_MS),
-    ):
-        option = getattr(socket, name, None)
-        if option is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
-            sock.setsockopt(socket.IPPROTO_TCP, option, value)
-
-
-def _plain(value: Any) -> Any:
-    return value
-
-
-class _CompactJson:
-    """Stands in for :mod:`json` in kubernetes-asyncio's REST client, which uses it only to encode request bodies."""
-
-    @staticmethod
-    def dumps(body: Any) -> bytes:
-        """The body as compact JSON, encoded by pydantic-core (about four times faster than :func:`json.dumps`)."""
-        return to_json(body)
-
-
-def _send_plain_json(api_client: Any) -> None:
-    """Skip kubernetes-asyncio's recursive walk over every request body, query and header; encode bodies faster.
-
-    The walk turns its generated model objects (and dates) into JSON-ready values; this client only ever sends
-    plain dicts, lists, strings and numbers, for which it is the identity, yet it costs a few percent of a busy
-    manager's CPU on pod bodies. The bodies are then encoded by pydantic-core instead of :func:`json.dumps`
-    (2.5 % of the manager's CPU while a fleet is created).
-    """
-    if hasattr(api_client, "sanitize_for_serialization"):
-        api_client.sanitize_for_serialization = _plain
-    rest = sys.modules.get(type(getattr(api_client, "rest_client", None)).__module__)
-    if rest is not None and getattr(rest, "json", None) is json:
-        rest.json = _CompactJson  # type: ignore[attr-defined]
-
-
-def _enable_keepalive(api_client: Any) -> None:
-    """Make the pool's connector open its sockets with :func:`keepalive_socket`.
-
-    kubernetes-asyncio builds its own ``TCPConnector``; aiohttp (>= 3.12) reads the connector's socket
-    factory at every connect, so setting it here covers every connection the pool opens.
-    """
-    session = getattr(getattr(api_client, "rest_client", None), "pool_manager", None)
-    connector = getattr(session, "connector", None)
-    if connector is not None and hasattr(connector, "_socket_factory"):
-        connector._socket_factory = keepalive_socket
-
-
-def priority_request(path: str) -> bool:
-    """Whether a (non-watch) request to ``path`` goes in the priority lane: a ``status`` subresource or a Lease."""
-    group, _, subresource = _resource_of(path)
-    return subresource == "status" or group == "coordination.k8s.io"
-
-
-_NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
-
-
-def _resource_of(path: str) -> tuple[str, str, str]:
-    """``(group, resource, subresource)`` named by an API path (``""`` for what it does not name)."""
-    parts = [p for p in path.split("?", 1)[0].split("/") if p]
-    if parts[:1] == ["api"]:
-        group, rest = "", parts[2:]
-    elif parts[:1] == ["apis"] and len(parts) >= 3:
-        group, rest = parts[1], parts[3:]
-    else:
-        return "", "", ""
-    if rest[:1] == ["namespaces"] and len(rest) >= 3 and rest[2] not in _NAMESPACE_SUBRESOURCES:
-        rest = rest[2:]  # namespaces/<ns>/<resource>/<name>/<subresource>
-    padded = [*rest, "", "", ""]
-    return group, padded[0], padded[2]
-
-
-def _pool_size(api_client: Any) -> int:
-    """The connection pool's size as configured (aiohttp's default of 100 when it cannot be read)."""
-    size = getattr(getattr(api_client, "configuration", None), "connection_pool_maxsize", None)
-    return size if isinstance(size, int) and size > 0 else 100
 
 
 def _query_value(value: Any) -> str:

@@ -7,7 +7,7 @@ import socket
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from kthena_py.kube import KubeClient
-from kthena_py.kube.client import (
+from kthena_py.kube.transport import (
     KEEPALIVE_COUNT,
     KEEPALIVE_IDLE,
     KEEPALIVE_INTERVAL,

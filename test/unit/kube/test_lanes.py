@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from kthena_py.kube import KubeClient
-from kthena_py.kube.client import RESERVED_CONNECTIONS, priority_request
+from kthena_py.kube.lanes import bulk_slots, priority_request
 from kthena_py.kube.metrics import REST_CLIENT_WAIT
 
 STATUS = "/apis/workload.serving.volcano.sh/v1alpha1/namespaces/ns/modelservings/a/status"
@@ -100,8 +100,8 @@ def waits_observed() -> float:
 async def test_status_and_lease_requests_are_answered_while_a_burst_holds_every_other_slot(tmp_path: Path) -> None:
     release, arrived, held = asyncio.Event(), [], asyncio.Event()
     pool = 16
-    bulk_slots = pool - min(RESERVED_CONNECTIONS, pool // 4)
-    async with api_server(release, arrived, held, bulk_slots) as port:
+    slots = bulk_slots(pool)
+    async with api_server(release, arrived, held, slots) as port:
         client = await KubeClient.from_kubeconfig(kubeconfig(tmp_path, port), qps_pool=pool)
         try:
             waits_before = waits_observed()
@@ -109,7 +109,7 @@ async def test_status_and_lease_requests_are_answered_while_a_burst_holds_every_
             await asyncio.wait_for(held.wait(), 10)
             await asyncio.sleep(0.2)
             # Only the bulk slots reached the server; the rest of the burst waits on the client...
-            assert len(arrived) == bulk_slots
+            assert len(arrived) == slots
             # ...and another ordinary request waits behind it,
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(client.request("GET", "/api/v1/namespaces/ns/pods/p"), 0.3)
@@ -166,3 +166,8 @@ async def test_request_bodies_reach_the_server_as_the_same_json(tmp_path: Path) 
     finally:
         await runner.cleanup()
     assert received == [body]
+
+
+@pytest.mark.parametrize(("pool", "slots"), [(100, 92), (16, 12), (8, 6), (4, 3), (2, 2), (1, 1)])
+def test_a_pool_keeps_eight_connections_or_a_quarter_for_the_priority_lane(pool: int, slots: int) -> None:
+    assert bulk_slots(pool) == slots
