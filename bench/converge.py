@@ -431,7 +431,8 @@ def stage_report(timeline: Timeline, path: Path, namespace: str = "bench") -> st
     stored = timeline.stored_at()
     for ms, (t_seen_ready, pod) in timeline.last_ready().items():
         key = f"{namespace}/{ms}"
-        t_ready = stored(timeline.ready_rv.get(pod, "")) or t_seen_ready
+        t_stored = stored(timeline.ready_rv.get(pod, ""))
+        t_ready = t_seen_ready if t_stored is None else t_stored
         t_recv = received.get((pod, timeline.ready_rv.get(pod, "")))
         t_enq = next((t for t in enqueued.get((key, pod), []) if t_recv is not None and t >= t_recv), None)
         t_start = next((t for t in started.get(key, []) if t_enq is not None and t >= t_enq), None)
@@ -497,7 +498,13 @@ def apiserver_requests(tier: ClusterTier) -> dict[str, float]:
     return counts
 
 
-LATENCY_OF = ("APPLY modelservings/status", "PATCH modelservings/status", "POST pods", "POST events")
+LATENCY_OF = (
+    "APPLY modelservings/status",
+    "PATCH modelservings/status",
+    "PUT modelservings/status",
+    "POST pods",
+    "POST events",
+)
 """The requests whose server-side latency is printed (the status writes and the bulk of the creates)."""
 
 
