@@ -275,6 +275,19 @@ class Timeline:
                 out.append(min(times["available"])[0] - max(times["ready"])[0])
         return sorted(out)
 
+    def dump(self) -> str:
+        """What the watches saw, as JSON (``--keep`` keeps it as ``observed.json``): times are seconds after start,
+        which is ``start_wall`` in epoch seconds."""
+        return json.dumps(
+            {
+                "start_wall": self.start_wall,
+                "seen": [[what, name, t] for (what, name), t in self.seen.items()],
+                "ready_rv": self.ready_rv,
+                "available_rv": self.available_rv,
+                "arrivals": self.arrivals,
+            }
+        )
+
     def stored_at(self) -> Callable[[str], float | None]:
         """When a change with a given resourceVersion was stored, at the latest (seconds after ``start``).
 
@@ -710,7 +723,7 @@ def warnings_report(log: Path) -> str:
 
 
 def keep_files(keep: Path | None, label: str, *files: Path | None) -> None:
-    """Copy a run's manager log and timeline into ``keep/label`` (``--keep``), for a closer look afterwards."""
+    """Copy a run's manager log, timeline and the benchmark's own observations into ``keep/label`` (``--keep``)."""
     if keep is None:
         return
     target = keep / label
@@ -788,7 +801,9 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
             stop(proc)
             if timeline_file is not None and timeline_file.exists():
                 print(f"    {side.name} stages: {stage_report(timeline, timeline_file)}")
-            keep_files(keep, label or side.name, log, timeline_file)
+            observed = Path(d) / "observed.json"
+            observed.write_text(timeline.dump())
+            keep_files(keep, label or side.name, log, timeline_file, observed)
             api_restart = apiserver_requests(tier)
             proc = start_side(side, tier.kubeconfig_path, log, None)
             wait_started(side, proc)
