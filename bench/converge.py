@@ -71,6 +71,8 @@ STEADY_AFTER = 45.0
 KWOK_PARALLELISM = 16
 """kwok's pod workers: more than the tier's test default (4), so that making pods Ready is not limited by fake
 kubelets taking turns (real kubelets work in parallel, one per node); the same on every side."""
+CORES = len(os.sched_getaffinity(0))
+"""The cores every process of a run shares (the control plane, the manager, kwok and this benchmark)."""
 KINDS = {"Pod": PODS, "Service": SERVICES, "PodGroup": PODGROUPS, "ControllerRevision": CONTROLLER_REVISIONS}
 
 
@@ -104,7 +106,8 @@ def crds() -> list[Path]:
     return sorted((REPO / "manifests" / "crd").glob("workload.serving.volcano.sh_*.yaml")) + extra
 
 
-async def baseline(n: int, concurrency: int) -> float:
+async def baseline(n: int, concurrency: int) -> tuple[float, float]:
+    """Create the fleet's objects directly; (seconds until every pod is Ready, CPU seconds of every process)."""
     with tempfile.TemporaryDirectory() as d, tier_of(d, crds(), n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
         try:
@@ -129,13 +132,13 @@ async def baseline(n: int, concurrency: int) -> float:
             await asyncio.gather(*(create(o) for o in objects if o["kind"] in ("Service", "Pod")))
             expected = sum(1 for o in objects if o["kind"] == "Pod")
             elapsed = await timeline.until(lambda: len(timeline.ready_now) >= expected)
-            cpu = cpu_report(cpu_before, component_cpu(tier))
+            used = cpu_used(cpu_before, component_cpu(tier))
             await timeline.stop()
             print(f"    baseline timeline: {timeline.report()}")
-            print(f"    baseline CPU: {cpu}")
+            print(f"    baseline CPU: {cpu_report(used, elapsed)}")
             print(f"    baseline API requests: {requests_report(api_before, apiserver_requests(tier))}")
             print(f"    baseline events: {await event_report(client)}")
-            return elapsed
+            return elapsed, sum(used.values())
         finally:
             await client.close()
 
@@ -488,10 +491,17 @@ def component_cpu(tier: ClusterTier, manager_pid: int | None = None) -> dict[str
     return cpu
 
 
-def cpu_report(before: dict[str, float], after: dict[str, float]) -> str:
-    used = {name: after[name] - before.get(name, 0.0) for name in after}
+def cpu_used(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds each process used between two :func:`component_cpu` readings."""
+    return {name: after[name] - before.get(name, 0.0) for name in after}
+
+
+def cpu_report(used: dict[str, float], elapsed: float) -> str:
+    """Total and per-process CPU, and how busy that kept the machine's cores over ``elapsed``."""
     parts = [f"{name} {s:.1f}" for name, s in sorted(used.items(), key=lambda kv: -kv[1])]
-    return f"total {sum(used.values()):.1f} s: " + ", ".join(parts)
+    total = sum(used.values())
+    busy = total / (CORES * elapsed) if elapsed > 0 else 0.0
+    return f"total {total:.1f} s ({busy:.0%} of {CORES} cores over {elapsed:.1f} s): " + ", ".join(parts)
 
 
 def apiserver_requests(tier: ClusterTier) -> dict[str, float]:
@@ -597,6 +607,12 @@ def reconciles_made(metrics_port: int) -> dict[str, float]:
     return manager_counter(metrics_port, "controller_runtime_reconcile_total", "controller")
 
 
+def event_writes_made(metrics_port: int) -> float:
+    """The manager's Event writes so far (a repeat raising an Event's count is a refused create and a patch)."""
+    by_outcome = manager_counter(metrics_port, "kthena_events_written_total", "outcome")
+    return by_outcome.get("created", 0.0) + by_outcome.get("failed", 0.0) + 2 * by_outcome.get("counted", 0.0)
+
+
 def writes_made(metrics_port: int) -> float:
     return sum(n for m, n in requests_made(metrics_port).items() if m in ("POST", "PUT", "PATCH", "DELETE"))
 
@@ -638,9 +654,13 @@ class SideRun:
     pods: int
     converge_writes: float
     manager_writes: float | None
+    manager_event_writes: float | None
+    """Of ``manager_writes``, the Event writes (most of them Kthena's one Event per role instance and transition)."""
     restart_writes: float
     restart_breakdown: str
     manager_restart_writes: float | None
+    work: float
+    """CPU seconds every process used to converge (the control plane, kwok, the manager, this benchmark)."""
     available_after_ready: list[float] = field(default_factory=list)
     stored_after_ready: list[float] = field(default_factory=list)
 
@@ -776,7 +796,8 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 f"    {side.name} Available after last pod Ready: p50/max {seen} s as the benchmark's watches saw "
                 f"them, {stored} s as stored"
             )
-            print(f"    {side.name} CPU: {cpu_report(cpu_before, component_cpu(tier, proc.pid))}")
+            used = cpu_used(cpu_before, component_cpu(tier, proc.pid))
+            print(f"    {side.name} CPU: {cpu_report(used, elapsed)}")
             print(f"    {side.name} API requests: {requests_report(api_before, api_after)}")
             print(f"    {side.name} API server latency: {latency_report(latency_before, apiserver_latency(tier))}")
             print(
@@ -784,10 +805,11 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 f"{converge_breakdown}"
             )
             print(f"    {side.name} events: {await event_report(client)}")
-            manager_writes = None
+            manager_writes = manager_event_writes = None
             if side.metrics_port is not None:
                 made = requests_made(side.metrics_port)
                 manager_writes = sum(v for m, v in made.items() if m in ("POST", "PUT", "PATCH", "DELETE"))
+                manager_event_writes = event_writes_made(side.metrics_port)
                 print(
                     f"    {side.name} own requests until Available: "
                     + ", ".join(f"{m} {v:.0f}" for m, v in sorted(made.items()))
@@ -819,9 +841,11 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 pods,
                 converge_writes,
                 manager_writes,
+                manager_event_writes,
                 restart_writes,
                 restart_breakdown,
                 manager_restart,
+                sum(used.values()),
                 timeline.available_after_ready(),
                 timeline.stored_after_ready(),
             )
@@ -834,7 +858,30 @@ def mmm(xs: list[float]) -> str:
     return f"min {min(xs):6.1f}  median {statistics.median(xs):6.1f}  max {max(xs):6.1f} s"
 
 
-def summarize(n: int, runs: dict[str, list[SideRun]], bases: list[float], after_restart: float) -> None:
+def work_report(runs: dict[str, list[SideRun]], base_work: list[float]) -> list[str]:
+    """Lines on the CPU work of each side: on a machine kept busy, converge time is that work over the cores."""
+    med = statistics.median
+    work = {"baseline": base_work} if base_work else {}
+    work.update({name: [r.work for r in rs] for name, rs in runs.items()})
+    lines = [
+        "  work to converge (CPU seconds of every process, medians): "
+        + ", ".join(f"{name} {med(ws):.1f}" for name, ws in work.items())
+        + f"; on {CORES} cores converge time follows it wherever the cores are kept busy"
+    ]
+    if "kthena-go" in work:
+        go = med(work["kthena-go"])
+        lines.append(
+            "  work ratio to kthena-go: "
+            + ", ".join(f"{name} {med(ws) / go:.2f}" for name, ws in work.items() if name != "kthena-go")
+            + " (the baseline's is the least work any controller can leave to a busy machine)"
+        )
+    return lines
+
+
+def summarize(
+    n: int, runs: dict[str, list[SideRun]], base_runs: list[tuple[float, float]], after_restart: float
+) -> None:
+    bases = [elapsed for elapsed, _ in base_runs]
     print(f"summary: {n} ModelServings ({n * 8} pods), {len(runs['kthena-py'])} run(s) a side")
     if bases:
         print(f"  baseline (direct creates, same concurrency): {mmm(bases)}")
@@ -858,6 +905,8 @@ def summarize(n: int, runs: dict[str, list[SideRun]], bases: list[float], after_
                 if lag
                 else f"  {name}: no Available-after-Ready figure {how}"
             )
+    for line in work_report(runs, [work for _, work in base_runs]):
+        print(line)
     r0 = ours[0]
     growth = (r0.rss - r0.rss_idle) * 2**20 / max(1, r0.pods)
     print(
@@ -865,9 +914,11 @@ def summarize(n: int, runs: dict[str, list[SideRun]], bases: list[float], after_
         f"(growth {growth / 1024:.1f} KiB per pod, with its share of Services, PodGroups and revisions); "
         f"CPU {r0.cpu:.1f} s"
     )
+    own, events = r0.manager_writes or 0.0, r0.manager_event_writes or 0.0
     print(
-        f"  kthena-py writes: {r0.manager_writes:.0f} of its own to converge (today 2,200 at 100), "
-        f"{r0.manager_restart_writes:.0f} in the {after_restart:.0f} s after a restart (target 0)"
+        f"  kthena-py writes: {own:.0f} of its own to converge (today 2,200 at 100), {events:.0f} of them Events, "
+        f"{own - events:.0f} without; {r0.manager_restart_writes:.0f} in the {after_restart:.0f} s after a restart "
+        "(target 0)"
     )
     if "kthena-go" in runs:
         go = runs["kthena-go"]
@@ -916,14 +967,14 @@ async def main() -> None:
             print(f"  --compare-kthena: no Kthena CRDs in {crd_dir}; skipping the Kthena comparison (--kthena-crds)")
         else:
             sides.append(kthena_go_side(binary, crd_dir))
-    bases: list[float] = []
+    bases: list[tuple[float, float]] = []
     runs: dict[str, list[SideRun]] = {s.name: [] for s in sides}
     for i in range(args.repeat):
         if args.baseline:
             # The same client concurrency: every side goes through one KubeClient whose pool holds
             # CONNECTIONS connections; the controller's workers and per-reconcile fan-out share that pool.
             bases.append(await baseline(n, concurrency=CONNECTIONS))
-        line = f"  run {i + 1}:" + (f" baseline {bases[-1]:6.1f} s," if bases else "")
+        line = f"  run {i + 1}:" + (f" baseline {bases[-1][0]:6.1f} s," if bases else "")
         for side in sides:
             r = await run_side(side, n, args.after_restart if i == 0 else 5.0, args.keep, f"{side.name}-run{i + 1}")
             runs[side.name].append(r)

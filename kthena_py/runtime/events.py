@@ -21,6 +21,10 @@ Guarantees:
   burst of Events (hundreds of ``RoleCreating`` while a fleet is created) trails the pods and Services it
   reports on instead of competing with them for the connection pool and the API server. A waiting event keeps
   only the reference fields of its object, not the object.
+* Every Event written or given up is counted in ``kthena_events_written_total{component,type,outcome}``:
+  ``created`` (a new Event), ``counted`` (a repeat raised an existing Event's ``count``), ``failed`` (the API
+  server refused it or it could not be sent), ``dropped`` (too many were pending, or it was discarded when the
+  replica stopped leading). Messages joined or absorbed in the window are part of one write, not writes.
 """
 
 from __future__ import annotations
@@ -29,19 +33,30 @@ import asyncio
 import hashlib
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import structlog
+from prometheus_client import Counter
 
 from kthena_py.kube import AlreadyExists, ApiError, KubeClient
 from kthena_py.kube.objects import meta
 from kthena_py.kube.resources import EVENTS
+
+from .metrics import REGISTRY
 
 EventType = Literal["Normal", "Warning"]
 MAX_MESSAGE = 1024
 SEPARATOR = "; "
 
 log = structlog.get_logger("kthena_py.events")
+
+EVENTS_WRITTEN: Final = Counter(
+    "kthena_events_written_total",
+    "Event writes by the recorder, by outcome: created (a new Event), counted (a repeat raised an Event's count), "
+    "failed (refused or not sent), dropped (too many pending, or discarded on losing the lease).",
+    ("component", "type", "outcome"),
+    registry=REGISTRY,
+)
 
 _Key = tuple[str, str, str, str, str, str | None]
 """Namespace, name, UID, type, reason, and the message of an event that is not joined (else None)."""
@@ -138,6 +153,7 @@ class EventRecorder:
             self._write_batch(key)
         if len(self._pending) + len(self._batches) >= self._max_pending:
             log.warning("dropping event, too many pending", reason=reason, message=message)
+            EVENTS_WRITTEN.labels(self.component, type_, "dropped").inc()
             return
         batch = _Batch(_reference(obj), type_, reason, message)
         self._batches[key] = batch
@@ -158,6 +174,7 @@ class EventRecorder:
         for batch in self._batches.values():
             if batch.timer is not None:
                 batch.timer.cancel()
+            EVENTS_WRITTEN.labels(self.component, batch.type, "dropped").inc()
         self._batches.clear()
         for task in list(self._pending):
             task.cancel()
@@ -202,14 +219,22 @@ class EventRecorder:
             await self._send(body, name, namespace, reason, now)
 
     async def _send(self, body: dict[str, Any], name: str, namespace: str, reason: str, now: str) -> None:
+        outcome = "failed"
         try:
             try:
                 await self._client.create(EVENTS, body, namespace)
+                outcome = "created"
             except AlreadyExists:
                 existing = await self._client.get(EVENTS, name, namespace)
                 count = int(existing.get("count") or 1) + 1
                 await self._client.patch(EVENTS, name, {"count": count, "lastTimestamp": now}, namespace)
+                outcome = "counted"
         except ApiError as exc:
             log.warning("cannot write event", reason=reason, error=str(exc))
+        except asyncio.CancelledError:
+            outcome = "dropped"
+            raise
         except Exception:
             log.exception("cannot write event", reason=reason)
+        finally:
+            EVENTS_WRITTEN.labels(self.component, body["type"], outcome).inc()

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from kthena_py.kube import AlreadyExists
+from kthena_py.kube import AlreadyExists, ApiError
 from kthena_py.runtime.events import MAX_MESSAGE, EventRecorder
+from kthena_py.runtime.metrics import REGISTRY
 
 
 class RecordingClient:
@@ -189,3 +190,46 @@ async def test_an_event_names_its_object_by_its_reference_fields() -> None:
         "uid": "u1",
         "resourceVersion": "7",
     }
+
+
+class RefusingClient(RecordingClient):
+    """Refuses every create."""
+
+    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
+        raise ApiError(422, "Invalid", "refused")
+
+
+def written(component: str, outcome: str, type_: str = "Normal") -> float:
+    value = REGISTRY.get_sample_value(
+        "kthena_events_written_total", {"component": component, "type": type_, "outcome": outcome}
+    )
+    return value or 0.0
+
+
+async def test_every_write_is_counted_by_outcome() -> None:
+    client = RecordingClient()
+    rec = EventRecorder(client, "count-outcomes", coalesce_seconds=60.0)  # type: ignore[arg-type]
+    rec.event(subject(), "Normal", "R", "one")
+    rec.event(subject(), "Normal", "R", "two")  # joined: one write
+    rec.event(subject(), "Warning", "W", "bad")
+    await rec.flush()
+    assert written("count-outcomes", "created") == 1
+    assert written("count-outcomes", "created", "Warning") == 1
+    rec.event(subject(), "Warning", "W", "bad")  # a repeat: the existing Event's count is raised
+    await rec.flush()
+    assert written("count-outcomes", "counted", "Warning") == 1
+    assert written("count-outcomes", "failed") == written("count-outcomes", "dropped") == 0
+
+
+async def test_refused_dropped_and_discarded_events_are_counted() -> None:
+    refused = EventRecorder(RefusingClient(), "count-refused", coalesce_seconds=0.0)  # type: ignore[arg-type]
+    refused.event(subject(), "Normal", "R", "m")
+    await refused.flush()
+    assert written("count-refused", "failed") == 1 and written("count-refused", "created") == 0
+
+    crowded = EventRecorder(RecordingClient(), "count-crowded", max_pending=1)  # type: ignore[arg-type]
+    crowded.event(subject("a", "ua"), "Normal", "R", "m")
+    crowded.event(subject("b", "ub"), "Normal", "R", "m")  # over max_pending
+    assert written("count-crowded", "dropped") == 1
+    await crowded.discard()  # the waiting one is given up too
+    assert written("count-crowded", "dropped") == 2 and written("count-crowded", "created") == 0
