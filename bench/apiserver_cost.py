@@ -25,6 +25,7 @@ import asyncio
 import itertools
 import os
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -36,33 +37,15 @@ from kthena_py.kube import Conflict, KubeClient
 from kthena_py.kube.resources import EVENTS, NAMESPACES, PODS
 from kthena_py.testing.controlplane import EnvTest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from converge import modelserving  # the converge benchmark's ModelServing: both price one shape
+
 REPO = Path(__file__).resolve().parent.parent
 NAMESPACE = "bench"
 OBJECTS = 50
 """ModelServings whose status is written in turn (a write per object at a time, as a fleet's reconciles do)."""
 CONCURRENCY = 16
 MANAGER = "kthena-py-servinggroups"
-
-
-def modelserving(i: int) -> dict[str, Any]:
-    """The converge benchmark's shape: 2 groups of two roles, each an entry and a worker pod."""
-
-    def role(name: str) -> dict[str, Any]:
-        c = {"name": "c", "image": "nginx", "resources": {"requests": {"cpu": "10m", "memory": "16Mi"}}}
-        return {
-            "name": name,
-            "replicas": 1,
-            "workerReplicas": 1,
-            "entryTemplate": {"spec": {"containers": [c]}},
-            "workerTemplate": {"spec": {"containers": [c]}},
-        }
-
-    return {
-        "apiVersion": "workload.serving.volcano.sh/v1alpha1",
-        "kind": "ModelServing",
-        "metadata": {"name": f"ms-{i}", "namespace": NAMESPACE},
-        "spec": {"replicas": 2, "template": {"roles": [role("prefill"), role("decode")]}},
-    }
 
 
 def status(n: int) -> dict[str, Any]:
