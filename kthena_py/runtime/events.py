@@ -58,6 +58,9 @@ EVENTS_WRITTEN: Final = Counter(
     registry=REGISTRY,
 )
 
+_Outcome = Literal["created", "counted", "failed", "dropped"]
+"""How an Event write ended (the ``outcome`` label of ``kthena_events_written_total``)."""
+
 _Key = tuple[str, str, str, str, str, str | None]
 """Namespace, name, UID, type, reason, and the message of an event that is not joined (else None)."""
 
@@ -215,26 +218,26 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
-        async with self._in_flight:
-            await self._send(body, name, namespace, reason, now)
+        outcome: _Outcome = "dropped"  # unless it is sent: cancelled (discarded) while waiting or in flight
+        try:
+            async with self._in_flight:
+                outcome = await self._send(body, name, namespace, reason, now)
+        finally:
+            EVENTS_WRITTEN.labels(self.component, type_, outcome).inc()
 
-    async def _send(self, body: dict[str, Any], name: str, namespace: str, reason: str, now: str) -> None:
-        outcome = "failed"
+    async def _send(self, body: dict[str, Any], name: str, namespace: str, reason: str, now: str) -> _Outcome:
+        """Create the Event, or raise the count of the one already named so; never raises but a cancellation."""
         try:
             try:
                 await self._client.create(EVENTS, body, namespace)
-                outcome = "created"
+                return "created"
             except AlreadyExists:
                 existing = await self._client.get(EVENTS, name, namespace)
                 count = int(existing.get("count") or 1) + 1
                 await self._client.patch(EVENTS, name, {"count": count, "lastTimestamp": now}, namespace)
-                outcome = "counted"
+                return "counted"
         except ApiError as exc:
             log.warning("cannot write event", reason=reason, error=str(exc))
-        except asyncio.CancelledError:
-            outcome = "dropped"
-            raise
         except Exception:
             log.exception("cannot write event", reason=reason)
-        finally:
-            EVENTS_WRITTEN.labels(self.component, body["type"], outcome).inc()
+        return "failed"

@@ -233,3 +233,29 @@ async def test_refused_dropped_and_discarded_events_are_counted() -> None:
     assert written("count-crowded", "dropped") == 1
     await crowded.discard()  # the waiting one is given up too
     assert written("count-crowded", "dropped") == 2 and written("count-crowded", "created") == 0
+
+
+class StuckClient(RecordingClient):
+    """Never answers a create; says how many it holds."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.holding = 0
+        self.first = asyncio.Event()
+
+    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
+        self.holding += 1
+        self.first.set()
+        await asyncio.Event().wait()
+        raise AssertionError("never answered")
+
+
+async def test_writes_waiting_for_a_slot_or_in_flight_when_discarded_are_counted_as_dropped() -> None:
+    client = StuckClient()
+    rec = EventRecorder(client, "count-discarded", coalesce_seconds=0.0, max_in_flight=1)  # type: ignore[arg-type]
+    for i in range(3):
+        rec.event(subject(f"ms-{i}", f"u{i}"), "Normal", "R", "m")
+    await asyncio.wait_for(client.first.wait(), 10)  # the first is sent; the other two wait for its slot
+    await rec.discard()
+    assert client.holding == 1
+    assert written("count-discarded", "dropped") == 3 and written("count-discarded", "created") == 0
