@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import itertools
-import os
 import statistics
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from kthena_py.kube.resources import EVENTS, NAMESPACES, PODS
 from kthena_py.testing.controlplane import EnvTest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from converge import modelserving  # the converge benchmark's ModelServing: both price one shape
+from converge import modelserving, proc_stats  # the converge benchmark's ModelServing: both price one shape
 
 REPO = Path(__file__).resolve().parent.parent
 NAMESPACE = "bench"
@@ -100,12 +99,8 @@ def event(i: int) -> dict[str, Any]:
 
 
 def cpu_seconds(pids: list[int]) -> float:
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / ticks
+    """CPU seconds the processes ``pids`` have used so far."""
+    return sum(proc_stats(pid)[1] for pid in pids)
 
 
 class Writes:
