@@ -15,7 +15,15 @@ evictions the webhook granted and denied, the retries kubectl reported, the fewe
 ModelServing seen at any pod event (minAvailable is 3), and the webhook's decision latency (p50/p99/max,
 measured around the handler, so it includes waiting for the per-ModelServing lock).
 
+With ``--storm``, the storm of :mod:`kthena_py.testing.evictionstorm` instead: one ModelServing (3 ServingGroups of
+an entry and a worker pod, ``minAvailable: 2``; at Role level 2 groups of 3 instances of one role,
+``roleMinAvailable: 2``), 4 clients evicting every live pod over and over for ``--storm-seconds``, a LIST+WATCH
+checking every pod state. Per run and level: the fewest ready units seen against minAvailable, the observed
+states below it, the grant rate and the webhook's latency; ``off`` (the endpoint disabled) is the baseline, in
+the same tier. ``--storm-runs`` repeats each level.
+
 Usage: python bench/eviction.py [--modelservings 5] [--groups 4] [--nodes 10]
+       python bench/eviction.py --storm [--storm-runs 3] [--storm-seconds 60]
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse, WebhookServer
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.cluster import FakeNode
+from kthena_py.testing.evictionstorm import run_storm
 
 REPO = Path(__file__).resolve().parent.parent
 CERTS = generate(["127.0.0.1"], now=datetime.datetime.now(datetime.UTC))
@@ -278,15 +287,100 @@ async def scenario(tier: ClusterTier, label: str, mode: str, enabled: bool, args
         await client.close()
 
 
+def storm_modelserving(level: str) -> KubeObject:
+    worker = {"containers": [{"name": "worker", "image": "nginx", "resources": {"requests": {"cpu": "10m"}}}]}
+    entry = {"containers": [{"name": "engine", "image": "nginx", "resources": {"requests": {"cpu": "10m"}}}]}
+    if level == "Role":
+        replicas, instances = 2, 3
+        strategy: dict[str, Any] = {"protectionLevel": "Role", "roleMinAvailable": {"main": 2}}
+    else:
+        replicas, instances = 3, 1
+        strategy = {"protectionLevel": "ServingGroup", "minAvailable": 2}
+    role = {
+        "name": "main",
+        "replicas": instances,
+        "workerReplicas": 1,
+        "entryTemplate": {"spec": entry},
+        "workerTemplate": {"spec": worker},
+    }
+    return {
+        "metadata": {"name": "llm"},
+        "spec": {
+            "replicas": replicas,
+            "schedulerName": "volcano",
+            "template": {"roles": [role]},
+            "rolloutStrategy": {"evictionStrategy": strategy},
+        },
+    }
+
+
+async def storm(tier: ClusterTier, label: str, level: str, enabled: bool, seconds: float) -> None:
+    namespace = f"storm-{label}"
+    client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
+    clients = [await KubeClient.from_kubeconfig(str(tier.kubeconfig_path)) for _ in range(5)]
+    latencies: list[float] = []
+    try:
+        await client.create(NAMESPACES, {"metadata": {"name": namespace}})
+        async with manager(tier.kubeconfig_path, namespace, enabled, latencies) as port:
+            config = webhook(namespace, port)
+            await client.create(VALIDATING_WEBHOOKS, config)
+            ms = storm_modelserving(level)
+            await client.create(MODELSERVINGS, ms, namespace)
+            groups = ms["spec"]["replicas"]
+            await wait(lambda: all_available(client, namespace, ["llm"], groups))
+            await asyncio.sleep(2)  # the webhook configuration is in effect long since
+            latencies.clear()
+            report = await run_storm(
+                clients[:4], clients[4], await client.get(MODELSERVINGS, "llm", namespace), seconds=seconds
+            )
+            ms_latency = [1000 * x for x in latencies]
+            floors = ", ".join(f"{k} {report.fewest[k]}/min {report.minimum[k]}" for k in sorted(report.fewest))
+            print(
+                f"  {label:>14}: fewest ready {report.fewest_ready} (min {min(report.minimum.values())}); "
+                f"{report.below} of {report.states} states below minAvailable"
+                + (f" (first at {report.first_below:.1f} s)" if report.first_below is not None else "")
+                + f"; {report.requests} evictions, {report.granted} granted "
+                f"({report.granted / report.seconds:.1f}/s), {report.denied} denied, {report.not_found} not found, "
+                f"{report.errors} errors; webhook p50 {pct(ms_latency, 0.5):.1f} ms, p99 {pct(ms_latency, 0.99):.1f} ms"
+                + ("" if level == "ServingGroup" else f"; per budget: {floors}")
+            )
+            with contextlib.suppress(NotFound):
+                await client.delete(VALIDATING_WEBHOOKS, config["metadata"]["name"])
+    finally:
+        for each in (client, *clients):
+            await each.close()
+
+
+async def storms(args: argparse.Namespace) -> None:
+    print(
+        f"eviction storm: 4 clients, {args.storm_seconds:.0f} s per run; ServingGroup level 3 groups "
+        "(entry + worker) minAvailable 2; Role level 2 groups x 3 instances, roleMinAvailable 2"
+    )
+    nodes_ = [FakeNode(f"storm-{i}", gpus=0) for i in range(4)]
+    with tempfile.TemporaryDirectory() as d, ClusterTier(d, nodes=nodes_, crds=crds()) as tier:
+        await storm(tier, "off-group", "ServingGroup", False, args.storm_seconds)
+        for run in range(args.storm_runs):
+            await storm(tier, f"group-{run + 1}", "ServingGroup", True, args.storm_seconds)
+        await storm(tier, "off-role", "Role", False, args.storm_seconds)
+        for run in range(args.storm_runs):
+            await storm(tier, f"role-{run + 1}", "Role", True, args.storm_seconds)
+
+
 async def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--modelservings", type=int, default=5)
     ap.add_argument("--groups", type=int, default=4)
     ap.add_argument("--nodes", type=int, default=10)
+    ap.add_argument("--storm", action="store_true", help="run the eviction storm instead of the drains")
+    ap.add_argument("--storm-runs", type=int, default=3)
+    ap.add_argument("--storm-seconds", type=float, default=60.0)
     args = ap.parse_args()
     logconfig.configure("warning", json=False)
     if not crds():
         sys.exit("manifests/crd is empty: generate the CRDs first (kthena-py crds)")
+    if args.storm:
+        await storms(args)
+        return
     print(
         f"{args.modelservings} ModelServings x {args.groups} groups (minAvailable 75%), "
         f"{args.nodes} nodes drained onto {args.nodes} spares"
