@@ -14,6 +14,9 @@ Guarantees:
   nothing) and removed when the evictionStrategy is.
 * Tracker writes name the ``resourceVersion`` they were computed from; a conflict with the webhook (or another
   writer) requeues the ModelServing instead of overwriting a grant.
+* Expired entries are dropped on the cached view; a recovered unit is released only on pods listed from the API
+  server after the tracker version being written back was stored (one LIST, made only when the cached view
+  suggests a release), so a cache that has not yet seen a granted pod go never releases its unit.
 * Requeues itself for the earliest expiry of a recorded disruption, so the condition and the tracker follow the
   TTL without any event.
 """
@@ -35,6 +38,7 @@ from kthena_py.plan.modelserving.eviction import (
     CONDITION_TYPE,
     budget_condition,
     budget_statuses,
+    expire,
     next_expiry,
     prune,
     tracker_name,
@@ -48,7 +52,7 @@ from ..modelserving.observe import ms_ref, parse_modelserving
 from ..resources import MODELSERVINGS
 from .metrics import TRACKER_WRITES, BudgetSeries
 from .tracker import TrackerConflict, TrackerStore, owned_entries
-from .view import observe_cached, planning_state
+from .view import observe_cached, observe_live, planning_state
 
 __all__ = ["FIELD_MANAGER", "EvictionBudgetReconciler", "condition_of"]
 
@@ -92,6 +96,9 @@ class EvictionBudgetReconciler:
         state = planning_state(ms, ref, observe_cached(self.cache, ref))
         entries = owned_entries(tracker, ref)
         pruned = prune(entries, unit_index(state), now)
+        if pruned != expire(entries, now):  # a release: confirm it on the cluster as it is now
+            live = planning_state(ms, ref, await observe_live(self.client, ref))
+            pruned = prune(entries, unit_index(live), now)
         if tracker is not None and (pruned != entries or not pruned):
             try:
                 wrote = await self.store.write(ref, tracker, pruned)

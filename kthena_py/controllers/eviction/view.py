@@ -1,8 +1,8 @@
 """The observed state an eviction decision works on: a ModelServing's pods and revisions, cached or live.
 
-Guarantees: :func:`observe_cached` reads only the informer cache; :func:`observe_live` reads the API server
-(two label-selected lists) and is used when the cache cannot be trusted for a decision (not synced yet, or it
-does not hold the target pod as the API server has it now). Both return only objects controlled by the
+Guarantees: :func:`observe_cached` reads only the informer cache (good for showing a budget, never for granting
+or releasing a disruption); :func:`observe_live` reads the API server (two label-selected lists), so what it
+returns is at least as new as anything read before it was called. Both return only objects controlled by the
 ModelServing's UID.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube import KubeClient
-from kthena_py.kube.objects import KubeObject, controller_ref, name_of, uid_of
+from kthena_py.kube.objects import KubeObject, controller_ref
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.state import PlanningState, build_state
@@ -19,7 +19,7 @@ from kthena_py.runtime.cache import SharedCache
 
 from ..modelserving.observe import observe
 
-__all__ = ["has_pod", "observe_cached", "observe_live", "planning_state"]
+__all__ = ["observe_cached", "observe_live", "planning_state"]
 
 
 def planning_state(ms: ModelServing, ref: MSRef, observed: Observed) -> PlanningState:
@@ -42,9 +42,3 @@ async def observe_live(client: KubeClient, ref: MSRef) -> Observed:
     pods = await client.list_all(PODS, ref.namespace, label_selector=selector)
     revisions = await client.list_all(CONTROLLER_REVISIONS, ref.namespace, label_selector=selector)
     return Observed(pods=_controlled(pods.items, ref.uid), revisions=_controlled(revisions.items, ref.uid))
-
-
-def has_pod(observed: Observed, pod: KubeObject) -> bool:
-    """Whether ``observed`` holds ``pod`` (same name and UID)."""
-    name, uid = name_of(pod), uid_of(pod)
-    return any(name_of(obj) == name and uid_of(obj) == uid for obj in observed.pods)

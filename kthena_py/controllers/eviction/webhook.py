@@ -8,13 +8,15 @@ Guarantees:
   namespace scope, pods that do not exist or carry no ``modelserving.volcano.sh/name`` label, pods not
   controlled by that ModelServing (UID), ModelServings without ``rolloutStrategy.evictionStrategy``, and the
   cases :func:`~kthena_py.plan.modelserving.eviction.decide` allows for free.
-* The target pod and the tracker are read from the API server for every protected eviction; the other pods of
-  the ModelServing from the informer cache, or from the API server when the cache is not synced or does not
-  hold the target pod as it is now. A grant is admitted only once the tracker write that records it succeeded
-  with the ``resourceVersion`` the decision read (:class:`~kthena_py.controllers.eviction.tracker.TrackerStore`);
-  on a conflict the decision is made again from a fresh read. Concurrent requests for one ModelServing are
-  serialised within a replica; across replicas the tracker's concurrency check does it. So two replicas, or two
-  drains, never both spend the last allowed disruption, and a restarted manager honours earlier grants.
+* Every protected eviction is decided on the cluster as it is: the target pod, then the tracker, then the
+  ModelServing's pods and revisions are read from the API server, in that order, so the pods seen are at least as
+  new as every grant the tracker records (the condition for releasing a recovered unit, see
+  :func:`~kthena_py.plan.modelserving.eviction.prune`); the informer cache, which may lag, is never the basis
+  of a grant. A grant is admitted only once the tracker write that records it succeeded with the
+  ``resourceVersion`` the decision read (:class:`~kthena_py.controllers.eviction.tracker.TrackerStore`); on a
+  conflict the decision is made again from fresh reads. Concurrent requests for one ModelServing are serialised
+  within a replica; across replicas the tracker's concurrency check does it. So two replicas, or two drains,
+  never both spend the last allowed disruption, and a restarted manager honours earlier grants.
 * A denial is HTTP 429 ``TooManyRequests`` (``kubectl drain`` retries it) with Kthena's message; it is counted
   in ``kthena_eviction_requests_total`` and recorded as a Warning Event ``EvictionDenied`` on the ModelServing
   (events of one ModelServing within a second are one Event, repeats increase its count). Failures to read or
@@ -48,7 +50,7 @@ from ..modelserving.observe import ms_ref, parse_modelserving
 from ..resources import MODELSERVINGS
 from .metrics import REQUESTS, TRACKER_WRITES
 from .tracker import TrackerConflict, TrackerStore, owned_entries
-from .view import has_pod, observe_cached, observe_live, planning_state
+from .view import observe_live, planning_state
 
 __all__ = ["DEFAULT_TTL", "EVICTION_PATH", "FIELD_MANAGER", "EvictionWebhook"]
 
@@ -199,14 +201,11 @@ class EvictionWebhook:
         last_error = ""
         while True:
             try:
-                observed = observe_cached(self.cache, ref)
-                if not self.cache.synced or not has_pod(observed, pod):
-                    observed = await observe_live(self.client, ref)
-                state = planning_state(ms, ref, observed)
+                tracker = await self.store.read(ref)
+                state = planning_state(ms, ref, await observe_live(self.client, ref))  # listed after the tracker
                 budget = target_budget(state, strategy, target)
                 if budget is None or budget.total <= 0:
                     return decide(budget, ref.namespace, target, {}, now=self._now(), ttl=self.ttl)
-                tracker = await self.store.read(ref)
             except ApiError as exc:
                 return self._failed(reasons.LOOKUP_FAILED, f"failed to read ModelServing {ref.name}: {exc}")
             now = self._now()

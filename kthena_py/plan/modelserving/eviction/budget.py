@@ -24,6 +24,10 @@ Guarantees:
 * Therefore, if every grant is decided on the tracker's latest content and written with an optimistic
   concurrency check, the number of ready units never drops below ``minAvailable`` because of evictions (as long
   as a granted pod's deletion is observed before its record expires).
+* A grant for a pod of a unit that is already recorded spends nothing more, but is recorded too (the pod joins
+  the entry's granted pods and the expiry moves to ``now + ttl``): the unit is released only once every granted
+  pod is gone, so a pod evicted while its unit was rebuilding can never be forgotten by a release computed on a
+  view that shows the unit whole (see :func:`~kthena_py.plan.modelserving.eviction.tracker.prune`).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from typing import Final, Literal
 from kthena_py.api.intstr import IntOrString, IntOrStringError
 from kthena_py.api.modelserving import EvictionStrategySpec, ProtectionLevelType
 from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.groups import GroupState, PodState, parse_timestamp
+from kthena_py.plan.modelserving.groups import GroupState, PodState
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.types import KubeObject
 
@@ -153,7 +157,6 @@ class Target:
 
     pod_name: str
     pod_uid: str
-    pod_created: float | None
     pod_ready: bool
     """Running, Ready and not terminating."""
     group: str
@@ -225,7 +228,6 @@ def target_of(pod: KubeObject) -> Target | None:
     return Target(
         pod_name=str(metadata.get("name") or ""),
         pod_uid=str(metadata.get("uid") or ""),
-        pod_created=parse_timestamp(metadata.get("creationTimestamp")),
         pod_ready=healthy,
         group=str(group),
         role=str(role),
@@ -253,7 +255,7 @@ def _group_units(state: PlanningState) -> tuple[Unit, ...]:
 
 
 def _identities(pods: Iterable[PodState]) -> tuple[PodIdentity, ...]:
-    return tuple(PodIdentity(pod.name, pod.uid, pod.created_at) for pod in pods)
+    return tuple(PodIdentity(pod.name, pod.uid) for pod in pods)
 
 
 def _role_units(state: PlanningState, group: GroupState, role_name: str) -> tuple[Unit, ...]:
@@ -408,11 +410,18 @@ def decide(
     count, minimum = len(ready), budget.min_available
 
     def grant(reason: str, message: str) -> Verdict:
-        record = {**entries, key: TrackerEntry(now + ttl, target.pod_uid, target.pod_name, target.pod_created)}
-        return Verdict(True, reason, message, record, key, count, minimum)
+        previous = entries.get(key)
+        if previous is not None and target.pod_uid in previous.granted:
+            return Verdict(True, reason, message, entries, None, count, minimum)  # a retry: recorded already
+        entry = (
+            previous.with_grant(target.pod_uid, now + ttl)
+            if previous is not None
+            else TrackerEntry(now + ttl, target.pod_uid, target.pod_name)
+        )
+        return Verdict(True, reason, message, {**entries, key: entry}, key, count, minimum)
 
     if unit_disrupted(key, disrupted):
-        return Verdict(True, ALREADY_DISRUPTED, f"{key} is already disrupted", entries, None, count, minimum)
+        return grant(ALREADY_DISRUPTED, f"{key} is already disrupted")
     if not target.pod_ready:
         return grant(POD_NOT_READY, f"pod {target.pod_name} is not ready")
     unit = next((unit for unit in budget.units if unit.key == key), None)

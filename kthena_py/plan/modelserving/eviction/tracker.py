@@ -15,13 +15,15 @@ Guarantees:
   :func:`parse_entries` reads back what it writes, as well as Go's ``time.Time`` JSON (nanoseconds, offsets).
 * An entry is *unexpired* while ``now < expiresAt``. :func:`disrupted_units` is the set of unexpired keys, the
   one view rollout and eviction share: a unit in it is unavailable, whatever its pods look like.
-* :func:`prune` drops expired entries and the entries whose unit is ready again with a *replacement* of the pod
-  that triggered them; nothing else. A replacement is a pod of the same name, another UID and a later
-  ``creationTimestamp`` than the trigger pod had (recorded as ``triggerPodCreated``, a field of ours that
-  Kthena's decoder ignores). So a view of the pods that lags behind the cluster (a replica whose watch is
-  reconnecting still shows the pod the trigger pod itself replaced) never drops a record that still protects a
-  unit. Entries Kthena wrote (without ``triggerPodCreated``) are dropped by Kthena's rule: ready again without
-  the trigger pod's UID.
+* :func:`prune` drops expired entries and the entries whose unit has *recovered*: it is healthy (complete, every
+  pod Running and Ready, none terminating) and none of its pods is one whose eviction the entry records. An entry
+  records every pod granted an eviction in its unit (``grantedPodUIDs``, a field of ours that Kthena's decoder
+  ignores; written only when it names more than the trigger pod, so a one-pod entry is exactly Kthena's), so a
+  pod granted while its unit was already disrupted keeps the unit disrupted until that pod is gone too.
+* A release is only as good as the view it is computed on: a view older than a grant can show the unit healthy
+  before the granted pod was even created. Callers therefore prune (beyond expiry, :func:`expire`) only on pods
+  listed from the API server *after* reading the tracker they write back with its ``resourceVersion``; that view
+  holds every grant the tracker records, and the write fails if a grant was added meanwhile.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "TrackerEntry",
     "UnitHealth",
     "disrupted_units",
+    "expire",
     "format_expiry",
     "group_key",
     "next_expiry",
@@ -80,13 +83,30 @@ def role_key(namespace: str, ms: str, group: str, role: str, role_id: str) -> st
 
 @dataclass(frozen=True)
 class TrackerEntry:
-    """One granted disruption: the unit stays unavailable until ``expires_at`` (epoch seconds) at the latest."""
+    """One unit's granted disruption: unavailable until ``expires_at`` (epoch seconds) at the latest.
+
+    ``trigger_pod_uid``/``trigger_pod_name`` name the pod whose eviction opened the entry (Kthena's fields);
+    ``granted_uids`` every pod of the unit granted an eviction since, the trigger pod first.
+    """
 
     expires_at: float
     trigger_pod_uid: str
     trigger_pod_name: str
-    trigger_pod_created: float | None = None
-    """The trigger pod's ``creationTimestamp`` (epoch seconds); ``None`` in entries written by Kthena."""
+    granted_uids: tuple[str, ...] = ()
+
+    @property
+    def granted(self) -> frozenset[str]:
+        """The UIDs of every pod granted an eviction in this entry (the trigger pod's included)."""
+        return frozenset((self.trigger_pod_uid, *self.granted_uids)) - {""}
+
+    def with_grant(self, uid: str, expires_at: float) -> TrackerEntry:
+        """This entry after one more grant in its unit: ``uid`` recorded, the expiry pushed to ``expires_at``."""
+        uids = self.granted_uids or (self.trigger_pod_uid,)
+        if uid not in uids:
+            uids = (*uids, uid)
+        if set(uids) <= {self.trigger_pod_uid}:
+            uids = ()  # only the trigger pod: Kthena's form
+        return TrackerEntry(max(self.expires_at, expires_at), self.trigger_pod_uid, self.trigger_pod_name, uids)
 
 
 @dataclass(frozen=True)
@@ -95,7 +115,6 @@ class PodIdentity:
 
     name: str
     uid: str
-    created_at: float | None
 
 
 @dataclass(frozen=True)
@@ -106,20 +125,10 @@ class UnitHealth:
     """Complete, every pod Running and Ready, none terminating (the tracker not considered)."""
     pods: tuple[PodIdentity, ...] = ()
 
-    def replaced(self, entry: TrackerEntry) -> bool:
-        """Whether this unit is healthy again with a replacement of ``entry``'s trigger pod."""
-        if not self.healthy:
-            return False
-        if entry.trigger_pod_created is None:  # Kthena's record: its rule
-            return all(pod.uid != entry.trigger_pod_uid for pod in self.pods)
-        for pod in self.pods:
-            if pod.name == entry.trigger_pod_name:
-                return (
-                    pod.uid != entry.trigger_pod_uid
-                    and pod.created_at is not None
-                    and pod.created_at > entry.trigger_pod_created
-                )
-        return False
+    def recovered(self, entry: TrackerEntry) -> bool:
+        """Whether this unit is healthy again without any pod whose eviction ``entry`` records."""
+        granted = entry.granted
+        return self.healthy and not any(pod.uid in granted for pod in self.pods)
 
 
 def format_expiry(when: float) -> str:
@@ -158,12 +167,10 @@ def parse_entries(text: Any) -> dict[str, TrackerEntry]:
         expires = parse_expiry(value.get("expiresAt"))
         if expires is None:
             continue
-        uid, name = value.get("triggerPodUID"), value.get("triggerPodName")
+        uid, name, granted = value.get("triggerPodUID"), value.get("triggerPodName"), value.get("grantedPodUIDs")
+        uids = tuple(u for u in granted if isinstance(u, str) and u) if isinstance(granted, list) else ()
         entries[key] = TrackerEntry(
-            expires,
-            uid if isinstance(uid, str) else "",
-            name if isinstance(name, str) else "",
-            parse_expiry(value.get("triggerPodCreated")),
+            expires, uid if isinstance(uid, str) else "", name if isinstance(name, str) else "", uids
         )
     return entries
 
@@ -178,15 +185,15 @@ def tracker_entries(tracker: Mapping[str, Any] | None) -> dict[str, TrackerEntry
 
 def render_entries(entries: Mapping[str, TrackerEntry]) -> str:
     """The ``entries`` JSON for ``entries`` (deterministic)."""
-    body: dict[str, dict[str, str]] = {}
+    body: dict[str, dict[str, str | list[str]]] = {}
     for key, entry in sorted(entries.items()):
-        item = {
+        item: dict[str, str | list[str]] = {
             "expiresAt": format_expiry(entry.expires_at),
             "triggerPodUID": entry.trigger_pod_uid,
             "triggerPodName": entry.trigger_pod_name,
         }
-        if entry.trigger_pod_created is not None:
-            item["triggerPodCreated"] = format_expiry(entry.trigger_pod_created)
+        if entry.granted - {entry.trigger_pod_uid}:
+            item["grantedPodUIDs"] = list(entry.granted_uids)
         body[key] = item
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
@@ -226,27 +233,29 @@ def unit_disrupted(key: str, disrupted: frozenset[str] | set[str]) -> bool:
     return False
 
 
+def expire(entries: Mapping[str, TrackerEntry], now: float) -> dict[str, TrackerEntry]:
+    """Drop the expired entries (safe on any view: it needs none)."""
+    return {key: entry for key, entry in entries.items() if now < entry.expires_at}
+
+
 def prune(entries: Mapping[str, TrackerEntry], units: Mapping[str, UnitHealth], now: float) -> dict[str, TrackerEntry]:
     """Drop the entries that no longer protect anything.
 
     Args:
         entries: The tracker's entries.
-        units: The observed units by key (ServingGroups and role instances alike).
+        units: The observed units by key (ServingGroups and role instances alike), from pods listed after the
+            tracker was read (see the module docstring).
         now: The current time, epoch seconds.
 
     Returns:
-        The entries that are unexpired and whose unit is not healthy again with a replacement of its trigger pod
-        (:meth:`UnitHealth.replaced`). A unit that is not observed keeps its entry until it expires.
+        The entries that are unexpired and whose unit has not recovered (:meth:`UnitHealth.recovered`). A unit
+        that is not observed keeps its entry until it expires.
     """
-    kept: dict[str, TrackerEntry] = {}
-    for key, entry in entries.items():
-        if entry.expires_at <= now:
-            continue
-        unit = units.get(key)
-        if unit is not None and unit.replaced(entry):
-            continue
-        kept[key] = entry
-    return kept
+    return {
+        key: entry
+        for key, entry in expire(entries, now).items()
+        if (unit := units.get(key)) is None or not unit.recovered(entry)
+    }
 
 
 def next_expiry(entries: Mapping[str, TrackerEntry]) -> float | None:

@@ -21,10 +21,10 @@ from kthena_py.plan.modelserving.eviction import (
     budget_statuses,
     disrupted_units,
     evaluate,
+    expire,
     group_key,
     next_expiry,
     parse_entries,
-    parse_expiry,
     prune,
     render_entries,
     resolve_min_available,
@@ -73,7 +73,7 @@ def verdict(
 
 def record(cluster: Cluster, pod: str, expires: float = NOW + 30) -> TrackerEntry:
     md = cluster.pods()[pod]["metadata"]
-    return TrackerEntry(expires, md["uid"], pod, parse_expiry(md["creationTimestamp"]))
+    return TrackerEntry(expires, md["uid"], pod)
 
 
 # -- the tracker format ------------------------------------------------------------------------------------------
@@ -87,13 +87,15 @@ def test_tracker_name_and_keys_are_kthenas() -> None:
 
 def test_entries_round_trip_and_read_kthenas_go_timestamps() -> None:
     entries = {
-        G0: TrackerEntry(NOW + 60.5, "uid-1", "llama-0-prefill-0-0", NOW - 100),
+        G0: TrackerEntry(NOW + 60.5, "uid-1", "llama-0-prefill-0-0", ("uid-1", "uid-7")),
         G1: TrackerEntry(NOW + 1, "uid-2", "llama-1-prefill-0-0"),
     }
     text = render_entries(entries)
     assert parse_entries(text) == entries
     assert render_entries(parse_entries(text)) == text
-    assert "triggerPodCreated" not in json.loads(text)[G1]
+    assert json.loads(text)[G0]["grantedPodUIDs"] == ["uid-1", "uid-7"]
+    # An entry of one grant is exactly Kthena's: three fields.
+    assert sorted(json.loads(text)[G1]) == ["expiresAt", "triggerPodName", "triggerPodUID"]
     go = json.dumps(
         {
             G0: {"expiresAt": "2023-11-14T22:13:20.123456789Z", "triggerPodUID": "u", "triggerPodName": "p"},
@@ -139,7 +141,15 @@ def test_a_key_of_one_level_covers_the_other() -> None:
     assert not unit_disrupted("Something/else", frozenset({G0}))
 
 
-TRIGGER = TrackerEntry(NOW + 30, "uid-old", "llama-0-prefill-0-0", NOW - 100)
+TRIGGER = TrackerEntry(NOW + 30, "uid-old", "llama-0-prefill-0-0")
+TWO_GRANTS = TRIGGER.with_grant("uid-worker", NOW + 40)
+
+
+def test_a_grant_in_a_recorded_unit_joins_its_entry() -> None:
+    assert TrackerEntry(NOW + 40, "uid-old", "llama-0-prefill-0-0", ("uid-old", "uid-worker")) == TWO_GRANTS
+    assert TWO_GRANTS.granted == {"uid-old", "uid-worker"}
+    assert TWO_GRANTS.with_grant("uid-worker", NOW + 10) == TWO_GRANTS  # the expiry never moves back
+    assert TRIGGER.with_grant("uid-old", NOW + 30) == TRIGGER  # one pod: still Kthena's form
 
 
 @pytest.mark.parametrize(
@@ -147,21 +157,23 @@ TRIGGER = TrackerEntry(NOW + 30, "uid-old", "llama-0-prefill-0-0", NOW - 100)
     [
         (TrackerEntry(NOW, "u", "p"), None, False),  # expired
         (TRIGGER, None, True),  # not observed: kept until it expires
-        (TRIGGER, UnitHealth(False, (PodIdentity(TRIGGER.trigger_pod_name, "uid-new", NOW),)), True),  # rebuilding
-        (TRIGGER, UnitHealth(True, (PodIdentity(TRIGGER.trigger_pod_name, "uid-old", NOW - 100),)), True),  # not gone
-        (TRIGGER, UnitHealth(True, (PodIdentity(TRIGGER.trigger_pod_name, "uid-new", NOW),)), False),  # replaced
-        # A lagging view shows the pod the trigger pod replaced: same name, another UID, but older.
-        (TRIGGER, UnitHealth(True, (PodIdentity(TRIGGER.trigger_pod_name, "uid-older", NOW - 500),)), True),
-        (TRIGGER, UnitHealth(True, (PodIdentity(TRIGGER.trigger_pod_name, "uid-new", None),)), True),
-        (TRIGGER, UnitHealth(True, (PodIdentity("other", "uid-x", NOW),)), True),
-        # Kthena's records (no triggerPodCreated): ready again without the trigger pod's UID.
-        (TrackerEntry(NOW + 30, "uid-old", "p"), UnitHealth(True, (PodIdentity("p", "uid-new", None),)), False),
-        (TrackerEntry(NOW + 30, "uid-old", "p"), UnitHealth(True, (PodIdentity("p", "uid-old", None),)), True),
+        (TRIGGER, UnitHealth(False, (PodIdentity(TRIGGER.trigger_pod_name, "uid-new"),)), True),  # rebuilding
+        (TRIGGER, UnitHealth(True, (PodIdentity(TRIGGER.trigger_pod_name, "uid-old"),)), True),  # not gone
+        (TRIGGER, UnitHealth(True, (PodIdentity(TRIGGER.trigger_pod_name, "uid-new"),)), False),  # recovered
+        (TRIGGER, UnitHealth(True, (PodIdentity("other", "uid-x"),)), False),
+        # A pod granted while the unit was already disrupted holds the entry until it is gone too.
+        (TWO_GRANTS, UnitHealth(True, (PodIdentity("e", "uid-new"), PodIdentity("w", "uid-worker"))), True),
+        (TWO_GRANTS, UnitHealth(True, (PodIdentity("e", "uid-new"), PodIdentity("w", "uid-w2"))), False),
     ],
 )
 def test_prune(entry: TrackerEntry, unit: UnitHealth | None, kept: bool) -> None:
     units = {} if unit is None else {G0: unit}
     assert prune({G0: entry}, units, NOW) == ({G0: entry} if kept else {})
+
+
+def test_expire_drops_only_expired_entries() -> None:
+    entries = {G0: TRIGGER, G1: TrackerEntry(NOW, "u", "p")}
+    assert expire(entries, NOW) == {G0: TRIGGER}
 
 
 @pytest.mark.parametrize(
@@ -199,7 +211,7 @@ def test_group_level_grants_while_more_than_min_available_are_ready() -> None:
     )
     entry = first.entries[G0]
     pod = cluster.pods()["llama-0-prefill-0-0"]["metadata"]
-    assert entry == TrackerEntry(NOW + TTL, pod["uid"], "llama-0-prefill-0-0", parse_expiry(pod["creationTimestamp"]))
+    assert entry == TrackerEntry(NOW + TTL, pod["uid"], "llama-0-prefill-0-0")
     second = verdict(ms, cluster, "llama-1-prefill-0-0", dict(first.entries))
     assert (second.allowed, second.reason) == (False, "BudgetExhausted")
     assert second.message == (
@@ -252,7 +264,7 @@ def test_group_level_target_not_observed() -> None:
     ms, cluster = make({"minAvailable": 3})
     strategy = ms.spec.rollout_strategy.eviction_strategy  # type: ignore[union-attr]
     assert strategy is not None
-    ghost = Target("llama-7-prefill-0-0", "uid-ghost", NOW, True, "llama-7", "prefill", "prefill-0")
+    ghost = Target("llama-7-prefill-0-0", "uid-ghost", True, "llama-7", "prefill", "prefill-0")
     found = evaluate(state_of(ms, cluster), strategy, ghost, {}, now=NOW, ttl=TTL)
     assert (found.allowed, found.reason) == (False, "UnitNotObserved")
     assert found.message == (
@@ -333,7 +345,7 @@ def test_role_level_messages_for_units_not_ready_or_not_observed() -> None:
     )
     strategy = ms.spec.rollout_strategy.eviction_strategy  # type: ignore[union-attr]
     assert strategy is not None
-    ghost = Target("llama-0-decode-3-0", "uid-ghost", NOW, True, "llama-0", "decode", "decode-3")
+    ghost = Target("llama-0-decode-3-0", "uid-ghost", True, "llama-0", "decode", "decode-3")
     found = evaluate(state_of(ms, cluster), strategy, ghost, {}, now=NOW, ttl=TTL)
     assert found.reason == "UnitNotObserved"
     assert found.message.endswith(
