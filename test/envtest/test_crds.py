@@ -211,7 +211,9 @@ DUPLICATE_IP_ALIASES = [
 ]
 
 
-async def test_duplicate_host_alias_ips_are_accepted(crds: list[dict[str, Any]], kube: KubeClient, namespace: str) -> None:
+async def test_duplicate_host_alias_ips_are_accepted(
+    crds: list[dict[str, Any]], kube: KubeClient, namespace: str
+) -> None:
     """Kthena's e2e TestModelServingWithDuplicateHostAliases: two hostAliases entries may share an IP, as in a Pod."""
     document = _base("modelserving-pd", namespace)
     for role in document["spec"]["template"]["roles"]:
@@ -222,7 +224,8 @@ async def test_duplicate_host_alias_ips_are_accepted(crds: list[dict[str, Any]],
     # An update keeps them too (the list is replaced as a whole).
     stored["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["hostAliases"] = DUPLICATE_IP_ALIASES[::-1]
     replaced = await kube.replace(MODELSERVINGS, stored, namespace)
-    assert replaced["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["hostAliases"] == DUPLICATE_IP_ALIASES[::-1]
+    entry = replaced["spec"]["template"]["roles"][0]["entryTemplate"]
+    assert entry["spec"]["hostAliases"] == DUPLICATE_IP_ALIASES[::-1]
 
 
 async def test_identical_container_ports_and_env_names_are_accepted(

@@ -190,10 +190,12 @@ def _pod(item: PodList, n: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}, "spec": spec}
 
 
+_CREATE = ("create", "--dry-run=server", "-o", "json", "-f", "-")
+
+
 def _dry_run(kubeconfig: Path, namespace: str, pod: dict[str, Any]) -> tuple[int, Any, str]:
     done = subprocess.run(
-        [str(find_kubectl()), "--kubeconfig", str(kubeconfig), "-n", namespace]
-        + ["create", "--dry-run=server", "-o", "json", "-f", "-"],
+        [str(find_kubectl()), "--kubeconfig", str(kubeconfig), "-n", namespace, *_CREATE],
         input=json.dumps(pod),
         capture_output=True,
         text=True,
