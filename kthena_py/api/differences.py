@@ -179,4 +179,14 @@ DIFFERENCES: tuple[Difference, ...] = (
         "'spec: Required value'.",
         "Every webhook rule needs a spec.",
     ),
+    Difference(
+        "pod-list-types",
+        "ModelServing pod templates, ModelBooster spec.backend.env and workers[].resources",
+        "The CRDs keep Kubernetes' list-map and set markers, which a CRD enforces: repeated env names, identical "
+        "container ports, repeated image pull secrets or resource claim names are refused although a Pod accepts "
+        "them.",
+        'List-maps and sets only where the Pod API itself refuses duplicates of exactly that key (see "Pod template '
+        'list types" below); every other list is atomic.',
+        "A ModelServing (or ModelBooster) should be accepted whenever the pods it describes would be.",
+    ),
 )

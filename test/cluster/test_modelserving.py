@@ -462,3 +462,22 @@ async def test_burst_of_modelservings_never_recreates_healthy_units(
     reasons = await event_reasons(kube, namespace)
     assert "RoleRecreating" not in reasons and "ServingGroupRecreating" not in reasons
     assert reasons.count("ServingGroupCreating") == n
+
+
+async def test_duplicate_host_alias_ips_reach_the_pods(kube: KubeClient, namespace: str, kubeconfig: Path) -> None:
+    """Kthena's e2e TestModelServingWithDuplicateHostAliases: two hostAliases entries sharing an IP are accepted
+    by the CRD and the pods run with both (the Pod API accepts them with a warning)."""
+    aliases = [
+        {"ip": "10.1.2.3", "hostnames": ["test.com", "example.com"]},
+        {"ip": "10.1.2.3", "hostnames": ["test.org"]},
+    ]
+    server = role("server", gpu=0)
+    server["entryTemplate"]["spec"]["hostAliases"] = aliases
+    async with running_manager(str(kubeconfig), namespace):
+        await kube.create(MODELSERVINGS, modelserving("aliases", replicas=1, roles=[server]), namespace)
+        await wait_available(kube, namespace, "aliases", 1)
+        live = await live_pods(kube, namespace, "aliases")
+        assert set(live) == {"aliases-0-server-0-0"}
+        for pod in live.values():
+            assert is_ready(pod)
+            assert pod["spec"]["hostAliases"] == aliases

@@ -2,13 +2,15 @@
 
 They install and become Established, ``kubectl explain`` reaches into the embedded pod schema, discovery lists
 the short names and category, the ``scale`` and ``status`` subresources work, the printer columns show, the CEL
-rules are enforced by the API server alone, and ModelBooster requests carry the deprecation warning.
+rules are enforced by the API server alone, ModelBooster requests carry the deprecation warning, and pod parts a
+Pod accepts are accepted (hostAliases sharing an IP, identical ports, repeated env names).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -201,3 +203,57 @@ async def test_modelbooster_requests_are_warned_about(
     code, out, err = await _kubectl(envtest.kubeconfig_path, "get", "mb", "-n", namespace)
     assert code == 0 and out.split()[:3] == ["NAME", "ACTIVE", "AGE"], (out, err)
     assert MODELBOOSTERS.plural == "modelboosters"
+
+
+DUPLICATE_IP_ALIASES = [
+    {"ip": "10.1.2.3", "hostnames": ["test.com", "example.com"]},
+    {"ip": "10.1.2.3", "hostnames": ["test.org"]},
+]
+
+
+async def test_duplicate_host_alias_ips_are_accepted(
+    crds: list[dict[str, Any]], kube: KubeClient, namespace: str
+) -> None:
+    """Kthena's e2e TestModelServingWithDuplicateHostAliases: two hostAliases entries may share an IP, as in a Pod."""
+    document = _base("modelserving-pd", namespace)
+    for role in document["spec"]["template"]["roles"]:
+        role["entryTemplate"]["spec"]["hostAliases"] = DUPLICATE_IP_ALIASES
+    stored = await kube.create(MODELSERVINGS, document, namespace)
+    for role in stored["spec"]["template"]["roles"]:
+        assert role["entryTemplate"]["spec"]["hostAliases"] == DUPLICATE_IP_ALIASES
+    # An update keeps them too (the list is replaced as a whole).
+    stored["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["hostAliases"] = DUPLICATE_IP_ALIASES[::-1]
+    replaced = await kube.replace(MODELSERVINGS, stored, namespace)
+    entry = replaced["spec"]["template"]["roles"][0]["entryTemplate"]
+    assert entry["spec"]["hostAliases"] == DUPLICATE_IP_ALIASES[::-1]
+
+
+async def test_identical_container_ports_and_env_names_are_accepted(
+    envtest: EnvTest, crds: list[dict[str, Any]], namespace: str, tmp_path: Path
+) -> None:
+    """A Pod accepts them (with a warning): so do the templates and ModelBooster's backend env, without one.
+
+    The Pod API's warnings come from its own validation, which a custom resource does not run; the CRD
+    schema adds none.
+    """
+    serving = _base("modelserving-pd", namespace)
+    container = serving["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]
+    container["ports"] = [{"containerPort": 8000}, {"containerPort": 8000}]
+    container["env"] = [{"name": "A", "value": "1"}, {"name": "A", "value": "2"}]
+    booster = _base("modelbooster-vllm", namespace)
+    env = booster["spec"]["backend"]["env"]
+    env.append({**env[0], "value": "other"})
+    path = tmp_path / "lenient.yaml"
+    path.write_text(yaml.safe_dump_all([serving, booster]))
+    code, out, err = await _kubectl(envtest.kubeconfig_path, "create", "-o", "json", "-f", str(path))
+    assert code == 0, err
+    warnings = [line for line in err.splitlines() if line.startswith("Warning:")]
+    assert warnings and all(line.startswith("Warning: ModelBooster is deprecated") for line in warnings), err
+    items, rest = [], out.strip()
+    while rest:  # kubectl prints one JSON object per created object
+        item, end = json.JSONDecoder().raw_decode(rest)
+        items.append(item)
+        rest = rest[end:].strip()
+    ports = items[0]["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["ports"]
+    assert ports == [{"containerPort": 8000, "protocol": "TCP"}] * 2  # defaulted inside an atomic list
+    assert items[1]["spec"]["backend"]["env"] == env

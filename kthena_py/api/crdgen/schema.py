@@ -11,6 +11,9 @@ Guarantees:
   references, label selectors, resources, affinity, tolerations, env) listed in :data:`EMBEDDED`, or
   ``x-kubernetes-preserve-unknown-fields`` (plugin and engine ``config``, ``modelMatch``). A field that is opaque
   in the model and in neither list raises ``TypeError``, so no field silently loses its schema.
+* The embedded pod parts (pod templates, a worker's resources, affinity and tolerations, a backend's env)
+  carry list-maps and sets only where the Pod API enforces that uniqueness itself
+  (:func:`kthena_py.api.crdgen.podlists.relax`), so the CRDs accept every pod part a Pod accepts.
 * Descriptions come from :mod:`kthena_py.api.crdgen.descriptions`; CEL rules and list types from
   :mod:`kthena_py.api.crdgen.rules`.
 * The result is plain JSON data (dicts, lists, strings, numbers, booleans); building it twice gives equal
@@ -31,7 +34,7 @@ from pydantic_core import PydanticUndefined
 
 from kthena_py.api.autoscaling import DisaggregatedTarget, PodMetricSource, Target, TargetScalingStatus
 from kthena_py.api.common import Condition, KthenaObject
-from kthena_py.api.crdgen import k8s, rules
+from kthena_py.api.crdgen import k8s, podlists, rules
 from kthena_py.api.crdgen.descriptions import COMMON_FIELDS, field_description, type_description
 from kthena_py.api.crdgen.openapi import int_or_string, quantity
 from kthena_py.api.duration import Duration
@@ -63,12 +66,16 @@ class Embedded:
         array: The field is a list of ``core``.
         extra: Further schema keys (list types, or the whole schema when ``core`` is ``None``).
         label: How docs/api.md names a field without ``core``.
+        pod_path: The place in a PodSpec the field stands for (``""`` for a whole PodSpec,
+            ``containers[].env`` for an env list), or ``None`` when it is no part of a pod; when set, list
+            types are relaxed by :func:`~kthena_py.api.crdgen.podlists.relax`.
     """
 
     core: str | None = None
     array: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
     label: str = ""
+    pod_path: str | None = None
 
     def build(self, description: str) -> Schema:
         """Return the field's schema with ``description`` (the embedding field's text)."""
@@ -79,6 +86,8 @@ class Embedded:
             schema = {"type": "array", "items": k8s.core_schema(self.core), **self.extra}
         else:
             schema = {**k8s.core_schema(self.core), **self.extra}
+        if self.pod_path is not None:
+            schema = podlists.relax(schema, self.pod_path)
         if description:
             schema["description"] = description
         return schema
@@ -93,18 +102,16 @@ _DATE_TIME = Embedded(extra={"type": "string", "format": "date-time"}, label="st
 #: Schemas of fields the models keep as opaque JSON (or as plain strings with a known format), by
 #: (model, JSON name).
 EMBEDDED: dict[tuple[type[BaseModel], str], Embedded] = {
-    (PodTemplateSpec, "spec"): Embedded(k8s.POD_SPEC),
+    (PodTemplateSpec, "spec"): Embedded(k8s.POD_SPEC, pod_path=""),
     (Target, "targetRef"): Embedded(k8s.OBJECT_REFERENCE),
     (DisaggregatedTarget, "targetRef"): Embedded(k8s.OBJECT_REFERENCE),
     (PodMetricSource, "labelSelector"): Embedded(k8s.LABEL_SELECTOR),
-    (ModelWorker, "resources"): Embedded(k8s.RESOURCE_REQUIREMENTS),
-    (ModelWorker, "affinity"): Embedded(k8s.AFFINITY),
-    (ModelWorker, "tolerations"): Embedded(k8s.TOLERATION, array=True),
+    (ModelWorker, "resources"): Embedded(k8s.RESOURCE_REQUIREMENTS, pod_path="containers[].resources"),
+    (ModelWorker, "affinity"): Embedded(k8s.AFFINITY, pod_path="affinity"),
+    (ModelWorker, "tolerations"): Embedded(k8s.TOLERATION, array=True, pod_path="tolerations"),
     (ModelWorker, "config"): _ANY,
-    (ModelBackend, "env"): Embedded(
-        k8s.ENV_VAR, array=True, extra={"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"]}
-    ),
-    (ModelBackend, "envFrom"): Embedded(k8s.ENV_FROM_SOURCE, array=True),
+    (ModelBackend, "env"): Embedded(k8s.ENV_VAR, array=True, pod_path="containers[].env"),
+    (ModelBackend, "envFrom"): Embedded(k8s.ENV_FROM_SOURCE, array=True, pod_path="containers[].envFrom"),
     (ModelBoosterSpec, "modelMatch"): _ANY_OBJECT,
     (PluginSpec, "config"): _ANY,
     (Condition, "lastTransitionTime"): _DATE_TIME,
