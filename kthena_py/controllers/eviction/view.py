@@ -1,17 +1,19 @@
 """The observed state an eviction decision works on: a ModelServing's pods and revisions, cached or live.
 
 Guarantees: :func:`observe_cached` reads only the informer cache (good for showing a budget, never for granting
-or releasing a disruption); :func:`observe_live` reads the API server (two label-selected lists), so what it
-returns is at least as new as anything read before it was called. Both return only objects controlled by the
-ModelServing's UID.
+or releasing a disruption); :func:`observe_live` reads the API server (three label-selected lists, sent at
+once), so what it returns is at least as new as anything read before it was called. Both return only objects
+controlled by the ModelServing's UID.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject, controller_ref
-from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS
+from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
@@ -37,8 +39,19 @@ def _controlled(items: list[KubeObject], uid: str) -> tuple[KubeObject, ...]:
 
 
 async def observe_live(client: KubeClient, ref: MSRef) -> Observed:
-    """The ModelServing's pods and revisions as the API server holds them now."""
+    """The ModelServing's pods, Services and revisions as the API server holds them now.
+
+    Services count: a role instance with workers is ready only with its headless Service (as for the
+    controllers), so a view without them would see every such unit as not ready.
+    """
     selector = f"{naming.LABEL_NAME}={ref.name}"
-    pods = await client.list_all(PODS, ref.namespace, label_selector=selector)
-    revisions = await client.list_all(CONTROLLER_REVISIONS, ref.namespace, label_selector=selector)
-    return Observed(pods=_controlled(pods.items, ref.uid), revisions=_controlled(revisions.items, ref.uid))
+    pods, services, revisions = await asyncio.gather(
+        client.list_all(PODS, ref.namespace, label_selector=selector),
+        client.list_all(SERVICES, ref.namespace, label_selector=selector),
+        client.list_all(CONTROLLER_REVISIONS, ref.namespace, label_selector=selector),
+    )
+    return Observed(
+        pods=_controlled(pods.items, ref.uid),
+        services=_controlled(services.items, ref.uid),
+        revisions=_controlled(revisions.items, ref.uid),
+    )
