@@ -148,6 +148,8 @@ class StormReport:
     """Budget label -> its minAvailable."""
     seconds: float = 0.0
     error_samples: list[str] = field(default_factory=list)
+    first_below_pods: list[str] = field(default_factory=list)
+    """The ModelServing's pods in the first state below minAvailable: name, UID, phase, readiness, terminating."""
 
     @property
     def fewest_ready(self) -> int:
@@ -195,6 +197,15 @@ async def evict(kube: KubeClient, namespace: str, pod: str) -> Outcome:
     return "granted"
 
 
+def _describe(pod: KubeObject) -> str:
+    md = pod.get("metadata") or {}
+    status = pod.get("status") or {}
+    ready = "ready" if pod_ready(pod) else "not-ready"
+    gone = " terminating" if md.get("deletionTimestamp") else ""
+    uid = str(md.get("uid", ""))[:8]
+    return f"{md.get('name')} {uid} {status.get('phase')} {ready}{gone} rv={md.get('resourceVersion')}"
+
+
 class _Watch:
     def __init__(self, kube: KubeClient, namespace: str, counter: UnitCounter, report: StormReport) -> None:
         self.kube, self.namespace, self.counter, self.report = kube, namespace, counter, report
@@ -222,6 +233,7 @@ class _Watch:
             report.below += 1
             if report.first_below is None:
                 report.first_below = time.monotonic() - self.started_at
+                report.first_below_pods = [_describe(self.pods[name]) for name in self.live()]
 
     async def run(self) -> None:
         listed = await self.kube.list(PODS, self.namespace)

@@ -81,7 +81,7 @@ def check(report: StormReport) -> None:
     print(report.summary())
     assert report.errors == 0, report.error_samples
     assert report.granted > 0 and report.denied > 0, "the storm must both spend and hit the budget"
-    assert report.held, f"ready units fell below minAvailable: {report.summary()}"
+    assert report.held, f"ready units fell below minAvailable: {report.summary()}; first: {report.first_below_pods}"
 
 
 async def test_serving_group_budget_holds_under_an_eviction_storm(

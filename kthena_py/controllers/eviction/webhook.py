@@ -36,7 +36,7 @@ import structlog
 
 from kthena_py.api.modelserving import EvictionStrategySpec, ModelServing
 from kthena_py.kube import ApiError, KubeClient, NotFound
-from kthena_py.kube.objects import KubeObject, controller_ref, labels_of, meta
+from kthena_py.kube.objects import KubeObject, controller_ref, labels_of, meta, name_of
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.eviction import Target, Verdict, decide, prune, target_budget, target_of, unit_index
@@ -179,7 +179,7 @@ class EvictionWebhook:
         self._locks[key] = (lock, users + 1)
         try:
             async with lock:
-                return ms_obj, await self._decide_protected(request, ms, ref, pod, strategy, target)
+                return ms_obj, await self._decide_protected(request, ms, ref, strategy, target)
         finally:
             lock, users = self._locks[key]
             if users <= 1:
@@ -192,7 +192,6 @@ class EvictionWebhook:
         request: AdmissionRequest,
         ms: ModelServing,
         ref: MSRef,
-        pod: KubeObject,
         strategy: EvictionStrategySpec,
         target: Target,
     ) -> Verdict:
@@ -202,7 +201,14 @@ class EvictionWebhook:
         while True:
             try:
                 tracker = await self.store.read(ref)
-                state = planning_state(ms, ref, await observe_live(self.client, ref))  # listed after the tracker
+                observed = await observe_live(self.client, ref)  # listed after the tracker
+                # The pod as listed now, not as read before waiting for the lock: the API server evicts the pod
+                # that has the name when it acts, and the record must name that incarnation.
+                fresh = next((target_of(p) for p in observed.pods if name_of(p) == target.pod_name), None)
+                if fresh is None:
+                    return Verdict(True, reasons.NOT_OWNED, "pod not found", {})
+                target = fresh
+                state = planning_state(ms, ref, observed)
                 budget = target_budget(state, strategy, target)
                 if budget is None or budget.total <= 0:
                     return decide(budget, ref.namespace, target, {}, now=self._now(), ttl=self.ttl)
