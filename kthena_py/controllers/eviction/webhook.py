@@ -5,18 +5,26 @@ Guarantees:
 * Disabled (``--enable-eviction-webhook`` not given), it admits every eviction without reading anything, so a
   webhook configuration left behind never blocks a drain.
 * Admitted without spending any budget: requests that are not pod evictions, pods outside the manager's
-  namespace scope, pods that do not exist or carry no ``modelserving.volcano.sh/name`` label, pods not
+  namespace scope, pods that carry no ``modelserving.volcano.sh/name`` label (or, when not found, whose name
+  no protected ModelServing in the cache would give a pod), pods not
   controlled by that ModelServing (UID), ModelServings without ``rolloutStrategy.evictionStrategy``, and the
   cases :func:`~kthena_py.plan.modelserving.eviction.decide` allows for free.
-* Every protected eviction is decided on the cluster as it is: the target pod, then the tracker, then the
-  ModelServing's pods and revisions are read from the API server, in that order, so the pods seen are at least as
-  new as every grant the tracker records (the condition for releasing a recovered unit, see
-  :func:`~kthena_py.plan.modelserving.eviction.prune`); the informer cache, which may lag, is never the basis
-  of a grant. A grant is admitted only once the tracker write that records it succeeded with the
-  ``resourceVersion`` the decision read (:class:`~kthena_py.controllers.eviction.tracker.TrackerStore`); on a
-  conflict the decision is made again from fresh reads. Concurrent requests for one ModelServing are serialised
-  within a replica; across replicas the tracker's concurrency check does it. So two replicas, or two drains,
-  never both spend the last allowed disruption, and a restarted manager honours earlier grants.
+* Every protected eviction is decided on the cluster as it is: under the per-ModelServing lock, the tracker,
+  then the ModelServing's pods, Services and revisions are read from the API server, in that order, so the pods
+  seen are at least as new as every grant the tracker records (the condition for releasing a recovered unit, see
+  :func:`~kthena_py.plan.modelserving.eviction.prune`). The target is the pod of that list with the requested
+  name: the API server evicts whichever pod has the name when it acts, so the record must name the newest
+  incarnation (a read made before waiting for the lock may name one that is already gone). The informer cache,
+  which may lag, is never the basis of a grant. A grant is admitted only once the tracker write that records it
+  succeeded with the ``resourceVersion`` the decision read
+  (:class:`~kthena_py.controllers.eviction.tracker.TrackerStore`); on a conflict the decision is made again from
+  fresh reads. Concurrent requests for one ModelServing are serialised within a replica; across replicas the
+  tracker's concurrency check does it. So two replicas, or two drains, never both spend the last allowed
+  disruption, and a restarted manager honours earlier grants.
+* The API server looks the pod up only after the webhook answered, and evicts whichever pod has the name by
+  then. A pod that is not found (gone, perhaps being re-created under its name) is therefore decided like a pod
+  that is not ready, and recorded without a UID; every grant holds its unit's record for
+  :data:`~kthena_py.plan.modelserving.eviction.IN_FLIGHT_SECONDS`, the longest the API server may still act.
 * A denial is HTTP 429 ``TooManyRequests`` (``kubectl drain`` retries it) with Kthena's message; it is counted
   in ``kthena_eviction_requests_total`` and recorded as a Warning Event ``EvictionDenied`` on the ModelServing
   (events of one ModelServing within a second are one Event, repeats increase its count). Failures to read or
@@ -30,6 +38,7 @@ import asyncio
 import random
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import pydantic
 import structlog
@@ -39,7 +48,16 @@ from kthena_py.kube import ApiError, KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject, controller_ref, labels_of, meta, name_of
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.eviction import Target, Verdict, decide, prune, target_budget, target_of, unit_index
+from kthena_py.plan.modelserving.eviction import (
+    Target,
+    Verdict,
+    decide,
+    prune,
+    target_budget,
+    target_by_name,
+    target_of,
+    unit_index,
+)
 from kthena_py.plan.modelserving.eviction import budget as reasons
 from kthena_py.plan.modelserving.types import MSRef
 from kthena_py.runtime.cache import SharedCache
@@ -116,6 +134,7 @@ class EvictionWebhook:
                     "eviction granted",
                     namespace=request.namespace,
                     pod=request.name,
+                    reason=verdict.reason,
                     unit=verdict.record,
                     ready=verdict.ready,
                     min_available=verdict.min_available,
@@ -126,6 +145,18 @@ class EvictionWebhook:
         if ms_obj is not None and not request.dry_run:
             self.recorder.event(ms_obj, "Warning", EVENT_REASON, f"{verdict.message} (pod {request.name})")
         return AdmissionResponse.deny(verdict.message, code=429, reason="TooManyRequests")
+
+    def _namer_of(self, namespace: str, pod_name: str) -> str | None:
+        """The cached protected ModelServing one of whose pods would have this name (for a pod not found)."""
+        for obj in self.cache.list(MODELSERVINGS, namespace):
+            spec = obj.get("spec") or {}
+            if not (spec.get("rolloutStrategy") or {}).get("evictionStrategy"):
+                continue
+            roles = [str(r.get("name")) for r in (spec.get("template") or {}).get("roles") or [] if isinstance(r, dict)]
+            ms = str(meta(obj).get("name"))
+            if target_by_name(ms, roles, pod_name) is not None:
+                return ms
+        return None
 
     @staticmethod
     def _free(reason: str, message: str) -> tuple[KubeObject | None, Verdict]:
@@ -144,15 +175,16 @@ class EvictionWebhook:
         name = request.name or str(meta(request.object if isinstance(request.object, dict) else {}).get("name") or "")
         if self.cache.namespace and namespace != self.cache.namespace:
             return self._free(reasons.NOT_OWNED, "outside the manager's namespace")
+        pod: KubeObject | None
         try:
             pod = await self.client.get(PODS, name, namespace)
         except NotFound:
-            return self._free(reasons.NOT_OWNED, "pod not found")
+            pod = None
         except ApiError as exc:
             return None, self._failed(reasons.LOOKUP_FAILED, f"failed to get pod {namespace}/{name}: {exc}")
-        ms_name = labels_of(pod).get(naming.LABEL_NAME)
+        ms_name = labels_of(pod).get(naming.LABEL_NAME) if pod is not None else self._namer_of(namespace, name)
         if not ms_name:
-            return self._free(reasons.NOT_OWNED, "pod not managed by a ModelServing")
+            return self._free(reasons.NOT_OWNED, "pod not managed by a ModelServing" if pod else "pod not found")
         ms_obj = self.cache.get(MODELSERVINGS, ms_name, namespace)
         if ms_obj is None:
             try:
@@ -161,7 +193,7 @@ class EvictionWebhook:
                 return self._free(reasons.NOT_OWNED, "ModelServing not found")
             except ApiError as exc:
                 return None, self._failed(reasons.LOOKUP_FAILED, f"failed to get ModelServing {ms_name}: {exc}")
-        if (controller_ref(pod) or {}).get("uid") != meta(ms_obj).get("uid"):
+        if pod is not None and (controller_ref(pod) or {}).get("uid") != meta(ms_obj).get("uid"):
             return self._free(reasons.NOT_OWNED, "pod not controlled by the ModelServing")
         try:
             ms = parse_modelserving(ms_obj)
@@ -170,7 +202,8 @@ class EvictionWebhook:
         strategy = ms.spec.rollout_strategy.eviction_strategy if ms.spec.rollout_strategy else None
         if strategy is None:
             return self._free(reasons.NO_STRATEGY, "no evictionStrategy")
-        target = target_of(pod)
+        roles = [r.name for r in ms.spec.template.roles]
+        target = target_of(pod) if pod is not None else target_by_name(ms_name, roles, name)
         if target is None:
             return self._free(reasons.NOT_OWNED, "pod without ServingGroup and role labels")
         ref = ms_ref(ms_obj)
@@ -204,10 +237,9 @@ class EvictionWebhook:
                 observed = await observe_live(self.client, ref)  # listed after the tracker
                 # The pod as listed now, not as read before waiting for the lock: the API server evicts the pod
                 # that has the name when it acts, and the record must name that incarnation.
-                fresh = next((target_of(p) for p in observed.pods if name_of(p) == target.pod_name), None)
-                if fresh is None:
-                    return Verdict(True, reasons.NOT_OWNED, "pod not found", {})
-                target = fresh
+                listed = next((target_of(p) for p in observed.pods if name_of(p) == target.pod_name), None)
+                # Gone, perhaps about to be re-created: whatever the API server finds is granted, so recorded.
+                target = listed if listed is not None else replace(target, pod_uid="", pod_ready=False)
                 state = planning_state(ms, ref, observed)
                 budget = target_budget(state, strategy, target)
                 if budget is None or budget.total <= 0:

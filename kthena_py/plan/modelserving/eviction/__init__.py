@@ -9,6 +9,7 @@ observed ServingGroups into units and budgets and decides evictions; :mod:`.repo
 from .budget import (
     ALLOWED_REASONS,
     DENIED_REASONS,
+    IN_FLIGHT_SECONDS,
     Budget,
     BudgetStatus,
     Target,
@@ -21,6 +22,7 @@ from .budget import (
     evaluate,
     resolve_min_available,
     target_budget,
+    target_by_name,
     target_of,
     unit_index,
 )
@@ -51,6 +53,7 @@ __all__ = [
     "CONDITION_TYPE",
     "DENIED_REASONS",
     "ENTRIES_KEY",
+    "IN_FLIGHT_SECONDS",
     "TRACKER_PREFIX",
     "Budget",
     "BudgetStatus",
@@ -78,6 +81,7 @@ __all__ = [
     "resolve_min_available",
     "role_key",
     "target_budget",
+    "target_by_name",
     "target_of",
     "tracker_entries",
     "tracker_name",

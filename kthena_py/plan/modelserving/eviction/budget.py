@@ -24,6 +24,9 @@ Guarantees:
 * Therefore, if every grant is decided on the tracker's latest content and written with an optimistic
   concurrency check, the number of ready units never drops below ``minAvailable`` because of evictions (as long
   as a granted pod's deletion is observed before its record expires).
+* Every grant holds its unit's record for :data:`IN_FLIGHT_SECONDS` at least: the API server evicts after the
+  webhook answered, whichever pod has the name by then, and a record released before that could let it delete a
+  replacement that was counted ready.
 * A grant for a pod of a unit that is already recorded spends nothing more, but is recorded too (the pod joins
   the entry's granted pods and the expiry moves to ``now + ttl``): the unit is released only once every granted
   pod is gone, so a pod evicted while its unit was rebuilding can never be forgotten by a release computed on a
@@ -58,6 +61,7 @@ from .tracker import (
 __all__ = [
     "ALLOWED_REASONS",
     "DENIED_REASONS",
+    "IN_FLIGHT_SECONDS",
     "Budget",
     "BudgetStatus",
     "Target",
@@ -70,6 +74,7 @@ __all__ = [
     "evaluate",
     "resolve_min_available",
     "target_budget",
+    "target_by_name",
     "target_of",
     "unit_index",
 ]
@@ -111,6 +116,12 @@ DENIED_REASONS: Final = (
 )
 
 UnitState = Literal["ready", "not-ready", "not-observed"]
+
+#: How long after the webhook's decision the API server may still act on a grant: the webhook call's timeout
+#: (5 s, ``manifests/eviction``) plus the Eviction API's retries on a conflicting pod write (20 x 0.5 s, 10 %
+#: jitter, Kubernetes' ``EvictionsRetry``), rounded up. A unit's record is held at least this long after its
+#: latest grant.
+IN_FLIGHT_SECONDS: Final = 17.0
 
 
 @dataclass(frozen=True)
@@ -233,6 +244,32 @@ def target_of(pod: KubeObject) -> Target | None:
         role=str(role),
         role_id=str(role_id),
     )
+
+
+def target_by_name(ms: str, roles: Iterable[str], pod_name: str) -> Target | None:
+    """The target of an eviction for a pod that does not exist (now), from its name alone.
+
+    The API server looks the pod up only after the webhook answered, so a pod being re-created under its name can
+    be what it evicts. Such a target has no UID and is not ready: granting it records its unit (without a UID)
+    and holds it (:data:`IN_FLIGHT_SECONDS`).
+
+    Args:
+        ms: The ModelServing's name.
+        roles: Its role names.
+        pod_name: The requested name, ``<ms>-<group>-<role>-<ordinal>-<index>``.
+
+    Returns:
+        The target, or ``None`` when the name is not one of this ModelServing's pod names.
+    """
+    for role in roles:
+        head, _, rest = pod_name.partition(f"-{role}-")
+        group = naming.parse_group_name(ms, head)
+        ordinal, _, index = rest.partition("-")
+        if group is None or not (ordinal.isdigit() and index.isdigit()):
+            continue
+        if naming.pod_name(ms, group, role, int(ordinal), int(index)) == pod_name:
+            return Target(pod_name, "", False, head, role, naming.role_id(role, int(ordinal)))
+    return None
 
 
 def _group_healthy(state: PlanningState, group: GroupState, kept: set[int]) -> bool:
@@ -411,12 +448,11 @@ def decide(
 
     def grant(reason: str, message: str) -> Verdict:
         previous = entries.get(key)
-        if previous is not None and target.pod_uid in previous.granted:
-            return Verdict(True, reason, message, entries, None, count, minimum)  # a retry: recorded already
+        hold = now + IN_FLIGHT_SECONDS
         entry = (
-            previous.with_grant(target.pod_uid, now + ttl)
+            previous.with_grant(target.pod_uid, now + ttl, hold)
             if previous is not None
-            else TrackerEntry(now + ttl, target.pod_uid, target.pod_name)
+            else TrackerEntry(max(now + ttl, hold), target.pod_uid, target.pod_name, (), hold)
         )
         return Verdict(True, reason, message, {**entries, key: entry}, key, count, minimum)
 

@@ -20,6 +20,9 @@ Guarantees:
   records every pod granted an eviction in its unit (``grantedPodUIDs``, a field of ours that Kthena's decoder
   ignores; written only when it names more than the trigger pod, so a one-pod entry is exactly Kthena's), so a
   pod granted while its unit was already disrupted keeps the unit disrupted until that pod is gone too.
+* A grant is acted on by the API server after the webhook answered, on whichever pod has the name by then (an
+  admission webhook cannot pin the UID): an entry is therefore *held* (``heldUntil``, ours) until the API server
+  can no longer act on its latest grant, and only then may a view show whether the unit recovered.
 * A release is only as good as the view it is computed on: a view older than a grant can show the unit healthy
   before the granted pod was even created. Callers therefore prune (beyond expiry, :func:`expire`) only on pods
   listed from the API server *after* reading the tracker they write back with its ``resourceVersion``; that view
@@ -86,27 +89,35 @@ class TrackerEntry:
     """One unit's granted disruption: unavailable until ``expires_at`` (epoch seconds) at the latest.
 
     ``trigger_pod_uid``/``trigger_pod_name`` name the pod whose eviction opened the entry (Kthena's fields);
-    ``granted_uids`` every pod of the unit granted an eviction since, the trigger pod first.
+    ``granted_uids`` every pod of the unit granted an eviction since, the trigger pod first; ``held_until`` the
+    time before which the entry is never released, because the API server may still act on its latest grant.
     """
 
     expires_at: float
     trigger_pod_uid: str
     trigger_pod_name: str
     granted_uids: tuple[str, ...] = ()
+    held_until: float | None = None
 
     @property
     def granted(self) -> frozenset[str]:
         """The UIDs of every pod granted an eviction in this entry (the trigger pod's included)."""
         return frozenset((self.trigger_pod_uid, *self.granted_uids)) - {""}
 
-    def with_grant(self, uid: str, expires_at: float) -> TrackerEntry:
-        """This entry after one more grant in its unit: ``uid`` recorded, the expiry pushed to ``expires_at``."""
+    def with_grant(self, uid: str, expires_at: float, held_until: float | None = None) -> TrackerEntry:
+        """This entry after one more grant in its unit.
+
+        ``uid`` is recorded (unless empty: a pod that was not found); the expiry and the hold move to
+        ``expires_at`` and ``held_until``, never back.
+        """
         uids = self.granted_uids or (self.trigger_pod_uid,)
-        if uid not in uids:
+        if uid and uid not in uids:
             uids = (*uids, uid)
         if set(uids) <= {self.trigger_pod_uid}:
             uids = ()  # only the trigger pod: Kthena's form
-        return TrackerEntry(max(self.expires_at, expires_at), self.trigger_pod_uid, self.trigger_pod_name, uids)
+        holds = [h for h in (self.held_until, held_until) if h is not None]
+        expiry = max(self.expires_at, expires_at)
+        return TrackerEntry(expiry, self.trigger_pod_uid, self.trigger_pod_name, uids, max(holds, default=None))
 
 
 @dataclass(frozen=True)
@@ -170,7 +181,11 @@ def parse_entries(text: Any) -> dict[str, TrackerEntry]:
         uid, name, granted = value.get("triggerPodUID"), value.get("triggerPodName"), value.get("grantedPodUIDs")
         uids = tuple(u for u in granted if isinstance(u, str) and u) if isinstance(granted, list) else ()
         entries[key] = TrackerEntry(
-            expires, uid if isinstance(uid, str) else "", name if isinstance(name, str) else "", uids
+            expires,
+            uid if isinstance(uid, str) else "",
+            name if isinstance(name, str) else "",
+            uids,
+            parse_expiry(value.get("heldUntil")),
         )
     return entries
 
@@ -194,6 +209,8 @@ def render_entries(entries: Mapping[str, TrackerEntry]) -> str:
         }
         if entry.granted - {entry.trigger_pod_uid}:
             item["grantedPodUIDs"] = list(entry.granted_uids)
+        if entry.held_until is not None:
+            item["heldUntil"] = format_expiry(entry.held_until)
         body[key] = item
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
@@ -248,13 +265,15 @@ def prune(entries: Mapping[str, TrackerEntry], units: Mapping[str, UnitHealth], 
         now: The current time, epoch seconds.
 
     Returns:
-        The entries that are unexpired and whose unit has not recovered (:meth:`UnitHealth.recovered`). A unit
-        that is not observed keeps its entry until it expires.
+        The entries that are unexpired and either still held (``now < held_until``) or whose unit has not
+        recovered (:meth:`UnitHealth.recovered`). A unit that is not observed keeps its entry until it expires.
     """
     return {
         key: entry
         for key, entry in expire(entries, now).items()
-        if (unit := units.get(key)) is None or not unit.recovered(entry)
+        if (entry.held_until is not None and now < entry.held_until)
+        or (unit := units.get(key)) is None
+        or not unit.recovered(entry)
     }
 
 

@@ -20,6 +20,7 @@ from kthena_py.plan.modelserving.eviction import (
     budget_condition,
     budget_statuses,
     disrupted_units,
+    IN_FLIGHT_SECONDS,
     evaluate,
     expire,
     group_key,
@@ -171,6 +172,13 @@ def test_prune(entry: TrackerEntry, unit: UnitHealth | None, kept: bool) -> None
     assert prune({G0: entry}, units, NOW) == ({G0: entry} if kept else {})
 
 
+def test_a_held_entry_is_kept_even_when_its_unit_looks_recovered() -> None:
+    held = TrackerEntry(NOW + 30, "uid-old", "p", (), NOW + 1)
+    whole = {G0: UnitHealth(True, (PodIdentity("p", "uid-new"),))}
+    assert prune({G0: held}, whole, NOW) == {G0: held}
+    assert prune({G0: held}, whole, NOW + 1) == {}
+
+
 def test_expire_drops_only_expired_entries() -> None:
     entries = {G0: TRIGGER, G1: TrackerEntry(NOW, "u", "p")}
     assert expire(entries, NOW) == {G0: TRIGGER}
@@ -211,16 +219,18 @@ def test_group_level_grants_while_more_than_min_available_are_ready() -> None:
     )
     entry = first.entries[G0]
     pod = cluster.pods()["llama-0-prefill-0-0"]["metadata"]
-    assert entry == TrackerEntry(NOW + TTL, pod["uid"], "llama-0-prefill-0-0")
+    assert entry == TrackerEntry(NOW + TTL, pod["uid"], "llama-0-prefill-0-0", (), NOW + IN_FLIGHT_SECONDS)
     second = verdict(ms, cluster, "llama-1-prefill-0-0", dict(first.entries))
     assert (second.allowed, second.reason) == (False, "BudgetExhausted")
     assert second.message == (
         "Eviction denied: protected by ModelServing llama. Current ready groups (2) <= minAvailable (2)."
     )
     assert second.entries == first.entries
-    # Drain retries the first pod: already disrupted, nothing more is spent.
-    again = verdict(ms, cluster, "llama-0-prefill-0-0", dict(first.entries))
-    assert (again.allowed, again.reason, again.record, again.entries) == (True, "AlreadyDisrupted", None, first.entries)
+    # Drain retries the first pod: already disrupted, nothing more is spent; the record is held anew, as the API
+    # server may act on this grant too.
+    again = verdict(ms, cluster, "llama-0-prefill-0-0", dict(first.entries), now=NOW + 5)
+    assert (again.allowed, again.reason, again.record) == (True, "AlreadyDisrupted", G0)
+    assert again.entries[G0] == TrackerEntry(NOW + 5 + TTL, pod["uid"], "llama-0-prefill-0-0", (), NOW + 5 + 17)
     # Once the record expires the budget is back.
     later = verdict(ms, cluster, "llama-1-prefill-0-0", dict(first.entries), now=NOW + TTL)
     assert (later.allowed, later.reason, later.ready) == (True, "WithinBudget", 3)
