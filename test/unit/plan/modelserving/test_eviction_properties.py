@@ -98,7 +98,7 @@ class World:
     def decide(self, pod: str) -> Verdict | None:
         obj = self.cluster.pods().get(pod)
         roles = [r.name for r in self.ms.spec.template.roles]
-        target = target_of(obj) if obj is not None else target_by_name(self.ms.metadata.name, roles, pod)
+        target = target_of(obj) if obj is not None else target_by_name(ref_of(self.ms).name, roles, pod)
         if target is None:
             return None
         state = build_state(self.ms, ref_of(self.ms), self.cluster.observed(), VOLCANO)
