@@ -11,6 +11,7 @@ from kthena_py.api.intstr import IntOrString
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.plan.modelserving.eviction import (
     ENTRIES_KEY,
+    IN_FLIGHT_SECONDS,
     BudgetStatus,
     PodIdentity,
     Target,
@@ -20,7 +21,6 @@ from kthena_py.plan.modelserving.eviction import (
     budget_condition,
     budget_statuses,
     disrupted_units,
-    IN_FLIGHT_SECONDS,
     evaluate,
     expire,
     group_key,
@@ -30,6 +30,7 @@ from kthena_py.plan.modelserving.eviction import (
     render_entries,
     resolve_min_available,
     role_key,
+    target_by_name,
     target_of,
     tracker_entries,
     tracker_name,
@@ -493,3 +494,26 @@ def test_budget_condition_lists_at_most_a_dozen_budgets() -> None:
     statuses = [_status(f"llm-{g}", "prefill", 1, 1) for g in range(20)]
     _, _, message = budget_condition("Role", statuses)
     assert message.count("llm-") == 12 and message.endswith("; and 8 more")
+
+
+@pytest.mark.parametrize(
+    ("pod", "expected"),
+    [
+        ("llama-0-prefill-0-0", ("llama-0", "prefill", "prefill-0")),
+        ("llama-12-decode-3-1", ("llama-12", "decode", "decode-3")),
+        ("llama-1-pre-fill-2-0", ("llama-1", "pre-fill", "pre-fill-2")),  # a role name with a dash
+        ("llama-x-prefill-0-0", None),
+        ("llama-0-other-0-0", None),
+        ("llama-0-prefill-0", None),
+        ("llama-0-prefill-00-0", None),  # not a name the controller gives
+        ("other-0-prefill-0-0", None),
+    ],
+)
+def test_a_pod_not_found_is_placed_by_its_name(pod: str, expected: tuple[str, str, str] | None) -> None:
+    found = target_by_name("llama", ["prefill", "decode", "pre-fill"], pod)
+    if expected is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert (found.group, found.role, found.role_id) == expected
+        assert (found.pod_name, found.pod_uid, found.pod_ready) == (pod, "", False)
