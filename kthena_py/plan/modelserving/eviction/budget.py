@@ -449,10 +449,11 @@ def decide(
     def grant(reason: str, message: str) -> Verdict:
         previous = entries.get(key)
         hold = now + IN_FLIGHT_SECONDS
+        expires = max(now + ttl, hold)  # a TTL shorter than the hold would end the record while still held
         entry = (
-            previous.with_grant(target.pod_uid, now + ttl, hold)
+            previous.with_grant(target.pod_uid, expires, hold)
             if previous is not None
-            else TrackerEntry(max(now + ttl, hold), target.pod_uid, target.pod_name, (), hold)
+            else TrackerEntry(expires, target.pod_uid, target.pod_name, (), hold)
         )
         return Verdict(True, reason, message, {**entries, key: entry}, key, count, minimum)
 

@@ -517,3 +517,14 @@ def test_a_pod_not_found_is_placed_by_its_name(pod: str, expected: tuple[str, st
         assert found is not None
         assert (found.group, found.role, found.role_id) == expected
         assert (found.pod_name, found.pod_uid, found.pod_ready) == (pod, "", False)
+
+
+def test_a_short_ttl_never_ends_a_record_while_it_is_held() -> None:
+    ms, cluster = make({"minAvailable": 2})
+    strategy = ms.spec.rollout_strategy.eviction_strategy  # type: ignore[union-attr]
+    assert strategy is not None
+    state = state_of(ms, cluster)
+    first = evaluate(state, strategy, target(cluster, "llama-0-prefill-0-0"), {}, now=NOW, ttl=1)
+    assert first.entries[G0].expires_at == NOW + IN_FLIGHT_SECONDS
+    again = evaluate(state, strategy, target(cluster, "llama-0-prefill-0-0"), dict(first.entries), now=NOW + 5, ttl=1)
+    assert again.entries[G0].expires_at == NOW + 5 + IN_FLIGHT_SECONDS
