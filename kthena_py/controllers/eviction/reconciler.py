@@ -17,8 +17,8 @@ Guarantees:
 * Expired entries are dropped on the cached view; a recovered unit is released only on pods listed from the API
   server after the tracker version being written back was stored (one LIST, made only when the cached view
   suggests a release), so a cache that has not yet seen a granted pod go never releases its unit.
-* Requeues itself for the earliest expiry of a recorded disruption, so the condition and the tracker follow the
-  TTL without any event.
+* Requeues itself for the earliest expiry of a recorded disruption, or the end of its hold, so the condition and
+  the tracker follow the TTL and the holds without any event.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ class EvictionBudgetReconciler:
             previous = ms.status.conditions if ms.status else None
             condition = set_condition(previous, CONDITION_TYPE, status, reason, message, ref.generation, now)
             await self._apply_condition(obj, condition)
-        expiry = next_expiry(pruned)
+        expiry = next_expiry(pruned, now)
         return Result(requeue_after=max(0.5, expiry - now + 0.5)) if expiry is not None else None
 
     async def _apply_condition(self, obj: KubeObject, condition: dict[str, Any]) -> None:

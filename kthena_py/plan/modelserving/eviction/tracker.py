@@ -277,6 +277,17 @@ def prune(entries: Mapping[str, TrackerEntry], units: Mapping[str, UnitHealth], 
     }
 
 
-def next_expiry(entries: Mapping[str, TrackerEntry]) -> float | None:
-    """The earliest ``expires_at`` among ``entries`` (``None`` when empty)."""
-    return min((entry.expires_at for entry in entries.values()), default=None)
+def next_expiry(entries: Mapping[str, TrackerEntry], now: float | None = None) -> float | None:
+    """The earliest time an entry of ``entries`` can end: its expiry, or the end of its hold after ``now``.
+
+    Args:
+        entries: The entries.
+        now: The current time; holds that end later than it count (``None``: expiries only).
+
+    Returns:
+        The time, or ``None`` when ``entries`` is empty.
+    """
+    times = [entry.expires_at for entry in entries.values()]
+    if now is not None:
+        times += [e.held_until for e in entries.values() if e.held_until is not None and e.held_until > now]
+    return min(times, default=None)

@@ -528,3 +528,10 @@ def test_a_short_ttl_never_ends_a_record_while_it_is_held() -> None:
     assert first.entries[G0].expires_at == NOW + IN_FLIGHT_SECONDS
     again = evaluate(state, strategy, target(cluster, "llama-0-prefill-0-0"), dict(first.entries), now=NOW + 5, ttl=1)
     assert again.entries[G0].expires_at == NOW + 5 + IN_FLIGHT_SECONDS
+
+
+def test_the_next_change_is_an_expiry_or_the_end_of_a_hold() -> None:
+    entries = {G0: TrackerEntry(NOW + 60, "u", "p", (), NOW + 17), G1: TrackerEntry(NOW + 30, "v", "q")}
+    assert next_expiry(entries) == NOW + 30
+    assert next_expiry(entries, NOW) == NOW + 17
+    assert next_expiry(entries, NOW + 20) == NOW + 30  # the hold is over
