@@ -57,7 +57,7 @@ from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse, WebhookServer
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.cluster import FakeNode
-from kthena_py.testing.evictionstorm import run_storm
+from kthena_py.testing.evictionstorm import pod_ready, run_storm
 
 REPO = Path(__file__).resolve().parent.parent
 CERTS = generate(["127.0.0.1"], now=datetime.datetime.now(datetime.UTC))
@@ -104,15 +104,6 @@ def nodes(tag: str, prefix: str, count: int) -> list[FakeNode]:
     ]
 
 
-def ready(pod: KubeObject) -> bool:
-    status = pod.get("status") or {}
-    return (
-        not pod["metadata"].get("deletionTimestamp")
-        and status.get("phase") == "Running"
-        and any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    )
-
-
 class Watcher:
     """The fewest ready groups (1-pod groups) of any ModelServing, after every pod event of the namespace."""
 
@@ -126,7 +117,7 @@ class Watcher:
         counts = dict.fromkeys(self.names, 0)
         for pod in self.pods.values():
             ms = (pod["metadata"].get("labels") or {}).get("modelserving.volcano.sh/name")
-            if ms in counts and ready(pod):
+            if ms in counts and pod_ready(pod):
                 counts[ms] += 1
         self.minimum = min(self.minimum, *counts.values())
 

@@ -25,6 +25,7 @@ from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse, WebhookServer
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.cluster import FakeNode
+from kthena_py.testing.evictionstorm import pod_ready
 from kthena_py.testing.proxy import TcpProxy
 from kthena_py.testing.wait import eventually
 
@@ -169,15 +170,6 @@ async def evict(kube: KubeClient, namespace: str, pod: str, *, dry_run: bool = F
     except TooManyRequests as exc:
         return exc.message
     return None
-
-
-def pod_ready(pod: KubeObject) -> bool:
-    status = pod.get("status") or {}
-    return (
-        not pod["metadata"].get("deletionTimestamp")
-        and status.get("phase") == "Running"
-        and any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    )
 
 
 def ready_groups(pods: list[KubeObject], ms: str, pods_per_group: int) -> int:
