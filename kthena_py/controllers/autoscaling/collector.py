@@ -62,6 +62,7 @@ from kthena_py.plan.autoscaling import (
     parse_exposition,
     pod_sample,
 )
+from kthena_py.vocab.labels import SERVING_ENTRY, SERVING_GROUP_NAME, SERVING_NAME, SERVING_ROLE, SERVING_ROLE_ID
 
 from .prometheus import PrometheusError, instant_query
 
@@ -85,11 +86,11 @@ __all__ = [
     "selector_matches",
 ]
 
-NAME_LABEL = "modelserving.volcano.sh/name"
-ENTRY_LABEL = "modelserving.volcano.sh/entry"
-ROLE_LABEL = "modelserving.volcano.sh/role"
-ROLE_ID_LABEL = "modelserving.volcano.sh/role-id"
-GROUP_LABEL = "modelserving.volcano.sh/group-name"
+NAME_LABEL = SERVING_NAME
+ENTRY_LABEL = SERVING_ENTRY
+ROLE_LABEL = SERVING_ROLE
+ROLE_ID_LABEL = SERVING_ROLE_ID
+GROUP_LABEL = SERVING_GROUP_NAME
 
 _RATIO_SUFFIXES = ("_utilization", "_usage", "_ratio", "_percent", "_saturation")
 _SAMPLE_SUFFIXES = ("", "_total", "_bucket", "_sum", "_count", "_created", "_gcount", "_gsum")

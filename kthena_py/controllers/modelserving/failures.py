@@ -44,6 +44,7 @@ import structlog
 from kthena_py.kube import ApiError, KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.runtime.clock import Clock, RealClock
+from kthena_py.vocab.conditions import GANG_FAILURE, REPLICA_FAILURE
 
 from ..resources import MODELSERVINGS
 
@@ -61,10 +62,6 @@ __all__ = [
     "refused_pods",
 ]
 
-REPLICA_FAILURE = "ReplicaFailure"
-"""Condition type of refused writes of the ServingGroup reconciler (pods, Services, ControllerRevisions)."""
-GANG_FAILURE = "PodGroupFailure"
-"""Condition type of refused writes of the gang reconciler (PodGroups)."""
 BACKOFF_BASE = 1.0
 """Seconds before the first retry of a refused child write."""
 BACKOFF_MAX = 60.0

@@ -17,12 +17,13 @@ from kthena_py.kube.objects import KubeObject, controller_ref, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.vocab.labels import SERVING_NAME
 
 from ..resources import narrow_cache
 
 PODGROUP_CRD_NAME = "podgroups.scheduling.volcano.sh"
 PODGROUP_CRD_SELECTOR = f"metadata.name={PODGROUP_CRD_NAME}"
-NAME_LABEL = "modelserving.volcano.sh/name"
+NAME_LABEL = SERVING_NAME
 
 
 def register_informers(cache: SharedCache) -> None:

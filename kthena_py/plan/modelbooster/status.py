@@ -19,11 +19,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kthena_py.vocab.conditions import ACTIVE, FAILED, INITIALIZED
+
 __all__ = ["ACTIVE", "FAILED", "INITIALIZED", "booster_status"]
 
-INITIALIZED = "Initialized"
-ACTIVE = "Active"
-FAILED = "Failed"
 _MAX_MESSAGE = 32768
 
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from kthena_py.vocab.labels import SERVING_INPLACE_UPDATE_STATE
+
 __all__ = [
     "ANNOTATION_INPLACE_STATE",
     "PHASE_DONE",
@@ -38,7 +40,7 @@ __all__ = [
     "parse_state",
 ]
 
-ANNOTATION_INPLACE_STATE = "modelserving.volcano.sh/inplace-update-state"
+ANNOTATION_INPLACE_STATE = SERVING_INPLACE_UPDATE_STATE
 STATE_VERSION = "v1"
 Phase = Literal["Patched", "Done", "Failed"]
 PHASE_PATCHED: Phase = "Patched"

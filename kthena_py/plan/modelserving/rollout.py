@@ -67,6 +67,18 @@ from kthena_py.plan.modelserving.types import (
     PodGroupSupport,
     Update,
 )
+from kthena_py.vocab.conditions import (
+    REASON_COMPLETE,
+    REASON_COORDINATION,
+    REASON_DEADLINE,
+    REASON_GROUPS_UPDATING,
+    REASON_NOT_BLOCKED,
+    REASON_PARTITION,
+    REASON_ROLES_UPDATING,
+    REASON_STALLED,
+    REASON_VERIFYING,
+    UPDATE_IN_PROGRESS,
+)
 
 __all__ = [
     "COORDINATION_BLOCKED",
@@ -85,18 +97,8 @@ __all__ = [
     "rollout_step",
 ]
 
-UPDATE_IN_PROGRESS = "UpdateInProgress"
 COORDINATION_BLOCKED = COORDINATION_BLOCKED_CONDITION
 """The condition the admission webhook reads to tell whether a coordinated rollout is still running."""
-REASON_GROUPS_UPDATING = "GroupsUpdating"
-REASON_ROLES_UPDATING = "RolesUpdating"
-REASON_STALLED = "UpdateStalled"
-REASON_PARTITION = "PartitionReached"
-REASON_COMPLETE = "RolloutComplete"
-REASON_VERIFYING = "InPlaceVerifying"
-REASON_DEADLINE = "ProgressDeadlineExceeded"
-REASON_COORDINATION = "CoordinationBlocked"
-REASON_NOT_BLOCKED = "NotBlocked"
 
 
 @dataclass(frozen=True)

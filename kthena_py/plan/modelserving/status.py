@@ -36,6 +36,7 @@ from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.groups import GroupState
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.vocab.conditions import AVAILABLE, PROGRESSING
 
 __all__ = [
     "AVAILABLE",
@@ -48,8 +49,6 @@ __all__ = [
     "set_condition",
 ]
 
-AVAILABLE = "Available"
-PROGRESSING = "Progressing"
 OWNED_CONDITIONS = (AVAILABLE, PROGRESSING)
 """The condition types the ServingGroup reconciler owns (others belong to other reconcilers)."""
 

@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kthena_py.api.modelserving import ProtectionLevelType
+from kthena_py.vocab.conditions import DISRUPTION_ALLOWED
 
 from .budget import BudgetStatus
 
 __all__ = ["CONDITION_TYPE", "MAX_LISTED", "budget_condition"]
 
-CONDITION_TYPE = "DisruptionAllowed"
+CONDITION_TYPE = DISRUPTION_ALLOWED
 MAX_LISTED = 12
 
 
