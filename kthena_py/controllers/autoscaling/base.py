@@ -159,7 +159,7 @@ def pods_of(cache: SharedCache, key: TargetKey) -> list[KubeObject]:
 
 def target_found() -> ConditionUpdate:
     """``TargetFound=True``."""
-    return ConditionUpdate(TARGET_FOUND, "True", "TargetFound", "target model serving and roles found")
+    return ConditionUpdate(TARGET_FOUND, "True", TARGET_FOUND, "target model serving and roles found")
 
 
 def reconciled(target: Literal["homogeneous", "heterogeneous", "disaggregated"]) -> ConditionUpdate:

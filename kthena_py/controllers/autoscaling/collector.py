@@ -63,6 +63,7 @@ from kthena_py.plan.autoscaling import (
     pod_sample,
 )
 from kthena_py.vocab.labels import SERVING_ENTRY, SERVING_GROUP_NAME, SERVING_NAME, SERVING_ROLE, SERVING_ROLE_ID
+from kthena_py.vocab.pods import TERMINAL_PHASES, phase_of, running_and_ready
 
 from .prometheus import PrometheusError, instant_query
 
@@ -159,12 +160,10 @@ def select_pods(
 def pod_state(pod: KubeObject) -> tuple[Literal["ignored", "unready", "ready"], str]:
     """Classify a pod: ``ignored`` (terminating, Failed, Succeeded), ``unready`` or ``ready`` (with its IP)."""
     status = pod.get("status") or {}
-    phase = status.get("phase")
-    if is_deleting(pod) or phase in ("Failed", "Succeeded"):
+    if is_deleting(pod) or phase_of(pod) in TERMINAL_PHASES:
         return "ignored", ""
     ip = str(status.get("podIP") or "")
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    if phase == "Running" and ready and ip:
+    if running_and_ready(pod) and ip:
         return "ready", ip
     return "unready", ""
 

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from kthena_py.kube import KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.vocab.conditions import METRICS_AVAILABLE, RATIO_VIOLATED, READY, TARGET_FOUND
+from kthena_py.vocab.times import format_time
 
 from ..resources import AUTOSCALINGPOLICIES
 
@@ -68,7 +68,7 @@ _MAX_MESSAGE = 2048
 
 def rfc3339(seconds: float) -> str:
     """Format a Unix time as ``metav1.Time`` (second precision, UTC)."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(seconds)
 
 
 @dataclass(frozen=True)

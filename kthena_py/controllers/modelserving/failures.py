@@ -36,7 +36,6 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import structlog
@@ -45,6 +44,7 @@ from kthena_py.kube import ApiError, KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.runtime.clock import Clock, RealClock
 from kthena_py.vocab.conditions import GANG_FAILURE, REPLICA_FAILURE
+from kthena_py.vocab.times import format_time
 
 from ..resources import MODELSERVINGS
 
@@ -243,7 +243,7 @@ def _message(failures: Sequence[ChildFailure]) -> str:
 
 
 def _format_time(now: float) -> str:
-    return datetime.fromtimestamp(int(now), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(now)
 
 
 class FailureCondition:

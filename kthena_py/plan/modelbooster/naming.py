@@ -28,6 +28,7 @@ from kthena_py.vocab.labels import (
     BOOSTER_REPLICAS,
     BOOSTER_REVISION,
 )
+from kthena_py.vocab.owners import controller_reference
 
 __all__ = [
     "ANNOTATION_MIGRATED",
@@ -96,14 +97,7 @@ def booster_labels(booster: ModelBooster, backend_name: str, revision_value: str
 
 def owner_reference(booster: ModelBooster) -> dict[str, Any]:
     """The controller reference every child carries."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": MODEL_BOOSTER_KIND,
-        "name": booster.name,
-        "uid": booster.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return controller_reference(API_VERSION, MODEL_BOOSTER_KIND, booster.name, booster.uid)
 
 
 def revision(payload: Any) -> str:

@@ -31,6 +31,7 @@ from kthena_py.vocab.labels import (
     VOLCANO_QUEUE,
     VOLCANO_TASK_SPEC,
 )
+from kthena_py.vocab.owners import controller_reference
 
 __all__ = [
     "ANNOTATION_DELETION_COST",
@@ -178,16 +179,9 @@ def owner_reference(ref: MSRef, *, block_owner_deletion: bool = True) -> KubeObj
     Returns:
         A ``metav1.OwnerReference`` dict.
     """
-    owner: KubeObject = {
-        "apiVersion": API_VERSION,
-        "kind": MODEL_SERVING_KIND,
-        "name": ref.name,
-        "uid": ref.uid,
-        "controller": True,
-    }
-    if block_owner_deletion:
-        owner["blockOwnerDeletion"] = True
-    return owner
+    return controller_reference(
+        API_VERSION, MODEL_SERVING_KIND, ref.name, ref.uid, block_owner_deletion=block_owner_deletion
+    )
 
 
 def gang_applies(scheduler_name: str, support: PodGroupSupport) -> bool:

@@ -43,6 +43,7 @@ from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.status import format_time
 from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, Plan, PodGroupSupport
+from kthena_py.vocab.conditions import POD_READY
 
 __all__ = [
     "EPOCH",
@@ -568,7 +569,7 @@ def _ready_status(now: float, pod: KubeObject | None = None, restarts: int = 0) 
     containers = ((pod or {}).get("spec") or {}).get("containers") or [{"name": "main"}]
     return {
         "phase": "Running",
-        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": format_time(now)}],
+        "conditions": [{"type": POD_READY, "status": "True", "lastTransitionTime": format_time(now)}],
         "containerStatuses": [
             {"name": c.get("name"), "image": c.get("image"), "ready": True, "restartCount": restarts}
             for c in containers

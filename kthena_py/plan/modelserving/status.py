@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from kthena_py.api.common import Condition
@@ -37,6 +36,7 @@ from kthena_py.plan.modelserving.groups import GroupState
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.types import KubeObject
 from kthena_py.vocab.conditions import AVAILABLE, PROGRESSING
+from kthena_py.vocab.times import format_time as vocab_format_time
 
 __all__ = [
     "AVAILABLE",
@@ -55,7 +55,7 @@ OWNED_CONDITIONS = (AVAILABLE, PROGRESSING)
 
 def format_time(now: float) -> str:
     """Render epoch seconds as an RFC 3339 UTC timestamp with second precision (``2024-01-02T03:04:05Z``)."""
-    return datetime.fromtimestamp(int(now), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return vocab_format_time(now)
 
 
 def label_selector(ms: str, first_role: str) -> str:

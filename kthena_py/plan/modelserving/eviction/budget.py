@@ -42,6 +42,7 @@ from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.groups import GroupState, PodState
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.vocab.pods import is_terminating, running_and_ready
 
 from .tracker import (
     GROUP_PREFIX,
@@ -219,12 +220,7 @@ def target_of(pod: KubeObject) -> Target | None:
     group, role, role_id = (labels.get(k) for k in (naming.LABEL_GROUP_NAME, naming.LABEL_ROLE, naming.LABEL_ROLE_ID))
     if not all(isinstance(v, str) and v for v in (group, role, role_id)):
         return None
-    status = pod.get("status") or {}
-    ready = any(
-        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
-    healthy = status.get("phase") == "Running" and ready and not metadata.get("deletionTimestamp")
+    healthy = running_and_ready(pod) and not is_terminating(pod)
     return Target(
         pod_name=str(metadata.get("name") or ""),
         pod_uid=str(metadata.get("uid") or ""),
