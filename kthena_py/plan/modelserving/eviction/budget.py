@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from kthena_py.api.intstr import IntOrString, IntOrStringError
+from kthena_py.api.intstr import IntOrString, resolve_scaled
 from kthena_py.api.modelserving import EvictionStrategySpec, ProtectionLevelType
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.groups import GroupState, PodState
@@ -205,12 +205,7 @@ class BudgetStatus:
 
 def resolve_min_available(value: IntOrString | None, total: int, default: int) -> int:
     """Resolve a threshold against ``total`` (percentages round up); an unreadable value protects everything."""
-    if value is None:
-        return default
-    try:
-        return max(0, value.scaled_value(total, round_up=True))
-    except IntOrStringError:
-        return max(0, total)
+    return resolve_scaled(value, total, round_up=True, if_none=default, if_invalid=max(0, total), non_negative=True)
 
 
 def target_of(pod: KubeObject) -> Target | None:
