@@ -9,7 +9,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["controlled_by", "controller_ref", "controller_reference", "owner_references", "owner_uids"]
+__all__ = [
+    "controlled_by",
+    "controller_ref",
+    "controller_reference",
+    "controller_uid",
+    "owner_references",
+    "owner_uids",
+]
 
 
 def owner_references(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -31,6 +38,11 @@ def controller_ref(obj: Mapping[str, Any]) -> dict[str, Any] | None:
         if ref.get("controller"):
             return dict(ref)
     return None
+
+
+def controller_uid(obj: Mapping[str, Any]) -> Any:
+    """Return the ``uid`` of the controller reference (``None`` without a controller or a uid)."""
+    return (controller_ref(obj) or {}).get("uid")
 
 
 def controlled_by(obj: Mapping[str, Any], uid: str) -> bool:

@@ -33,7 +33,7 @@ from kthena_py.plan.modelserving.inplace_state import (
     parse_state,
 )
 from kthena_py.plan.modelserving.types import KubeObject, Observed
-from kthena_py.vocab.pods import ready_condition
+from kthena_py.vocab.pods import PHASE_RUNNING, ready_condition
 from kthena_py.vocab.times import parse_time
 
 __all__ = [
@@ -109,7 +109,7 @@ class PodState:
     @property
     def healthy_ready(self) -> bool:
         """Running, Ready, not terminating and not waiting for an in-place update to be verified."""
-        return self.phase == "Running" and self.ready and not self.terminating and not self.updating
+        return self.phase == PHASE_RUNNING and self.ready and not self.terminating and not self.updating
 
     @property
     def is_entry(self) -> bool:
