@@ -1,11 +1,11 @@
-"""Every condition type kthena_py writes or reads, and the reasons of the rollout conditions, each spelled once.
+"""Every condition type kthena_py writes or reads, and every reason it gives, each spelled once.
 
 Guarantees:
 
 * Kthena's condition types keep Kthena's spelling (``Available``, ``Progressing``, ``UpdateInProgress`` on a
   ModelServing; ``Initialized``, ``Active``, ``Failed`` on a ModelBooster); the others are ours.
-* :data:`CONDITION_TYPES` lists every type defined here (the vocabulary test checks that no other module
-  spells one).
+* :data:`CONDITION_TYPES` and :data:`CONDITION_REASONS` list every type and reason defined here (the
+  vocabulary test checks that no other module spells one).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 __all__ = [
     "ACTIVE",
     "AVAILABLE",
+    "CONDITION_REASONS",
     "CONDITION_TYPES",
     "COORDINATION_BLOCKED",
     "DISRUPTION_ALLOWED",
@@ -24,17 +25,44 @@ __all__ = [
     "PROGRESSING",
     "RATIO_VIOLATED",
     "READY",
+    "REASON_ALL_GROUPS_READY",
+    "REASON_ALL_METRICS_AVAILABLE",
     "REASON_COMPLETE",
     "REASON_COORDINATION",
     "REASON_DEADLINE",
     "REASON_DEPENDENCY",
+    "REASON_FAILED_CREATE",
+    "REASON_FAILED_DELETE",
+    "REASON_FAILED_UPDATE",
+    "REASON_FIXED_REPLICAS",
+    "REASON_GROUPS_NOT_READY",
     "REASON_GROUPS_UPDATING",
+    "REASON_GROUP_PROGRESSING",
+    "REASON_IDLE",
+    "REASON_INSUFFICIENT_READY",
+    "REASON_INVALID_SPEC",
+    "REASON_MODEL_ABNORMAL",
+    "REASON_MODEL_AVAILABLE",
+    "REASON_MODEL_CREATING",
+    "REASON_MODEL_PROCESSING",
+    "REASON_MODEL_RECONCILED",
     "REASON_NOT_BLOCKED",
+    "REASON_NO_FAILURE",
+    "REASON_NO_METRICS",
+    "REASON_NO_PROTECTED_UNITS",
     "REASON_PARTITION",
+    "REASON_RATIO_SATISFIED",
+    "REASON_RATIO_UNSATISFIABLE",
+    "REASON_RECONCILED",
     "REASON_RETAINED",
     "REASON_ROLES_UPDATING",
+    "REASON_SCALE_FAILED",
     "REASON_SKEW",
+    "REASON_SOME_METRICS_MISSING",
     "REASON_STALLED",
+    "REASON_SUFFICIENT_READY",
+    "REASON_TARGET_INVALID",
+    "REASON_TARGET_NOT_FOUND",
     "REASON_VERIFYING",
     "REPLICA_FAILURE",
     "TARGET_FOUND",
@@ -98,3 +126,83 @@ REASON_NOT_BLOCKED = "NotBlocked"
 REASON_SKEW = "SkewLimit"
 REASON_DEPENDENCY = "DependencyNotReady"
 REASON_RETAINED = "OldCapacityRetained"
+
+# Reasons of Available and Progressing.
+REASON_ALL_GROUPS_READY = "AllGroupsReady"
+REASON_GROUPS_NOT_READY = "GroupsNotReady"
+REASON_GROUP_PROGRESSING = "GroupProgressing"
+REASON_IDLE = "Idle"
+
+# Reasons of DisruptionAllowed.
+REASON_NO_PROTECTED_UNITS = "NoProtectedUnits"
+REASON_SUFFICIENT_READY = "SufficientReady"
+REASON_INSUFFICIENT_READY = "InsufficientReady"
+
+# Reasons of ReplicaFailure and PodGroupFailure (FailedCreate/Delete/Update also name their Events).
+REASON_FAILED_CREATE = "FailedCreate"
+REASON_FAILED_DELETE = "FailedDelete"
+REASON_FAILED_UPDATE = "FailedUpdate"
+REASON_NO_FAILURE = "NoFailure"
+
+# Reasons of the ModelBooster conditions (Kthena's).
+REASON_MODEL_CREATING = "ModelCreating"
+REASON_MODEL_AVAILABLE = "ModelAvailable"
+REASON_MODEL_PROCESSING = "ModelProcessing"
+REASON_MODEL_ABNORMAL = "ModelAbnormal"
+REASON_MODEL_RECONCILED = "ModelReconciled"
+
+# Reasons of the AutoscalingPolicyBinding conditions (InvalidSpec also names the Event of an unreadable spec).
+REASON_RECONCILED = "Reconciled"
+REASON_TARGET_NOT_FOUND = "TargetNotFound"
+REASON_TARGET_INVALID = "TargetInvalid"
+REASON_FIXED_REPLICAS = "FixedReplicas"
+REASON_NO_METRICS = "NoMetrics"
+REASON_SOME_METRICS_MISSING = "SomeMetricsMissing"
+REASON_ALL_METRICS_AVAILABLE = "AllMetricsAvailable"
+REASON_INVALID_SPEC = "InvalidSpec"
+REASON_SCALE_FAILED = "ScaleFailed"
+REASON_RATIO_SATISFIED = "RatioSatisfied"
+REASON_RATIO_UNSATISFIABLE = "RatioUnsatisfiable"
+
+CONDITION_REASONS = (
+    REASON_GROUPS_UPDATING,
+    REASON_ROLES_UPDATING,
+    REASON_STALLED,
+    REASON_PARTITION,
+    REASON_COMPLETE,
+    REASON_VERIFYING,
+    REASON_DEADLINE,
+    REASON_COORDINATION,
+    REASON_NOT_BLOCKED,
+    REASON_SKEW,
+    REASON_DEPENDENCY,
+    REASON_RETAINED,
+    REASON_ALL_GROUPS_READY,
+    REASON_GROUPS_NOT_READY,
+    REASON_GROUP_PROGRESSING,
+    REASON_IDLE,
+    REASON_NO_PROTECTED_UNITS,
+    REASON_SUFFICIENT_READY,
+    REASON_INSUFFICIENT_READY,
+    REASON_FAILED_CREATE,
+    REASON_FAILED_DELETE,
+    REASON_FAILED_UPDATE,
+    REASON_NO_FAILURE,
+    REASON_MODEL_CREATING,
+    REASON_MODEL_AVAILABLE,
+    REASON_MODEL_PROCESSING,
+    REASON_MODEL_ABNORMAL,
+    REASON_MODEL_RECONCILED,
+    REASON_RECONCILED,
+    REASON_TARGET_NOT_FOUND,
+    REASON_TARGET_INVALID,
+    REASON_FIXED_REPLICAS,
+    REASON_NO_METRICS,
+    REASON_SOME_METRICS_MISSING,
+    REASON_ALL_METRICS_AVAILABLE,
+    REASON_INVALID_SPEC,
+    REASON_SCALE_FAILED,
+    REASON_RATIO_SATISFIED,
+    REASON_RATIO_UNSATISFIABLE,
+)
+"""Every reason above."""

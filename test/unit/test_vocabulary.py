@@ -5,7 +5,8 @@ docstrings (a bare string statement is documentation, so prose may name a key). 
 is ``<domain>/<name>`` (or a bare ``<domain>/`` prefix) under a domain whose keys kthena_py uses (Kthena's,
 Volcano's, LeaderWorkerSet's, ours, and the Kubernetes controller/kubectl annotations); apiVersions such as
 ``workload.serving.volcano.sh/v1alpha1`` are not keys (their name part is a version). A constant is a
-*condition type* when it is one of :data:`kthena_py.vocab.conditions.CONDITION_TYPES`.
+*condition type* (or reason) when it is one of :data:`kthena_py.vocab.conditions.CONDITION_TYPES`
+(or ``CONDITION_REASONS``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from kthena_py.vocab.conditions import CONDITION_TYPES
+from kthena_py.vocab.conditions import CONDITION_REASONS, CONDITION_TYPES
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "kthena_py"
@@ -50,6 +51,9 @@ ALLOWED = frozenset(
   kthena_py.vocab. An entry here permits a spelling, it never requires one."""
 
 
+_CONDITION_WORDS = (frozenset(CONDITION_TYPES) | frozenset(CONDITION_REASONS)) - AMBIGUOUS
+
+
 def _docstrings(tree: ast.Module) -> set[int]:
     """Return the ids of the constants that are documentation (bare string statements)."""
     return {
@@ -79,7 +83,7 @@ def spellings(root: Path = PACKAGE) -> tuple[dict[str, set[str]], dict[str, set[
                 continue
             if _is_key(node.value):
                 keys[node.value].add(module)
-            if node.value in CONDITION_TYPES and node.value not in AMBIGUOUS:
+            if node.value in _CONDITION_WORDS:
                 conditions[node.value].add(module)
     return keys, conditions
 
@@ -91,9 +95,9 @@ def test_every_label_and_annotation_key_is_spelled_only_in_the_vocabulary() -> N
     assert misplaced == {}
 
 
-def test_every_condition_type_is_spelled_only_in_the_vocabulary() -> None:
+def test_every_condition_type_and_reason_is_spelled_only_in_the_vocabulary() -> None:
     _, conditions = spellings()
-    assert set(conditions) == set(CONDITION_TYPES) - AMBIGUOUS
+    assert set(conditions) == _CONDITION_WORDS
     misplaced = {kind: sorted(modules) for kind, modules in conditions.items() if modules != {CONDITIONS}}
     assert misplaced == {}
 

@@ -36,7 +36,7 @@ from typing import Any, Literal
 
 from kthena_py.kube import KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject, meta
-from kthena_py.vocab.conditions import METRICS_AVAILABLE, RATIO_VIOLATED, READY, TARGET_FOUND
+from kthena_py.vocab.conditions import METRICS_AVAILABLE, RATIO_VIOLATED, READY, REASON_SCALE_FAILED, TARGET_FOUND
 from kthena_py.vocab.times import format_time
 
 from ..resources import AUTOSCALINGPOLICIES
@@ -60,7 +60,7 @@ __all__ = [
 
 FAILED_RESCALE = "FailedRescale"
 """Warning Event reason of every refused scale write (HorizontalPodAutoscaler's name), with the server's message."""
-SCALE_FAILED = "ScaleFailed"
+SCALE_FAILED = REASON_SCALE_FAILED
 _NEGATIVE = frozenset({RATIO_VIOLATED})
 _TARGET_FIELDS = ("homogeneousStatus", "heterogeneousStatus", "disaggregatedStatus")
 _MAX_MESSAGE = 2048

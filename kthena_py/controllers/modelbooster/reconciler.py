@@ -39,7 +39,7 @@ from kthena_py.plan.modelbooster.naming import ANNOTATION_MIGRATED
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
-from kthena_py.vocab.conditions import AVAILABLE
+from kthena_py.vocab.conditions import AVAILABLE, REASON_INVALID_SPEC
 from kthena_py.vocab.times import format_time
 
 from ..resources import MODELBOOSTERS, MODELSERVINGS
@@ -102,7 +102,7 @@ class BoosterReconciler:
             except ExpandError as exc:
                 problem = str(exc)
         if problem is not None:
-            self.recorder.event(obj, "Warning", "InvalidSpec", problem)
+            self.recorder.event(obj, "Warning", REASON_INVALID_SPEC, problem)
             await self._status(obj, generation, None, failure=problem, observed=generation)
             raise TerminalError(problem)
         plan = plan_children(booster.uid, children, observe(self.cache, booster, children))

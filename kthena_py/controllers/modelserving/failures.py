@@ -43,7 +43,14 @@ import structlog
 from kthena_py.kube import ApiError, KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.runtime.clock import Clock, RealClock
-from kthena_py.vocab.conditions import GANG_FAILURE, REPLICA_FAILURE
+from kthena_py.vocab.conditions import (
+    GANG_FAILURE,
+    REASON_FAILED_CREATE,
+    REASON_FAILED_DELETE,
+    REASON_FAILED_UPDATE,
+    REASON_NO_FAILURE,
+    REPLICA_FAILURE,
+)
 from kthena_py.vocab.times import format_time
 
 from ..resources import MODELSERVINGS
@@ -70,7 +77,11 @@ MAX_MESSAGE = 8192
 """Longest condition message; further failures are summarised as ``... and N more``."""
 
 Verb = Literal["create", "delete", "update"]
-_REASONS: dict[str, str] = {"create": "FailedCreate", "delete": "FailedDelete", "update": "FailedUpdate"}
+_REASONS: dict[str, str] = {
+    "create": REASON_FAILED_CREATE,
+    "delete": REASON_FAILED_DELETE,
+    "update": REASON_FAILED_UPDATE,
+}
 _ORDER = {"create": 0, "delete": 1, "update": 2}
 _SEPARATOR = "; "
 _REFUSED_POD = re.compile(r"(?:^|; )create Pod (\S+?): ")
@@ -295,7 +306,7 @@ class FailureCondition:
                 resolved = {
                     "type": self.type,
                     "status": "False",
-                    "reason": "NoFailure",
+                    "reason": REASON_NO_FAILURE,
                     "message": "no child write is refused",
                     "lastTransitionTime": _format_time(now),
                     "observedGeneration": int(meta(ms).get("generation") or 0),

@@ -34,6 +34,7 @@ from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request, Result, result_of
+from kthena_py.vocab.conditions import REASON_DEADLINE
 from kthena_py.vocab.owners import controller_uid
 
 from ..resources import MODELSERVINGS
@@ -140,6 +141,6 @@ def _count(plan: Plan, namespace: str, name: str) -> None:
     for method, count in (("inplace", patched), ("recreate", recreated), ("fallback", fallback)):
         if count > 0:
             UNITS_UPDATED.labels(namespace, name, method).inc(count)
-    exceeded = sum(1 for e in plan.events if e.reason == "ProgressDeadlineExceeded")
+    exceeded = sum(1 for e in plan.events if e.reason == REASON_DEADLINE)
     if exceeded:
         DEADLINES_EXCEEDED.labels(namespace, name).inc(exceeded)

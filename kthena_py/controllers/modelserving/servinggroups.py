@@ -39,6 +39,7 @@ from kthena_py.plan.modelserving.types import Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.reconcile import Request, Result, TerminalError, result_of
+from kthena_py.vocab.conditions import REASON_INVALID_SPEC
 from kthena_py.vocab.owners import controller_uid
 
 from ..resources import MODELSERVINGS
@@ -107,7 +108,7 @@ class ServingGroupReconciler:
         try:
             ms = parse_modelserving(obj)
         except pydantic.ValidationError as exc:
-            self.recorder.event(obj, "Warning", "InvalidSpec", f"spec cannot be read: {exc}")
+            self.recorder.event(obj, "Warning", REASON_INVALID_SPEC, f"spec cannot be read: {exc}")
             raise TerminalError(f"invalid spec: {exc}") from exc
         ref = ms_ref(obj)
         support = podgroup_support(self.cache)

@@ -49,6 +49,7 @@ from kthena_py.plan.modelserving.revision import RevisionData, role_template_has
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.status import format_time
 from kthena_py.plan.modelserving.types import KubeObject, PlannedEvent, Update
+from kthena_py.vocab.conditions import REASON_DEADLINE
 from kthena_py.vocab.pods import running_and_ready
 
 __all__ = [
@@ -380,7 +381,7 @@ def maintain(
             out.events.append(
                 PlannedEvent(
                     "Warning",
-                    "ProgressDeadlineExceeded",
+                    REASON_DEADLINE,
                     f"{unit} did not become Ready on revision {target} within progressDeadlineSeconds "
                     f"({deadline_seconds}s) of its in-place update: {names}; handled by recoveryPolicy {policy}",
                 )

@@ -529,9 +529,7 @@ def _plan_in_full(
         built.append(set_condition(conditions, UPDATE_IN_PROGRESS, value, reason, message, generation, now))
         old_reason = old.reason if old is not None else None
         if reason == REASON_COMPLETE and old_reason not in (None, REASON_COMPLETE):
-            events.append(
-                PlannedEvent("Normal", "RolloutComplete", f"Rollout to revision {state.revision} is complete")
-            )
+            events.append(PlannedEvent("Normal", REASON_COMPLETE, f"Rollout to revision {state.revision} is complete"))
         if reason == REASON_STALLED and old_reason != REASON_STALLED:
             events.append(PlannedEvent("Warning", REASON_STALLED, message))
     blocked = _coordination_condition(state, step)
