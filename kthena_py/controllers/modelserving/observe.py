@@ -12,6 +12,7 @@ import re
 from collections import OrderedDict
 from typing import Any
 
+from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube.objects import KubeObject, controller_ref, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
@@ -75,7 +76,7 @@ def parse_modelserving(obj: KubeObject) -> ModelServing:
 
 def _parse_modelserving(obj: KubeObject) -> ModelServing:
     base: dict[str, Any] = {
-        "apiVersion": obj.get("apiVersion", "workload.serving.volcano.sh/v1alpha1"),
+        "apiVersion": obj.get("apiVersion", API_VERSION),
         "kind": "ModelServing",
         "metadata": obj.get("metadata") or {},
         "spec": obj.get("spec") or {},

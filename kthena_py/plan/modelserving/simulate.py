@@ -34,6 +34,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.podgroups import plan_podgroups
@@ -592,7 +593,7 @@ def _document(doc: KubeObject) -> dict[str, Any]:
         del metadata["annotations"]
     metadata["generation"] = 1
     return {
-        "apiVersion": doc.get("apiVersion", "workload.serving.volcano.sh/v1alpha1"),
+        "apiVersion": doc.get("apiVersion", API_VERSION),
         "kind": "ModelServing",
         "metadata": copy.deepcopy(metadata),
         "spec": copy.deepcopy(doc.get("spec") or {}),
