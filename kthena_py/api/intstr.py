@@ -24,6 +24,7 @@ __all__ = [
     "go_atoi",
     "is_valid_percent",
     "regex_error",
+    "resolve_scaled",
     "scaled_value",
 ]
 
@@ -210,3 +211,44 @@ def scaled_value(value: IntOrString | int | str | None, total: int, round_up: bo
         raise IntOrStringError("nil value for IntOrString")
     wrapped = value if isinstance(value, IntOrString) else IntOrString(value)
     return wrapped.scaled_value(total, round_up)
+
+
+def resolve_scaled(
+    value: IntOrString | None,
+    total: int,
+    *,
+    round_up: bool,
+    if_none: int,
+    if_invalid: int | None = None,
+    non_negative: bool = False,
+) -> int:
+    """Resolve an optional int-or-percent against ``total``: the one resolver every caller shares.
+
+    Callers differ only in their fallbacks, which they state here: the rolling-update budget falls back to its
+    default for an absent or unreadable value and never goes below 0; an eviction threshold falls back to
+    its default when absent and to ``total`` (protect everything) when unreadable; validation resolves an
+    absent value as 0 and lets an unreadable one raise.
+
+    Args:
+        value: The value, or ``None`` when the field is absent.
+        total: The count a percentage refers to.
+        round_up: Round a percentage up (``True``) or down (``False``).
+        if_none: The result for an absent value.
+        if_invalid: The result for a string that is not ``<int>%``; ``None`` lets the error propagate.
+        non_negative: Clamp a resolved value (not a fallback) at 0.
+
+    Returns:
+        The resolved integer.
+
+    Raises:
+        IntOrStringError: For an unreadable value when ``if_invalid`` is ``None``.
+    """
+    if value is None:
+        return if_none
+    try:
+        resolved = value.scaled_value(total, round_up)
+    except IntOrStringError:
+        if if_invalid is None:
+            raise
+        return if_invalid
+    return max(0, resolved) if non_negative else resolved

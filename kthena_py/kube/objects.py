@@ -10,6 +10,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from kthena_py.vocab import owners
+from kthena_py.vocab.pods import is_terminating
+
 KubeObject = dict[str, Any]
 """An object as the API server serialises it (JSON decoded)."""
 
@@ -52,15 +55,12 @@ def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
 
 def owner_uids(obj: Mapping[str, Any]) -> list[str]:
     """Return the UIDs of all ``ownerReferences``."""
-    return [str(r.get("uid")) for r in meta(obj).get("ownerReferences") or [] if r.get("uid")]
+    return owners.owner_uids(obj)
 
 
 def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """Return the owner reference with ``controller: true``, if any."""
-    for ref in meta(obj).get("ownerReferences") or []:
-        if ref.get("controller"):
-            return dict(ref)
-    return None
+    return owners.controller_ref(obj)
 
 
 def object_key(obj: Mapping[str, Any]) -> str:
@@ -71,7 +71,7 @@ def object_key(obj: Mapping[str, Any]) -> str:
 
 def is_deleting(obj: Mapping[str, Any]) -> bool:
     """Return whether the object has a ``deletionTimestamp``."""
-    return bool(meta(obj).get("deletionTimestamp"))
+    return is_terminating(obj)
 
 
 def strip_managed_fields(obj: KubeObject) -> KubeObject:

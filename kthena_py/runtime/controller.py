@@ -32,6 +32,8 @@ import structlog
 
 from kthena_py.kube import ApiError, ResourceType
 from kthena_py.kube.objects import KubeObject, controller_ref, name_of, namespace_of
+from kthena_py.vocab.conditions import POD_READY
+from kthena_py.vocab.pods import running_and_ready
 
 from . import metrics, timeline
 from .cache import SharedCache
@@ -88,10 +90,7 @@ def _metadata_key(pod: KubeObject) -> tuple[object, ...]:
 
 def pod_running_and_ready(pod: KubeObject) -> bool:
     """Phase ``Running`` with the condition ``Ready=True``."""
-    status = pod.get("status") or {}
-    return status.get("phase") == "Running" and any(
-        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or []
-    )
+    return running_and_ready(pod)
 
 
 def _pod_key(pod: KubeObject) -> tuple[object, ...]:
@@ -101,7 +100,7 @@ def _pod_key(pod: KubeObject) -> tuple[object, ...]:
         (
             (c.get("status"), c.get("lastTransitionTime"))
             for c in status.get("conditions") or []
-            if c.get("type") == "Ready"
+            if c.get("type") == POD_READY
         ),
         None,
     )

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any, Final, Literal
 
 import structlog
@@ -41,6 +41,7 @@ from prometheus_client import Counter
 from kthena_py.kube import AlreadyExists, ApiError, KubeClient
 from kthena_py.kube.objects import meta
 from kthena_py.kube.resources import EVENTS
+from kthena_py.vocab.times import format_time
 
 from .metrics import REGISTRY
 
@@ -77,7 +78,7 @@ def _reference(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(time.time())
 
 
 class _Batch:

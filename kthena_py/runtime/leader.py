@@ -23,14 +23,15 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import structlog
 
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
 from kthena_py.kube.resources import LEASES
+from kthena_py.vocab.times import format_time
 
 from . import metrics
 from .clock import Clock, RealClock
@@ -39,7 +40,7 @@ log = structlog.get_logger("kthena_py.leader")
 
 
 def _micro_time() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return format_time(time.time(), "microseconds")
 
 
 class LeaderElector:

@@ -20,10 +20,11 @@ Guarantees:
 from __future__ import annotations
 
 from kthena_py.kube.objects import KubeObject
+from kthena_py.vocab.labels import KUBECTL_LAST_APPLIED
 
 __all__ = ["LAST_APPLIED", "slim"]
 
-LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+LAST_APPLIED = KUBECTL_LAST_APPLIED
 
 
 def slim(obj: KubeObject) -> KubeObject:

@@ -30,18 +30,21 @@ from typing import Any, Literal
 from kthena_py.kube import ApiError, KubeClient, NotFound, TooManyRequests
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import PODS
+from kthena_py.vocab import labels
 
 __all__ = ["Budget", "StormReport", "UnitCounter", "budgets_of", "evict", "pod_ready", "run_storm"]
 
-_PREFIX = "modelserving.volcano.sh/"
-NAME_LABEL = _PREFIX + "name"
-GROUP_LABEL = _PREFIX + "group-name"
-ROLE_LABEL = _PREFIX + "role"
-ROLE_ID_LABEL = _PREFIX + "role-id"
+NAME_LABEL = labels.SERVING_NAME
+GROUP_LABEL = labels.SERVING_GROUP_NAME
+ROLE_ID_LABEL = labels.SERVING_ROLE_ID
 
 
 def pod_ready(pod: KubeObject) -> bool:
-    """``Running``, ``Ready`` and not terminating."""
+    """``Running``, ``Ready`` and not terminating.
+
+    Written here on purpose rather than taken from :mod:`kthena_py.vocab.pods`: the storm counts as the user
+    counts, independently of the code under test.
+    """
     status = pod.get("status") or {}
     return (
         not (pod.get("metadata") or {}).get("deletionTimestamp")

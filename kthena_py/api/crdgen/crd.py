@@ -34,6 +34,7 @@ from kthena_py.api.crdgen.k8s import kubernetes_version
 from kthena_py.api.crdgen.schema import kind_schema
 from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING, ModelBooster
 from kthena_py.api.modelserving import ModelServing
+from kthena_py.vocab.conditions import ACTIVE
 
 __all__ = ["KIND_SPECS", "KindSpec", "build_crd", "build_crds", "file_name", "render_yaml", "rendered_crds"]
 
@@ -167,9 +168,9 @@ KIND_SPECS: tuple[KindSpec, ...] = (
         ("mb",),
         (
             {
-                "name": "Active",
+                "name": ACTIVE,
                 "type": "string",
-                "jsonPath": ".status.conditions[?(@.type=='Active')].status",
+                "jsonPath": f".status.conditions[?(@.type=='{ACTIVE}')].status",
                 "description": "Whether the ModelBooster is active",
             },
         ),

@@ -22,13 +22,14 @@ from kthena_py.api.intstr import IntOrStringError
 from kthena_py.api.modelserving import ModelServing, Role, RoleCoordination
 from kthena_py.api.validation.errors import OMITTED, FieldError, forbidden, invalid
 from kthena_py.api.validation.rollout import selected_roles
+from kthena_py.vocab.conditions import COORDINATION_BLOCKED, REASON_COMPLETE
 
 __all__ = ["COORDINATION_BLOCKED_CONDITION", "validate_modelserving_update"]
 
 #: Condition type published while a coordinated role rollout is in progress (reason ``RolloutComplete`` when
 #: done) by the rollout reconciler (``kthena_py.plan.modelserving.rollout``). Kthena's constant is
 #: ``ModelServingCoordinatedRoleRolloutBlocked``; its string value is assumed.
-COORDINATION_BLOCKED_CONDITION = "CoordinatedRoleRolloutBlocked"
+COORDINATION_BLOCKED_CONDITION = COORDINATION_BLOCKED
 
 _ROLES = "spec.template.roles"
 
@@ -99,7 +100,7 @@ def _rollout_may_be_active(old: ModelServing) -> bool:
         return old.generation > 0
     for condition in status.conditions or []:
         if condition.type == COORDINATION_BLOCKED_CONDITION:
-            return condition.reason != "RolloutComplete"
+            return condition.reason != REASON_COMPLETE
     return False
 
 

@@ -9,7 +9,7 @@ malformed (that error is reported instead) or when no replica is outside the par
 from __future__ import annotations
 
 from kthena_py.api.common import to_dict
-from kthena_py.api.intstr import IntOrString, is_valid_percent
+from kthena_py.api.intstr import IntOrString, is_valid_percent, resolve_scaled
 from kthena_py.api.modelserving import ModelServing, RoleCoordination
 from kthena_py.api.validation.common import validate_int_or_percent
 from kthena_py.api.validation.errors import (
@@ -29,7 +29,7 @@ _BOTH_ZERO = "maxUnavailable and maxSurge cannot both resolve to 0"
 
 
 def _resolve(value: IntOrString | None, total: int, round_up: bool) -> int:
-    return 0 if value is None else value.scaled_value(total, round_up)
+    return resolve_scaled(value, total, round_up=round_up, if_none=0)
 
 
 def _budget_errors(

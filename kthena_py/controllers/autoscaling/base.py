@@ -36,6 +36,16 @@ from kthena_py.plan.autoscaling import ExternalReading, Mode, ScalingSpec, Windo
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.reconcile import Request, Result
+from kthena_py.vocab.conditions import (
+    REASON_ALL_METRICS_AVAILABLE,
+    REASON_FIXED_REPLICAS,
+    REASON_INVALID_SPEC,
+    REASON_NO_METRICS,
+    REASON_RECONCILED,
+    REASON_SOME_METRICS_MISSING,
+    REASON_TARGET_INVALID,
+    REASON_TARGET_NOT_FOUND,
+)
 
 from ..resources import AUTOSCALINGPOLICIES
 from .collector import NAME_LABEL, Collected, PodScraper
@@ -159,7 +169,7 @@ def pods_of(cache: SharedCache, key: TargetKey) -> list[KubeObject]:
 
 def target_found() -> ConditionUpdate:
     """``TargetFound=True``."""
-    return ConditionUpdate(TARGET_FOUND, "True", "TargetFound", "target model serving and roles found")
+    return ConditionUpdate(TARGET_FOUND, "True", TARGET_FOUND, "target model serving and roles found")
 
 
 def reconciled(target: Literal["homogeneous", "heterogeneous", "disaggregated"]) -> ConditionUpdate:
@@ -168,7 +178,7 @@ def reconciled(target: Literal["homogeneous", "heterogeneous", "disaggregated"])
     Kthena writes ``disaggregated autoscaling policy reconciled``; the target types it writes no status for
     follow the same pattern.
     """
-    return ConditionUpdate(READY, "True", "Reconciled", f"{target} autoscaling policy reconciled")
+    return ConditionUpdate(READY, "True", REASON_RECONCILED, f"{target} autoscaling policy reconciled")
 
 
 def target_missing(keys: list[TargetKey]) -> Outcome:
@@ -177,8 +187,8 @@ def target_missing(keys: list[TargetKey]) -> Outcome:
     message = f"model serving {names} not found"
     return Outcome(
         [
-            ConditionUpdate(TARGET_FOUND, "False", "TargetNotFound", message),
-            ConditionUpdate(READY, "False", "TargetNotFound", message),
+            ConditionUpdate(TARGET_FOUND, "False", REASON_TARGET_NOT_FOUND, message),
+            ConditionUpdate(READY, "False", REASON_TARGET_NOT_FOUND, message),
         ],
         target={},
     )
@@ -188,8 +198,8 @@ def target_invalid(message: str, *, requeue: bool = True) -> Outcome:
     """The outcome when a target exists but cannot be scaled as configured (or its reference is unusable)."""
     return Outcome(
         [
-            ConditionUpdate(TARGET_FOUND, "False", "TargetInvalid", message),
-            ConditionUpdate(READY, "False", "TargetInvalid", message),
+            ConditionUpdate(TARGET_FOUND, "False", REASON_TARGET_INVALID, message),
+            ConditionUpdate(READY, "False", REASON_TARGET_INVALID, message),
         ],
         target={},
         requeue=requeue,
@@ -203,7 +213,7 @@ def metrics_condition(units: Mapping[str, Collected | None]) -> ConditionUpdate:
     """
     collected = {unit: c for unit, c in units.items() if c is not None}
     if not collected:
-        return ConditionUpdate(METRICS_AVAILABLE, "True", "FixedReplicas", "no scaling unit needs metrics")
+        return ConditionUpdate(METRICS_AVAILABLE, "True", REASON_FIXED_REPLICAS, "no scaling unit needs metrics")
     empty: list[str] = []
     partial: list[str] = []
     for unit, collection in sorted(collected.items()):
@@ -215,11 +225,11 @@ def metrics_condition(units: Mapping[str, Collected | None]) -> ConditionUpdate:
         elif missing:
             partial.append(f"{prefix}{why}")
     if empty:
-        return ConditionUpdate(METRICS_AVAILABLE, "False", "NoMetrics", "; ".join(empty + partial))
+        return ConditionUpdate(METRICS_AVAILABLE, "False", REASON_NO_METRICS, "; ".join(empty + partial))
     if partial:
-        return ConditionUpdate(METRICS_AVAILABLE, "True", "SomeMetricsMissing", "; ".join(partial))
+        return ConditionUpdate(METRICS_AVAILABLE, "True", REASON_SOME_METRICS_MISSING, "; ".join(partial))
     count = sum(len(c.reports) for c in collected.values())
-    return ConditionUpdate(METRICS_AVAILABLE, "True", "AllMetricsAvailable", f"all {count} metrics have data")
+    return ConditionUpdate(METRICS_AVAILABLE, "True", REASON_ALL_METRICS_AVAILABLE, f"all {count} metrics have data")
 
 
 def describe_metrics(spec: ScalingSpec, state: WindowState, now: float, mode: Mode) -> tuple[str, dict[str, float]]:
@@ -293,7 +303,7 @@ class PolicyReconciler(ABC):
     @staticmethod
     def invalid(message: str) -> Outcome:
         """The outcome for a policy the planners cannot use."""
-        return Outcome([ConditionUpdate(READY, "False", "InvalidSpec", message)], target={}, requeue=False)
+        return Outcome([ConditionUpdate(READY, "False", REASON_INVALID_SPEC, message)], target={}, requeue=False)
 
     async def finish(self, obj: KubeObject, outcome: Outcome) -> None:
         """Write the status (when changed) and the Warning events of conditions that turned False."""

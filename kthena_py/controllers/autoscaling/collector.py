@@ -62,6 +62,8 @@ from kthena_py.plan.autoscaling import (
     parse_exposition,
     pod_sample,
 )
+from kthena_py.vocab.labels import SERVING_ENTRY, SERVING_GROUP_NAME, SERVING_NAME, SERVING_ROLE, SERVING_ROLE_ID
+from kthena_py.vocab.pods import TERMINAL_PHASES, phase_of, running_and_ready
 
 from .prometheus import PrometheusError, instant_query
 
@@ -85,11 +87,11 @@ __all__ = [
     "selector_matches",
 ]
 
-NAME_LABEL = "modelserving.volcano.sh/name"
-ENTRY_LABEL = "modelserving.volcano.sh/entry"
-ROLE_LABEL = "modelserving.volcano.sh/role"
-ROLE_ID_LABEL = "modelserving.volcano.sh/role-id"
-GROUP_LABEL = "modelserving.volcano.sh/group-name"
+NAME_LABEL = SERVING_NAME
+ENTRY_LABEL = SERVING_ENTRY
+ROLE_LABEL = SERVING_ROLE
+ROLE_ID_LABEL = SERVING_ROLE_ID
+GROUP_LABEL = SERVING_GROUP_NAME
 
 _RATIO_SUFFIXES = ("_utilization", "_usage", "_ratio", "_percent", "_saturation")
 _SAMPLE_SUFFIXES = ("", "_total", "_bucket", "_sum", "_count", "_created", "_gcount", "_gsum")
@@ -158,12 +160,10 @@ def select_pods(
 def pod_state(pod: KubeObject) -> tuple[Literal["ignored", "unready", "ready"], str]:
     """Classify a pod: ``ignored`` (terminating, Failed, Succeeded), ``unready`` or ``ready`` (with its IP)."""
     status = pod.get("status") or {}
-    phase = status.get("phase")
-    if is_deleting(pod) or phase in ("Failed", "Succeeded"):
+    if is_deleting(pod) or phase_of(pod) in TERMINAL_PHASES:
         return "ignored", ""
     ip = str(status.get("podIP") or "")
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-    if phase == "Running" and ready and ip:
+    if running_and_ready(pod) and ip:
         return "ready", ip
     return "unready", ""
 

@@ -29,7 +29,7 @@ from kthena_py.api.autoscaling import (
     target_ref_kind,
     target_ref_name,
 )
-from kthena_py.api.common import GROUP
+from kthena_py.api.common import API_VERSION, GROUP
 from kthena_py.plan.autoscaling import (
     Behavior,
     CostParam,
@@ -80,7 +80,7 @@ def parse_policy(obj: Mapping[str, Any]) -> AutoscalingPolicy:
     """
     return AutoscalingPolicy.model_validate(
         {
-            "apiVersion": obj.get("apiVersion", "workload.serving.volcano.sh/v1alpha1"),
+            "apiVersion": obj.get("apiVersion", API_VERSION),
             "kind": "AutoscalingPolicy",
             "metadata": obj.get("metadata") or {},
             "spec": obj.get("spec") or {},

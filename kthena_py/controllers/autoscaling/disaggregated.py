@@ -38,6 +38,7 @@ from kthena_py.plan.autoscaling import (
     decide_disaggregated,
     role_metrics,
 )
+from kthena_py.vocab.conditions import REASON_RATIO_SATISFIED, REASON_RATIO_UNSATISFIABLE, REASON_SCALE_FAILED
 
 from ..resources import MODELSERVINGS
 from .base import (
@@ -194,7 +195,7 @@ async def scale_disaggregated(rec: PolicyReconciler, obj: KubeObject, policy: Au
             sizes = ", ".join(f"{r.name} {r.current}->{r.final}" for r in changed)
             message = f"cannot scale {key} ({sizes}): {err}"
             deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
-            conditions.append(ConditionUpdate(READY, "False", "ScaleFailed", message))
+            conditions.append(ConditionUpdate(READY, "False", REASON_SCALE_FAILED, message))
             return Outcome(conditions, target=None)
         scaled_at = rfc3339(now)
     for decided in decision.roles:
@@ -254,12 +255,12 @@ async def scale_disaggregated(rec: PolicyReconciler, obj: KubeObject, policy: Au
     if constraint is not None and decision.ratio is not None:
         if decision.ratio.satisfied:
             message = f"{constraint.numerator_role}/{constraint.denominator_role} within the constraint"
-            conditions.append(ConditionUpdate(RATIO_VIOLATED, "False", "RatioSatisfied", message))
+            conditions.append(ConditionUpdate(RATIO_VIOLATED, "False", REASON_RATIO_SATISFIED, message))
         else:
             message = (
                 f"no {constraint.numerator_role}/{constraint.denominator_role} pair within the roles' replica bounds"
                 " satisfies the ratio constraint"
             )
-            conditions.append(ConditionUpdate(RATIO_VIOLATED, "True", "RatioUnsatisfiable", message))
+            conditions.append(ConditionUpdate(RATIO_VIOLATED, "True", REASON_RATIO_UNSATISFIABLE, message))
     conditions.append(reconciled("disaggregated"))
     return Outcome(conditions, target={"disaggregatedStatus": status})

@@ -30,6 +30,7 @@ from kthena_py.api.autoscaling import AutoscalingPolicy
 from kthena_py.kube import ApiError, NotFound
 from kthena_py.kube.objects import KubeObject
 from kthena_py.plan.autoscaling import WindowState, decide, optimize
+from kthena_py.vocab.conditions import REASON_SCALE_FAILED
 
 from ..resources import MODELSERVINGS
 from .base import (
@@ -143,7 +144,7 @@ class HeterogeneousReconciler(PolicyReconciler):
             message = "cannot scale " + "; ".join(failed)
             if failed:
                 deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
-            conditions.append(ConditionUpdate(READY, "False", "ScaleFailed", message))
+            conditions.append(ConditionUpdate(READY, "False", REASON_SCALE_FAILED, message))
             return Outcome(conditions, target=None)
         memory.units[UNIT] = decision.state
         await self.checkpoint(obj, memory)

@@ -38,12 +38,13 @@ from typing import Any
 
 from kthena_py.kube.objects import KubeObject, annotations_of, name_of, namespace_of, uid_of
 from kthena_py.plan.autoscaling import MetricWindow, ScalingHistory, WindowState
+from kthena_py.vocab.labels import AUTOSCALING_HISTORY
 
 from .collector import ScrapeMemory
 
 __all__ = ["HISTORY_ANNOTATION", "HistoryStore", "PolicyMemory", "decode_history", "encode_history"]
 
-HISTORY_ANNOTATION = "autoscaling.kthena-py.io/history"
+HISTORY_ANNOTATION = AUTOSCALING_HISTORY
 _VERSION = 1
 _MAX_ACCEPTED = 16
 

@@ -25,6 +25,7 @@ from kthena_py.api.autoscaling import AutoscalingPolicy
 from kthena_py.kube import ApiError, NotFound
 from kthena_py.kube.objects import KubeObject
 from kthena_py.plan.autoscaling import WindowState, decide
+from kthena_py.vocab.conditions import REASON_SCALE_FAILED
 
 from ..resources import MODELSERVINGS
 from .base import (
@@ -114,7 +115,7 @@ class TargetReconciler(PolicyReconciler):
                 memory.units[UNIT] = WindowState(decision.state.metrics, state.history)
                 message = f"cannot scale {key} from {current} to {desired}: {err}"
                 deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
-                conditions.append(ConditionUpdate(READY, "False", "ScaleFailed", message))
+                conditions.append(ConditionUpdate(READY, "False", REASON_SCALE_FAILED, message))
                 return Outcome(conditions, target=None)
             scaled_at = rfc3339(now)
             direction = "up" if desired > current else "down"

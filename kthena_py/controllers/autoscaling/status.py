@@ -32,11 +32,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from kthena_py.kube import KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject, meta
+from kthena_py.vocab.conditions import METRICS_AVAILABLE, RATIO_VIOLATED, READY, REASON_SCALE_FAILED, TARGET_FOUND
+from kthena_py.vocab.times import format_time
 
 from ..resources import AUTOSCALINGPOLICIES
 
@@ -59,11 +60,7 @@ __all__ = [
 
 FAILED_RESCALE = "FailedRescale"
 """Warning Event reason of every refused scale write (HorizontalPodAutoscaler's name), with the server's message."""
-SCALE_FAILED = "ScaleFailed"
-READY = "Ready"
-TARGET_FOUND = "TargetFound"
-METRICS_AVAILABLE = "MetricsAvailable"
-RATIO_VIOLATED = "RatioConstraintViolated"
+SCALE_FAILED = REASON_SCALE_FAILED
 _NEGATIVE = frozenset({RATIO_VIOLATED})
 _TARGET_FIELDS = ("homogeneousStatus", "heterogeneousStatus", "disaggregatedStatus")
 _MAX_MESSAGE = 2048
@@ -71,7 +68,7 @@ _MAX_MESSAGE = 2048
 
 def rfc3339(seconds: float) -> str:
     """Format a Unix time as ``metav1.Time`` (second precision, UTC)."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(seconds)
 
 
 @dataclass(frozen=True)

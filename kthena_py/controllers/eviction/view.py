@@ -12,12 +12,13 @@ import asyncio
 
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube import KubeClient
-from kthena_py.kube.objects import KubeObject, controller_ref
+from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.vocab.owners import controller_uid
 
 from ..modelserving.observe import observe
 
@@ -35,7 +36,7 @@ def observe_cached(cache: SharedCache, ref: MSRef) -> Observed:
 
 
 def _controlled(items: list[KubeObject], uid: str) -> tuple[KubeObject, ...]:
-    return tuple(obj for obj in items if (controller_ref(obj) or {}).get("uid") == uid)
+    return tuple(obj for obj in items if controller_uid(obj) == uid)
 
 
 async def observe_live(client: KubeClient, ref: MSRef) -> Observed:

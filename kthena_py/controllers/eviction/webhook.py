@@ -45,7 +45,7 @@ import structlog
 
 from kthena_py.api.modelserving import EvictionStrategySpec, ModelServing
 from kthena_py.kube import ApiError, KubeClient, NotFound
-from kthena_py.kube.objects import KubeObject, controller_ref, labels_of, meta, name_of
+from kthena_py.kube.objects import KubeObject, labels_of, meta, name_of
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.eviction import (
@@ -63,6 +63,7 @@ from kthena_py.plan.modelserving.types import MSRef
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse
+from kthena_py.vocab.owners import controller_uid
 
 from ..modelserving.observe import ms_ref, parse_modelserving
 from ..resources import MODELSERVINGS
@@ -193,7 +194,7 @@ class EvictionWebhook:
                 return self._free(reasons.NOT_OWNED, "ModelServing not found")
             except ApiError as exc:
                 return None, self._failed(reasons.LOOKUP_FAILED, f"failed to get ModelServing {ms_name}: {exc}")
-        if pod is not None and (controller_ref(pod) or {}).get("uid") != meta(ms_obj).get("uid"):
+        if pod is not None and controller_uid(pod) != meta(ms_obj).get("uid"):
             return self._free(reasons.NOT_OWNED, "pod not controlled by the ModelServing")
         try:
             ms = parse_modelserving(ms_obj)

@@ -24,6 +24,7 @@ from kthena_py.plan.modelbooster.naming import LABEL_MODEL_UID, MANAGED_BY_SELEC
 from kthena_py.runtime.controller import Controller, spec_changed, spec_or_metadata_changed
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
+from kthena_py.vocab.conditions import AVAILABLE
 
 from ..components import MODELBOOSTER
 from ..resources import MODELBOOSTERS, MODELROUTES, MODELSERVERS, MODELSERVINGS
@@ -36,7 +37,7 @@ __all__ = ["Settings", "register"]
 
 def _available(obj: KubeObject) -> str | None:
     for condition in (obj.get("status") or {}).get("conditions") or []:
-        if condition.get("type") == "Available":
+        if condition.get("type") == AVAILABLE:
             return str(condition.get("status"))
     return None
 

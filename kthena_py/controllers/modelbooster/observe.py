@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelbooster import ModelBooster
 from kthena_py.kube.objects import KubeObject, meta, object_key
 from kthena_py.kube.resources import CRDS, ResourceType
@@ -45,7 +46,7 @@ def parse_booster(obj: KubeObject) -> ModelBooster:
     """
     return ModelBooster.model_validate(
         {
-            "apiVersion": obj.get("apiVersion", "workload.serving.volcano.sh/v1alpha1"),
+            "apiVersion": obj.get("apiVersion", API_VERSION),
             "kind": "ModelBooster",
             "metadata": obj.get("metadata") or {},
             "spec": obj.get("spec") or {},

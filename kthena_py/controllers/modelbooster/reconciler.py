@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 
 import pydantic
 import structlog
@@ -40,6 +39,8 @@ from kthena_py.plan.modelbooster.naming import ANNOTATION_MIGRATED
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
+from kthena_py.vocab.conditions import AVAILABLE, REASON_INVALID_SPEC
+from kthena_py.vocab.times import format_time
 
 from ..resources import MODELBOOSTERS, MODELSERVINGS
 from .apply import ChildApplier, ChildWriteError, write_status
@@ -52,12 +53,12 @@ log = structlog.get_logger("kthena_py.modelbooster")
 
 
 def _rfc3339(seconds: float) -> str:
-    return datetime.fromtimestamp(int(seconds), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(seconds)
 
 
 def _available(ms: KubeObject | None) -> bool:
     conditions = ((ms or {}).get("status") or {}).get("conditions") or []
-    return any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
+    return any(c.get("type") == AVAILABLE and c.get("status") == "True" for c in conditions)
 
 
 def _schema_problem(exc: pydantic.ValidationError) -> str:
@@ -101,7 +102,7 @@ class BoosterReconciler:
             except ExpandError as exc:
                 problem = str(exc)
         if problem is not None:
-            self.recorder.event(obj, "Warning", "InvalidSpec", problem)
+            self.recorder.event(obj, "Warning", REASON_INVALID_SPEC, problem)
             await self._status(obj, generation, None, failure=problem, observed=generation)
             raise TerminalError(problem)
         plan = plan_children(booster.uid, children, observe(self.cache, booster, children))

@@ -49,7 +49,7 @@ from typing import Any, Literal
 import structlog
 
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
-from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, meta, resource_version_of, uid_of
+from kthena_py.kube.objects import KubeObject, is_deleting, meta, resource_version_of, uid_of
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelserving.events import joinable
 from kthena_py.plan.modelserving.types import Delete, Plan, Update
@@ -57,6 +57,7 @@ from kthena_py.runtime import timeline
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.reconcile import Settle
+from kthena_py.vocab.owners import controller_uid
 
 from ..resources import MODELSERVINGS
 from .failures import ChildFailure, FailureCondition, FailureTracker, Verb, body_digest
@@ -346,7 +347,7 @@ class PlanApplier:
         """A create answered AlreadyExists: success if the object is ours, else wait for it to go."""
         kind, md = rt.kind, meta(obj)
         name, namespace = str(md.get("name", "")), str(md.get("namespace", "")) or None
-        want = (controller_ref(obj) or {}).get("uid")
+        want = controller_uid(obj)
         try:
             existing = await self.client.get(rt, name, namespace)
         except NotFound:
@@ -355,7 +356,7 @@ class PlanApplier:
         except ApiError as err:
             self._refused(run, ms, ChildFailure.of("create", kind, name, err), digest)
             return
-        have = (controller_ref(existing) or {}).get("uid")
+        have = controller_uid(existing)
         if want and have == want:
             self.tracker.succeeded(run.owner, "create", kind, name)
             run.written.append(_Written.of(rt, existing, "present"))

@@ -36,7 +36,6 @@ import re
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 import structlog
@@ -44,6 +43,15 @@ import structlog
 from kthena_py.kube import ApiError, KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.runtime.clock import Clock, RealClock
+from kthena_py.vocab.conditions import (
+    GANG_FAILURE,
+    REASON_FAILED_CREATE,
+    REASON_FAILED_DELETE,
+    REASON_FAILED_UPDATE,
+    REASON_NO_FAILURE,
+    REPLICA_FAILURE,
+)
+from kthena_py.vocab.times import format_time
 
 from ..resources import MODELSERVINGS
 
@@ -61,10 +69,6 @@ __all__ = [
     "refused_pods",
 ]
 
-REPLICA_FAILURE = "ReplicaFailure"
-"""Condition type of refused writes of the ServingGroup reconciler (pods, Services, ControllerRevisions)."""
-GANG_FAILURE = "PodGroupFailure"
-"""Condition type of refused writes of the gang reconciler (PodGroups)."""
 BACKOFF_BASE = 1.0
 """Seconds before the first retry of a refused child write."""
 BACKOFF_MAX = 60.0
@@ -73,7 +77,11 @@ MAX_MESSAGE = 8192
 """Longest condition message; further failures are summarised as ``... and N more``."""
 
 Verb = Literal["create", "delete", "update"]
-_REASONS: dict[str, str] = {"create": "FailedCreate", "delete": "FailedDelete", "update": "FailedUpdate"}
+_REASONS: dict[str, str] = {
+    "create": REASON_FAILED_CREATE,
+    "delete": REASON_FAILED_DELETE,
+    "update": REASON_FAILED_UPDATE,
+}
 _ORDER = {"create": 0, "delete": 1, "update": 2}
 _SEPARATOR = "; "
 _REFUSED_POD = re.compile(r"(?:^|; )create Pod (\S+?): ")
@@ -246,7 +254,7 @@ def _message(failures: Sequence[ChildFailure]) -> str:
 
 
 def _format_time(now: float) -> str:
-    return datetime.fromtimestamp(int(now), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(now)
 
 
 class FailureCondition:
@@ -298,7 +306,7 @@ class FailureCondition:
                 resolved = {
                     "type": self.type,
                     "status": "False",
-                    "reason": "NoFailure",
+                    "reason": REASON_NO_FAILURE,
                     "message": "no child write is refused",
                     "lastTransitionTime": _format_time(now),
                     "observedGeneration": int(meta(ms).get("generation") or 0),

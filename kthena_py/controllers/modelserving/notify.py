@@ -19,13 +19,14 @@ from kthena_py.plan.modelserving.events import joinable, role_message
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import pod_running_and_ready
 from kthena_py.runtime.events import EventRecorder
+from kthena_py.vocab.labels import SERVING_GROUP_NAME, SERVING_NAME, SERVING_ROLE, SERVING_ROLE_ID
 
 from ..resources import MODELSERVINGS
 
-NAME = "modelserving.volcano.sh/name"
-GROUP = "modelserving.volcano.sh/group-name"
-ROLE = "modelserving.volcano.sh/role"
-ROLE_ID = "modelserving.volcano.sh/role-id"
+NAME = SERVING_NAME
+GROUP = SERVING_GROUP_NAME
+ROLE = SERVING_ROLE
+ROLE_ID = SERVING_ROLE_ID
 
 
 def pod_ready(pod: KubeObject) -> bool:

@@ -12,17 +12,19 @@ import re
 from collections import OrderedDict
 from typing import Any
 
+from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube.objects import KubeObject, controller_ref, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.vocab.labels import SERVING_NAME
 
 from ..resources import narrow_cache
 
 PODGROUP_CRD_NAME = "podgroups.scheduling.volcano.sh"
 PODGROUP_CRD_SELECTOR = f"metadata.name={PODGROUP_CRD_NAME}"
-NAME_LABEL = "modelserving.volcano.sh/name"
+NAME_LABEL = SERVING_NAME
 
 
 def register_informers(cache: SharedCache) -> None:
@@ -74,7 +76,7 @@ def parse_modelserving(obj: KubeObject) -> ModelServing:
 
 def _parse_modelserving(obj: KubeObject) -> ModelServing:
     base: dict[str, Any] = {
-        "apiVersion": obj.get("apiVersion", "workload.serving.volcano.sh/v1alpha1"),
+        "apiVersion": obj.get("apiVersion", API_VERSION),
         "kind": "ModelServing",
         "metadata": obj.get("metadata") or {},
         "spec": obj.get("spec") or {},

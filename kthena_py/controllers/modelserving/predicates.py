@@ -15,6 +15,7 @@ from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, labe
 from kthena_py.kube.resources import PODS
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
+from kthena_py.vocab.owners import controller_uid
 
 from .notify import GROUP, pod_ready
 
@@ -51,8 +52,4 @@ def _group_ready(cache: SharedCache, pod: KubeObject) -> bool:
     if not group or owner is None:
         return True
     siblings = cache.by_label(PODS, GROUP, group, namespace_of(pod))
-    return all(
-        pod_ready(p)
-        for p in siblings
-        if not is_deleting(p) and (controller_ref(p) or {}).get("uid") == owner.get("uid")
-    )
+    return all(pod_ready(p) for p in siblings if not is_deleting(p) and controller_uid(p) == owner.get("uid"))

@@ -23,7 +23,7 @@ import structlog
 from prometheus_client import Counter
 
 from kthena_py.kube import KubeClient
-from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, labels_of, namespace_of
+from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
 from kthena_py.kube.resources import CONFIGMAPS, PODS
 from kthena_py.plan.modelserving.eviction.tracker import disrupted_units, tracker_entries, tracker_name
 from kthena_py.plan.modelserving.plugins import PluginError
@@ -34,6 +34,8 @@ from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request, Result, result_of
+from kthena_py.vocab.conditions import REASON_DEADLINE
+from kthena_py.vocab.owners import controller_uid
 
 from ..resources import MODELSERVINGS
 from .apply import PlanApplier
@@ -70,15 +72,13 @@ def unit_change_matters(cache: SharedCache) -> Predicate:
             return True
         labels = labels_of(new)
         group, role_id = labels.get(GROUP), labels.get(ROLE_ID)
-        owner = (controller_ref(new) or {}).get("uid")
+        owner = controller_uid(new)
         if not group or not role_id:
             return True
         return all(
             pod_ready(p)
             for p in cache.by_label(PODS, GROUP, group, namespace_of(new))
-            if labels_of(p).get(ROLE_ID) == role_id
-            and not is_deleting(p)
-            and (controller_ref(p) or {}).get("uid") == owner
+            if labels_of(p).get(ROLE_ID) == role_id and not is_deleting(p) and controller_uid(p) == owner
         )
 
     return predicate
@@ -141,6 +141,6 @@ def _count(plan: Plan, namespace: str, name: str) -> None:
     for method, count in (("inplace", patched), ("recreate", recreated), ("fallback", fallback)):
         if count > 0:
             UNITS_UPDATED.labels(namespace, name, method).inc(count)
-    exceeded = sum(1 for e in plan.events if e.reason == "ProgressDeadlineExceeded")
+    exceeded = sum(1 for e in plan.events if e.reason == REASON_DEADLINE)
     if exceeded:
         DEADLINES_EXCEEDED.labels(namespace, name).inc(exceeded)

@@ -31,7 +31,7 @@ import pydantic
 import structlog
 
 from kthena_py.kube import KubeClient
-from kthena_py.kube.objects import controller_ref, is_deleting, meta, uid_of
+from kthena_py.kube.objects import is_deleting, meta, uid_of
 from kthena_py.kube.resources import PODGROUPS
 from kthena_py.plan.modelserving.plugins import PluginError
 from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
@@ -39,6 +39,8 @@ from kthena_py.plan.modelserving.types import Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.reconcile import Request, Result, TerminalError, result_of
+from kthena_py.vocab.conditions import REASON_INVALID_SPEC
+from kthena_py.vocab.owners import controller_uid
 
 from ..resources import MODELSERVINGS
 from .apply import ApplyOutcome, PlanApplier
@@ -106,7 +108,7 @@ class ServingGroupReconciler:
         try:
             ms = parse_modelserving(obj)
         except pydantic.ValidationError as exc:
-            self.recorder.event(obj, "Warning", "InvalidSpec", f"spec cannot be read: {exc}")
+            self.recorder.event(obj, "Warning", REASON_INVALID_SPEC, f"spec cannot be read: {exc}")
             raise TerminalError(f"invalid spec: {exc}") from exc
         ref = ms_ref(obj)
         support = podgroup_support(self.cache)
@@ -146,7 +148,7 @@ class ServingGroupReconciler:
 
 def _held(pod: dict[str, object]) -> ChildFailure:
     """The report of a pod name held by another owner's pod."""
-    owner = (controller_ref(pod) or {}).get("uid") or "none"
+    owner = controller_uid(pod) or "none"
     state = "being deleted" if is_deleting(pod) else "not being deleted"
     cause = (
         f"the name is held by a pod of another owner (uid {uid_of(pod)}, owner uid {owner}, {state}); "

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.vocab.owners import controlled_by
 
 from . import naming
 from .expand import Children
@@ -99,11 +100,7 @@ def _name(obj: Mapping[str, Any]) -> str:
 
 
 def _controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
-    return any(
-        ref.get("controller") and ref.get("uid") == uid
-        for ref in _meta(obj).get("ownerReferences") or []
-        if isinstance(ref, Mapping)
-    )
+    return controlled_by(obj, uid)
 
 
 def _keyed(items: Sequence[Any]) -> bool:

@@ -18,6 +18,17 @@ from typing import Any
 from kthena_py.api.common import API_VERSION, MODEL_BOOSTER_KIND
 from kthena_py.api.modelbooster import ModelBooster
 from kthena_py.plan.modelserving.revision import encode_hash
+from kthena_py.vocab.labels import (
+    BOOSTER_BACKEND_NAME,
+    BOOSTER_MANAGED_BY,
+    BOOSTER_MANAGED_BY_VALUE,
+    BOOSTER_MIGRATED,
+    BOOSTER_MODEL_NAME,
+    BOOSTER_MODEL_UID,
+    BOOSTER_REPLICAS,
+    BOOSTER_REVISION,
+)
+from kthena_py.vocab.owners import controller_reference
 
 __all__ = [
     "ANNOTATION_MIGRATED",
@@ -39,23 +50,19 @@ __all__ = [
     "revision",
 ]
 
-_PREFIX = "workload.serving.volcano.sh/"
-LABEL_MODEL_NAME = _PREFIX + "model-name"
-LABEL_BACKEND_NAME = _PREFIX + "backend-name"
-LABEL_MANAGED_BY = _PREFIX + "managed-by"
-LABEL_REVISION = _PREFIX + "revision"
-LABEL_MODEL_UID = _PREFIX + "model-uid"
-MANAGED_BY = "workload.serving.volcano.sh"
+LABEL_MODEL_NAME = BOOSTER_MODEL_NAME
+LABEL_BACKEND_NAME = BOOSTER_BACKEND_NAME
+LABEL_MANAGED_BY = BOOSTER_MANAGED_BY
+LABEL_REVISION = BOOSTER_REVISION
+LABEL_MODEL_UID = BOOSTER_MODEL_UID
+MANAGED_BY = BOOSTER_MANAGED_BY_VALUE
 MANAGED_BY_SELECTOR = f"{LABEL_MANAGED_BY}={MANAGED_BY}"
 """The label selector Kthena's controller watches its children with (and so does ours)."""
 
-ANNOTATION_REPLICAS = "modelbooster.kthena-py.io/replicas"
-"""On the ModelServing: the replica counts the booster asked for when it last wrote them (JSON).
+ANNOTATION_REPLICAS = BOOSTER_REPLICAS
+"""On the ModelServing: the replica counts the booster asked for when it last wrote them (JSON)."""
 
-Lets the controller tell a change of the booster's replicas (applied) from a change made through the scale
-subresource or by an autoscaler (kept)."""
-
-ANNOTATION_MIGRATED = "modelbooster.kthena-py.io/migrated"
+ANNOTATION_MIGRATED = BOOSTER_MIGRATED
 """On the ModelBooster: set by ``kthena-py modelbooster migrate``; the controller leaves such a booster alone."""
 
 NETWORKING_GROUP = "networking.serving.volcano.sh"
@@ -90,14 +97,7 @@ def booster_labels(booster: ModelBooster, backend_name: str, revision_value: str
 
 def owner_reference(booster: ModelBooster) -> dict[str, Any]:
     """The controller reference every child carries."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": MODEL_BOOSTER_KIND,
-        "name": booster.name,
-        "uid": booster.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    return controller_reference(API_VERSION, MODEL_BOOSTER_KIND, booster.name, booster.uid)
 
 
 def revision(payload: Any) -> str:

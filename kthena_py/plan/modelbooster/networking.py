@@ -17,6 +17,7 @@ from typing import Any
 
 from kthena_py.api.modelbooster import ModelBooster
 from kthena_py.api.validation.modelbooster import kv_connector_type
+from kthena_py.vocab.labels import SERVING_ENTRY, SERVING_GROUP_NAME, SERVING_ROLE
 
 from . import naming
 from .engine import config_of, config_value, engine_port
@@ -24,7 +25,7 @@ from .errors import ExpandError
 
 __all__ = ["build_modelroute", "build_modelserver", "model_name", "served_model_name"]
 
-_ENTRY_LABEL = "modelserving.volcano.sh/entry"
+_ENTRY_LABEL = SERVING_ENTRY
 
 
 def served_model_name(booster: ModelBooster) -> str:
@@ -65,9 +66,9 @@ def build_modelserver(booster: ModelBooster) -> dict[str, Any]:
     selector: dict[str, Any] = {"matchLabels": match}
     if kind == "vLLMDisaggregated":
         selector["pdGroup"] = {
-            "groupKey": "modelserving.volcano.sh/group-name",
-            "prefillLabels": {"modelserving.volcano.sh/role": "prefill"},
-            "decodeLabels": {"modelserving.volcano.sh/role": "decode"},
+            "groupKey": SERVING_GROUP_NAME,
+            "prefillLabels": {SERVING_ROLE: "prefill"},
+            "decodeLabels": {SERVING_ROLE: "decode"},
         }
     elif (backend.workers[0].pods or 0) > 1:
         match[_ENTRY_LABEL] = "true"

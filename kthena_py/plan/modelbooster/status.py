@@ -19,11 +19,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from kthena_py.vocab.conditions import (
+    ACTIVE,
+    FAILED,
+    INITIALIZED,
+    REASON_MODEL_ABNORMAL,
+    REASON_MODEL_AVAILABLE,
+    REASON_MODEL_CREATING,
+    REASON_MODEL_PROCESSING,
+    REASON_MODEL_RECONCILED,
+)
+
 __all__ = ["ACTIVE", "FAILED", "INITIALIZED", "booster_status"]
 
-INITIALIZED = "Initialized"
-ACTIVE = "Active"
-FAILED = "Failed"
 _MAX_MESSAGE = 32768
 
 
@@ -59,15 +67,17 @@ def booster_status(
     previous = previous or {}
     old = [c for c in previous.get("conditions") or [] if isinstance(c, Mapping)]
     wanted = [
-        _condition(INITIALIZED, True, "ModelCreating", "ModelBooster initialized", generation),
-        _condition(ACTIVE, True, "ModelAvailable", "ModelBooster is ready", generation)
+        _condition(INITIALIZED, True, REASON_MODEL_CREATING, "ModelBooster initialized", generation),
+        _condition(ACTIVE, True, REASON_MODEL_AVAILABLE, "ModelBooster is ready", generation)
         if available and failure is None
-        else _condition(ACTIVE, False, "ModelProcessing", "ModelBooster not ready yet", generation),
+        else _condition(ACTIVE, False, REASON_MODEL_PROCESSING, "ModelBooster not ready yet", generation),
     ]
     if failure is not None:
-        wanted.append(_condition(FAILED, True, "ModelAbnormal", failure, generation))
+        wanted.append(_condition(FAILED, True, REASON_MODEL_ABNORMAL, failure, generation))
     elif any(c.get("type") == FAILED for c in old):
-        wanted.append(_condition(FAILED, False, "ModelReconciled", "ModelBooster children are reconciled", generation))
+        wanted.append(
+            _condition(FAILED, False, REASON_MODEL_RECONCILED, "ModelBooster children are reconciled", generation)
+        )
     by_type = {c["type"]: c for c in wanted}
     conditions: list[dict[str, Any]] = []
     for condition in old:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kthena_py.api.intstr import IntOrString
+from kthena_py.vocab.conditions import REASON_DEPENDENCY, REASON_RETAINED, REASON_SKEW
 
 __all__ = [
     "REASON_DEPENDENCY",
@@ -53,10 +54,6 @@ __all__ = [
     "parse_skew",
     "percent",
 ]
-
-REASON_SKEW = "SkewLimit"
-REASON_DEPENDENCY = "DependencyNotReady"
-REASON_RETAINED = "OldCapacityRetained"
 
 
 def parse_skew(value: IntOrString | None) -> Fraction | None:

@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 from kthena_py.api.intstr import IntOrStringError, go_atoi
@@ -34,6 +33,8 @@ from kthena_py.plan.modelserving.inplace_state import (
     parse_state,
 )
 from kthena_py.plan.modelserving.types import KubeObject, Observed
+from kthena_py.vocab.pods import PHASE_RUNNING, ready_condition
+from kthena_py.vocab.times import parse_time
 
 __all__ = [
     "STUCK_REASONS",
@@ -50,13 +51,7 @@ __all__ = [
 
 def parse_timestamp(value: Any) -> float | None:
     """Parse an RFC 3339 timestamp into epoch seconds (``None`` when absent or malformed)."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
+    return parse_time(value)
 
 
 def deletion_cost(annotations: Any) -> int:
@@ -114,7 +109,7 @@ class PodState:
     @property
     def healthy_ready(self) -> bool:
         """Running, Ready, not terminating and not waiting for an in-place update to be verified."""
-        return self.phase == "Running" and self.ready and not self.terminating and not self.updating
+        return self.phase == PHASE_RUNNING and self.ready and not self.terminating and not self.updating
 
     @property
     def is_entry(self) -> bool:
@@ -266,10 +261,10 @@ def _identity(ms: str, obj: KubeObject) -> tuple[int, str, int] | None:
 
 
 def _ready_condition(status: dict[str, Any]) -> tuple[bool, float | None]:
-    for condition in status.get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == "Ready":
-            return condition.get("status") == "True", parse_timestamp(condition.get("lastTransitionTime"))
-    return False, None
+    condition = ready_condition({"status": status})
+    if condition is None:
+        return False, None
+    return condition.get("status") == "True", parse_timestamp(condition.get("lastTransitionTime"))
 
 
 def _restarts(status: dict[str, Any]) -> int:

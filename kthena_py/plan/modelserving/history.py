@@ -37,6 +37,7 @@ from kthena_py.plan.modelserving.revision import (
     revision_hash,
 )
 from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.vocab.owners import controlled_by
 
 __all__ = [
     "HistoryEntry",
@@ -167,8 +168,7 @@ def describe_changes(old: RevisionData | None, new: RevisionData) -> tuple[str, 
 def _controlled_by(obj: KubeObject, uid: str) -> bool:
     if not uid:
         return True
-    owners = obj.get("metadata", {}).get("ownerReferences") or []
-    return any(isinstance(o, dict) and o.get("controller") and o.get("uid") == uid for o in owners)
+    return controlled_by(obj, uid)
 
 
 def _number(obj: KubeObject) -> int:

@@ -49,6 +49,8 @@ from kthena_py.plan.modelserving.revision import RevisionData, role_template_has
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.status import format_time
 from kthena_py.plan.modelserving.types import KubeObject, PlannedEvent, Update
+from kthena_py.vocab.conditions import REASON_DEADLINE
+from kthena_py.vocab.pods import running_and_ready
 
 __all__ = [
     "DEFAULT_PROGRESS_DEADLINE_SECONDS",
@@ -298,12 +300,7 @@ def _normalise(image: str) -> str:
 def verified(raw: KubeObject) -> bool:
     """Whether a pod runs, Ready, on the images of its spec (every regular container's status says so)."""
     status = raw.get("status") or {}
-    if status.get("phase") != "Running":
-        return False
-    if not any(
-        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    ):
+    if not running_and_ready(raw):
         return False
     by_name = {s.get("name"): s for s in status.get("containerStatuses") or [] if isinstance(s, dict)}
     for container in _containers(raw.get("spec") or {}, "containers"):
@@ -384,7 +381,7 @@ def maintain(
             out.events.append(
                 PlannedEvent(
                     "Warning",
-                    "ProgressDeadlineExceeded",
+                    REASON_DEADLINE,
                     f"{unit} did not become Ready on revision {target} within progressDeadlineSeconds "
                     f"({deadline_seconds}s) of its in-place update: {names}; handled by recoveryPolicy {policy}",
                 )

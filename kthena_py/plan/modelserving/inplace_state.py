@@ -23,8 +23,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from typing import Any, Literal
+
+from kthena_py.vocab.labels import SERVING_INPLACE_UPDATE_STATE
+from kthena_py.vocab.times import format_time, parse_time
 
 __all__ = [
     "ANNOTATION_INPLACE_STATE",
@@ -38,7 +40,7 @@ __all__ = [
     "parse_state",
 ]
 
-ANNOTATION_INPLACE_STATE = "modelserving.volcano.sh/inplace-update-state"
+ANNOTATION_INPLACE_STATE = SERVING_INPLACE_UPDATE_STATE
 STATE_VERSION = "v1"
 Phase = Literal["Patched", "Done", "Failed"]
 PHASE_PATCHED: Phase = "Patched"
@@ -48,17 +50,11 @@ _PHASES = (PHASE_PATCHED, PHASE_DONE, PHASE_FAILED)
 
 
 def _format(now: float) -> str:
-    return datetime.fromtimestamp(int(now), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_time(now)
 
 
 def _parse_time(value: Any) -> float | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
+    return parse_time(value)
 
 
 def container_restarts(status: Any) -> dict[str, int]:

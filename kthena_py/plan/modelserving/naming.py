@@ -17,6 +17,21 @@ import re
 
 from kthena_py.api.common import API_VERSION, MODEL_SERVING_KIND
 from kthena_py.plan.modelserving.types import KubeObject, MSRef, PodGroupSupport
+from kthena_py.vocab.labels import (
+    ENTRY_VALUE,
+    POD_DELETION_COST,
+    SERVING_ENTRY,
+    SERVING_GROUP_NAME,
+    SERVING_NAME,
+    SERVING_REVISION,
+    SERVING_ROLE,
+    SERVING_ROLE_ID,
+    SERVING_ROLE_TEMPLATE_HASH,
+    VOLCANO_PODGROUP,
+    VOLCANO_QUEUE,
+    VOLCANO_TASK_SPEC,
+)
+from kthena_py.vocab.owners import controller_reference
 
 __all__ = [
     "ANNOTATION_DELETION_COST",
@@ -54,25 +69,24 @@ __all__ = [
     "service_name",
 ]
 
-_PREFIX = "modelserving.volcano.sh/"
-LABEL_NAME = _PREFIX + "name"
-LABEL_GROUP_NAME = _PREFIX + "group-name"
-LABEL_ROLE = _PREFIX + "role"
-LABEL_ROLE_ID = _PREFIX + "role-id"
-LABEL_REVISION = _PREFIX + "revision"
-LABEL_ROLE_TEMPLATE_HASH = _PREFIX + "role-template-hash"
-LABEL_ENTRY = _PREFIX + "entry"
-ENTRY_LABEL_VALUE = "true"
+LABEL_NAME = SERVING_NAME
+LABEL_GROUP_NAME = SERVING_GROUP_NAME
+LABEL_ROLE = SERVING_ROLE
+LABEL_ROLE_ID = SERVING_ROLE_ID
+LABEL_REVISION = SERVING_REVISION
+LABEL_ROLE_TEMPLATE_HASH = SERVING_ROLE_TEMPLATE_HASH
+LABEL_ENTRY = SERVING_ENTRY
+ENTRY_LABEL_VALUE = ENTRY_VALUE
 
 CONTROLLER_LABELS = frozenset(
     {LABEL_NAME, LABEL_GROUP_NAME, LABEL_ROLE, LABEL_ROLE_ID, LABEL_REVISION, LABEL_ROLE_TEMPLATE_HASH, LABEL_ENTRY}
 )
 """Label keys owned by the controller: templates and plugins can never set or overwrite them."""
 
-ANNOTATION_PODGROUP = "scheduling.k8s.io/group-name"
-ANNOTATION_TASK_SPEC = "volcano.sh/task-spec"
-ANNOTATION_QUEUE = "scheduling.volcano.sh/queue-name"
-ANNOTATION_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+ANNOTATION_PODGROUP = VOLCANO_PODGROUP
+ANNOTATION_TASK_SPEC = VOLCANO_TASK_SPEC
+ANNOTATION_QUEUE = VOLCANO_QUEUE
+ANNOTATION_DELETION_COST = POD_DELETION_COST
 
 ENV_GROUP_SIZE = "GROUP_SIZE"
 ENV_ENTRY_ADDRESS = "ENTRY_ADDRESS"
@@ -165,16 +179,9 @@ def owner_reference(ref: MSRef, *, block_owner_deletion: bool = True) -> KubeObj
     Returns:
         A ``metav1.OwnerReference`` dict.
     """
-    owner: KubeObject = {
-        "apiVersion": API_VERSION,
-        "kind": MODEL_SERVING_KIND,
-        "name": ref.name,
-        "uid": ref.uid,
-        "controller": True,
-    }
-    if block_owner_deletion:
-        owner["blockOwnerDeletion"] = True
-    return owner
+    return controller_reference(
+        API_VERSION, MODEL_SERVING_KIND, ref.name, ref.uid, block_owner_deletion=block_owner_deletion
+    )
 
 
 def gang_applies(scheduler_name: str, support: PodGroupSupport) -> bool:

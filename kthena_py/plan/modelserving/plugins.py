@@ -24,6 +24,7 @@ from typing import Any
 
 from kthena_py.api.modelserving import PluginSpec
 from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.vocab.labels import LWS_GROUP_INDEX, LWS_GROUP_KEY, LWS_NAME, LWS_WORKER_INDEX
 
 __all__ = [
     "DEFAULT_PORT_ENV",
@@ -39,7 +40,6 @@ __all__ = [
 ]
 
 DEFAULT_PORT_ENV = "KTHENA_HTTP_PORT"
-_LWS_PREFIX = "leaderworkerset.sigs.k8s.io/"
 
 
 class PluginError(ValueError):
@@ -221,12 +221,10 @@ def _apply_lws(plugin: str, pod: KubeObject, config: Any, ctx: PluginContext) ->
         return
     lws = str(owner.get("name", ""))
     labels = pod.setdefault("metadata", {}).setdefault("labels", {})
-    labels[_LWS_PREFIX + "name"] = lws
-    labels[_LWS_PREFIX + "group-index"] = str(ctx.group_ordinal)
-    labels[_LWS_PREFIX + "worker-index"] = str(ctx.index)
-    labels[_LWS_PREFIX + "group-key"] = hashlib.sha1(
-        f"{lws}-{ctx.group_ordinal}".encode(), usedforsecurity=False
-    ).hexdigest()
+    labels[LWS_NAME] = lws
+    labels[LWS_GROUP_INDEX] = str(ctx.group_ordinal)
+    labels[LWS_WORKER_INDEX] = str(ctx.index)
+    labels[LWS_GROUP_KEY] = hashlib.sha1(f"{lws}-{ctx.group_ordinal}".encode(), usedforsecurity=False).hexdigest()
 
 
 # --- registry --------------------------------------------------------------------------------------------------

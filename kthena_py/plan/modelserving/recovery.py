@@ -47,6 +47,7 @@ from kthena_py.api.modelserving import RecoveryPolicy
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.groups import GroupState, InstanceState, PodState
 from kthena_py.plan.modelserving.types import PlannedEvent
+from kthena_py.vocab.pods import TERMINAL_PHASES
 
 __all__ = [
     "DesiredInstance",
@@ -59,7 +60,7 @@ __all__ = [
     "unhealthy_cause",
 ]
 
-_TERMINAL = ("Failed", "Succeeded")
+_TERMINAL = TERMINAL_PHASES
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kthena_py.api.intstr import IntOrString, IntOrStringError
+from kthena_py.api.intstr import IntOrString, resolve_scaled
 from kthena_py.plan.modelserving.scaling import (
     OrdinalPlan,
     UnitScore,
@@ -51,12 +51,9 @@ class Budget:
 
 
 def _resolve(value: IntOrString | None, total: int, round_up: bool, default: int) -> int:
-    if value is None:
-        return default
-    try:
-        return max(0, value.scaled_value(max(total, 0), round_up))
-    except IntOrStringError:
-        return default
+    return resolve_scaled(
+        value, max(total, 0), round_up=round_up, if_none=default, if_invalid=default, non_negative=True
+    )
 
 
 def resolve_budget(

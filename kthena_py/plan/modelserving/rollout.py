@@ -67,6 +67,18 @@ from kthena_py.plan.modelserving.types import (
     PodGroupSupport,
     Update,
 )
+from kthena_py.vocab.conditions import (
+    REASON_COMPLETE,
+    REASON_COORDINATION,
+    REASON_DEADLINE,
+    REASON_GROUPS_UPDATING,
+    REASON_NOT_BLOCKED,
+    REASON_PARTITION,
+    REASON_ROLES_UPDATING,
+    REASON_STALLED,
+    REASON_VERIFYING,
+    UPDATE_IN_PROGRESS,
+)
 
 __all__ = [
     "COORDINATION_BLOCKED",
@@ -85,18 +97,8 @@ __all__ = [
     "rollout_step",
 ]
 
-UPDATE_IN_PROGRESS = "UpdateInProgress"
 COORDINATION_BLOCKED = COORDINATION_BLOCKED_CONDITION
 """The condition the admission webhook reads to tell whether a coordinated rollout is still running."""
-REASON_GROUPS_UPDATING = "GroupsUpdating"
-REASON_ROLES_UPDATING = "RolesUpdating"
-REASON_STALLED = "UpdateStalled"
-REASON_PARTITION = "PartitionReached"
-REASON_COMPLETE = "RolloutComplete"
-REASON_VERIFYING = "InPlaceVerifying"
-REASON_DEADLINE = "ProgressDeadlineExceeded"
-REASON_COORDINATION = "CoordinationBlocked"
-REASON_NOT_BLOCKED = "NotBlocked"
 
 
 @dataclass(frozen=True)
@@ -527,9 +529,7 @@ def _plan_in_full(
         built.append(set_condition(conditions, UPDATE_IN_PROGRESS, value, reason, message, generation, now))
         old_reason = old.reason if old is not None else None
         if reason == REASON_COMPLETE and old_reason not in (None, REASON_COMPLETE):
-            events.append(
-                PlannedEvent("Normal", "RolloutComplete", f"Rollout to revision {state.revision} is complete")
-            )
+            events.append(PlannedEvent("Normal", REASON_COMPLETE, f"Rollout to revision {state.revision} is complete"))
         if reason == REASON_STALLED and old_reason != REASON_STALLED:
             events.append(PlannedEvent("Warning", REASON_STALLED, message))
     blocked = _coordination_condition(state, step)

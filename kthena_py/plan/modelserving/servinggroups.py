@@ -59,6 +59,7 @@ from kthena_py.plan.modelserving.types import (
     PlannedEvent,
     PodGroupSupport,
 )
+from kthena_py.vocab.owners import controlled_by
 
 __all__ = ["SHORT_REQUEUE_SECONDS", "plan_servinggroups"]
 
@@ -316,8 +317,7 @@ def _revision_history(b: _Builder) -> None:
 
 
 def _owned_by(obj: KubeObject, uid: str) -> bool:
-    owners = obj.get("metadata", {}).get("ownerReferences") or []
-    return any(isinstance(o, dict) and o.get("controller") and o.get("uid") == uid for o in owners)
+    return controlled_by(obj, uid)
 
 
 def _ensure_revision(b: _Builder, observed: Observed) -> None:

@@ -34,6 +34,7 @@ import itertools
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.podgroups import plan_podgroups
@@ -43,6 +44,8 @@ from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.status import format_time
 from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, Plan, PodGroupSupport
+from kthena_py.vocab.conditions import POD_READY
+from kthena_py.vocab.pods import PHASE_PENDING, PHASE_RUNNING
 
 __all__ = [
     "EPOCH",
@@ -159,7 +162,7 @@ class MemoryCluster:
             obj["metadata"]["uid"] = f"uid-{next(self.uids)}"
             obj["metadata"]["creationTimestamp"] = format_time(now)
             if created["kind"] == "Pod":
-                obj["status"] = {"phase": "Pending"}
+                obj["status"] = {"phase": PHASE_PENDING}
             store[name] = obj
 
 
@@ -427,7 +430,7 @@ class Simulation:
             status = pod.get("status") or {}
             if pod["metadata"].get("deletionTimestamp"):
                 continue
-            if status.get("phase") == "Running":
+            if status.get("phase") == PHASE_RUNNING:
                 if _image_drift(pod) and not self._never_ready(pod, "", update_revision):
                     # An in-place image patch: the container restarts on the new image (as the kubelet does).
                     restarts = max(
@@ -445,7 +448,7 @@ class Simulation:
                     stuck = True
                     waiting = {"waiting": {"reason": self.readiness.stuck_reason}}
                     pod["status"] = {
-                        "phase": "Pending",
+                        "phase": PHASE_PENDING,
                         "containerStatuses": [{"name": "main", "restartCount": 0, "state": waiting}],
                     }
                 continue
@@ -567,8 +570,8 @@ def _role_ready(state: PlanningState) -> tuple[tuple[str, int, int], ...]:
 def _ready_status(now: float, pod: KubeObject | None = None, restarts: int = 0) -> KubeObject:
     containers = ((pod or {}).get("spec") or {}).get("containers") or [{"name": "main"}]
     return {
-        "phase": "Running",
-        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": format_time(now)}],
+        "phase": PHASE_RUNNING,
+        "conditions": [{"type": POD_READY, "status": "True", "lastTransitionTime": format_time(now)}],
         "containerStatuses": [
             {"name": c.get("name"), "image": c.get("image"), "ready": True, "restartCount": restarts}
             for c in containers
@@ -590,7 +593,7 @@ def _document(doc: KubeObject) -> dict[str, Any]:
         del metadata["annotations"]
     metadata["generation"] = 1
     return {
-        "apiVersion": doc.get("apiVersion", "workload.serving.volcano.sh/v1alpha1"),
+        "apiVersion": doc.get("apiVersion", API_VERSION),
         "kind": "ModelServing",
         "metadata": copy.deepcopy(metadata),
         "spec": copy.deepcopy(doc.get("spec") or {}),

@@ -31,6 +31,7 @@ from kthena_py.plan.modelserving.revision import (
 )
 from kthena_py.plan.modelserving.targets import Disrupted, GroupTarget, Targets, build_targets, effective_roles
 from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, PodGroupSupport
+from kthena_py.vocab.owners import controlled_by
 
 __all__ = ["PlanningState", "build_state"]
 
@@ -74,8 +75,7 @@ class PlanningState:
 def _owned(obj: KubeObject, uid: str) -> bool:
     if not uid:
         return True
-    owners = obj.get("metadata", {}).get("ownerReferences") or []
-    return any(isinstance(o, dict) and o.get("controller") and o.get("uid") == uid for o in owners)
+    return controlled_by(obj, uid)
 
 
 def build_state(

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from kthena_py.api.common import Condition
@@ -36,6 +35,15 @@ from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.groups import GroupState
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.vocab.conditions import (
+    AVAILABLE,
+    PROGRESSING,
+    REASON_ALL_GROUPS_READY,
+    REASON_GROUP_PROGRESSING,
+    REASON_GROUPS_NOT_READY,
+    REASON_IDLE,
+)
+from kthena_py.vocab.times import format_time as vocab_format_time
 
 __all__ = [
     "AVAILABLE",
@@ -48,15 +56,13 @@ __all__ = [
     "set_condition",
 ]
 
-AVAILABLE = "Available"
-PROGRESSING = "Progressing"
 OWNED_CONDITIONS = (AVAILABLE, PROGRESSING)
 """The condition types the ServingGroup reconciler owns (others belong to other reconcilers)."""
 
 
 def format_time(now: float) -> str:
     """Render epoch seconds as an RFC 3339 UTC timestamp with second precision (``2024-01-02T03:04:05Z``)."""
-    return datetime.fromtimestamp(int(now), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return vocab_format_time(now)
 
 
 def label_selector(ms: str, first_role: str) -> str:
@@ -174,11 +180,13 @@ def compute_status(state: PlanningState, activity: Mapping[str, str], now: float
     conditions = previous.conditions if previous else None
     if available >= ms.spec.replicas:
         available_condition = set_condition(
-            conditions, AVAILABLE, True, "AllGroupsReady", "All Serving groups are ready", generation, now
+            conditions, AVAILABLE, True, REASON_ALL_GROUPS_READY, "All Serving groups are ready", generation, now
         )
     else:
         message = f"{available}/{ms.spec.replicas} ServingGroups available; not ready: {_names(not_ready)}"
-        available_condition = set_condition(conditions, AVAILABLE, False, "GroupsNotReady", message, generation, now)
+        available_condition = set_condition(
+            conditions, AVAILABLE, False, REASON_GROUPS_NOT_READY, message, generation, now
+        )
     progress = dict(activity)
     for name in not_ready:
         progress.setdefault(name, "starting")
@@ -187,10 +195,10 @@ def compute_status(state: PlanningState, activity: Mapping[str, str], now: float
         ordinals = " ".join(str(_by_ordinal(item)[0]) for item in items)
         detail = _names([f"{name} ({what})" for name, what in items])
         message = f"Some groups is progressing: [{ordinals}]; {detail}"
-        progressing = set_condition(conditions, PROGRESSING, True, "GroupProgressing", message, generation, now)
+        progressing = set_condition(conditions, PROGRESSING, True, REASON_GROUP_PROGRESSING, message, generation, now)
     else:
         message = "No ServingGroup is being created, recreated or scaled"
-        progressing = set_condition(conditions, PROGRESSING, False, "Idle", message, generation, now)
+        progressing = set_condition(conditions, PROGRESSING, False, REASON_IDLE, message, generation, now)
     status: dict[str, Any] = {
         "observedGeneration": generation,
         "replicas": len(live),

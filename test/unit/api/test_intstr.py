@@ -4,7 +4,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from kthena_py.api import IntOrString, IntOrStringError, is_valid_percent, scaled_value
-from kthena_py.api.intstr import go_atoi
+from kthena_py.api.intstr import go_atoi, resolve_scaled
 
 PERCENT_MESSAGE = (
     "a valid percent string must be a numeric string followed by an ending '%' "
@@ -111,3 +111,14 @@ def test_pydantic_roundtrip(raw: int | str) -> None:
 def test_pydantic_rejects(raw: object) -> None:
     with pytest.raises(ValidationError):
         _Holder.model_validate({"v": raw})
+
+
+def test_resolve_scaled_states_each_callers_fallbacks() -> None:
+    assert resolve_scaled(None, 10, round_up=True, if_none=3) == 3
+    assert resolve_scaled(IntOrString("25%"), 10, round_up=True, if_none=0) == 3
+    assert resolve_scaled(IntOrString("25%"), 10, round_up=False, if_none=0) == 2
+    assert resolve_scaled(IntOrString(-2), 10, round_up=True, if_none=0) == -2
+    assert resolve_scaled(IntOrString(-2), 10, round_up=True, if_none=0, non_negative=True) == 0
+    assert resolve_scaled(IntOrString("x"), 10, round_up=True, if_none=0, if_invalid=7) == 7
+    with pytest.raises(IntOrStringError):
+        resolve_scaled(IntOrString("x"), 10, round_up=True, if_none=0)

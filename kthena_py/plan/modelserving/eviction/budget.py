@@ -39,12 +39,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final, Literal
 
-from kthena_py.api.intstr import IntOrString, IntOrStringError
+from kthena_py.api.intstr import IntOrString, resolve_scaled
 from kthena_py.api.modelserving import EvictionStrategySpec, ProtectionLevelType
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.groups import GroupState, PodState
 from kthena_py.plan.modelserving.state import PlanningState
 from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.vocab.pods import is_terminating, running_and_ready
 
 from .tracker import (
     GROUP_PREFIX,
@@ -215,12 +216,7 @@ class BudgetStatus:
 
 def resolve_min_available(value: IntOrString | None, total: int, default: int) -> int:
     """Resolve a threshold against ``total`` (percentages round up); an unreadable value protects everything."""
-    if value is None:
-        return default
-    try:
-        return max(0, value.scaled_value(total, round_up=True))
-    except IntOrStringError:
-        return max(0, total)
+    return resolve_scaled(value, total, round_up=True, if_none=default, if_invalid=max(0, total), non_negative=True)
 
 
 def target_of(pod: KubeObject) -> Target | None:
@@ -230,12 +226,7 @@ def target_of(pod: KubeObject) -> Target | None:
     group, role, role_id = (labels.get(k) for k in (naming.LABEL_GROUP_NAME, naming.LABEL_ROLE, naming.LABEL_ROLE_ID))
     if not all(isinstance(v, str) and v for v in (group, role, role_id)):
         return None
-    status = pod.get("status") or {}
-    ready = any(
-        isinstance(c, dict) and c.get("type") == "Ready" and c.get("status") == "True"
-        for c in status.get("conditions") or []
-    )
-    healthy = status.get("phase") == "Running" and ready and not metadata.get("deletionTimestamp")
+    healthy = running_and_ready(pod) and not is_terminating(pod)
     return Target(
         pod_name=str(metadata.get("name") or ""),
         pod_uid=str(metadata.get("uid") or ""),

@@ -18,12 +18,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kthena_py.api.modelserving import ProtectionLevelType
+from kthena_py.vocab.conditions import (
+    DISRUPTION_ALLOWED,
+    REASON_INSUFFICIENT_READY,
+    REASON_NO_PROTECTED_UNITS,
+    REASON_SUFFICIENT_READY,
+)
 
 from .budget import BudgetStatus
 
 __all__ = ["CONDITION_TYPE", "MAX_LISTED", "budget_condition"]
 
-CONDITION_TYPE = "DisruptionAllowed"
+CONDITION_TYPE = DISRUPTION_ALLOWED
 MAX_LISTED = 12
 
 
@@ -47,9 +53,9 @@ def budget_condition(level: ProtectionLevelType, statuses: Sequence[BudgetStatus
     """
     if not statuses:
         what = "no ServingGroup" if level == "ServingGroup" else "no instance of a protected role"
-        return True, "NoProtectedUnits", f"{level} level: {what} to protect"
+        return True, REASON_NO_PROTECTED_UNITS, f"{level} level: {what} to protect"
     ok = all(status.allowed > 0 for status in statuses)
-    reason = "SufficientReady" if ok else "InsufficientReady"
+    reason = REASON_SUFFICIENT_READY if ok else REASON_INSUFFICIENT_READY
     if level == "ServingGroup":
         (status,) = statuses
         text = f"ServingGroup level: {status.ready} of {status.total} ServingGroups ready"

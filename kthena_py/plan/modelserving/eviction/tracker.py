@@ -32,11 +32,11 @@ Guarantees:
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
+
+from kthena_py.vocab.times import format_time, parse_time
 
 __all__ = [
     "ENTRIES_KEY",
@@ -65,8 +65,6 @@ TRACKER_PREFIX = "kthena-eviction-tracker-"
 ENTRIES_KEY = "entries"
 GROUP_PREFIX = "ServingGroup/"
 ROLE_PREFIX = "Role/"
-
-_FRACTION = re.compile(r"\.(\d+)")
 
 
 def tracker_name(ms: str) -> str:
@@ -144,21 +142,12 @@ class UnitHealth:
 
 def format_expiry(when: float) -> str:
     """Render epoch seconds as an RFC 3339 UTC timestamp with milliseconds (``2026-01-02T03:04:05.678Z``)."""
-    return datetime.fromtimestamp(when, tz=UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return format_time(when, "milliseconds")
 
 
 def parse_expiry(value: Any) -> float | None:
     """Parse an RFC 3339 timestamp (any fraction length, ``Z`` or an offset) into epoch seconds, else ``None``."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = _FRACTION.sub(lambda m: "." + m.group(1)[:6].ljust(6, "0"), value, count=1)
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed.timestamp() if parsed.tzinfo is not None else None
+    return parse_time(value)
 
 
 def parse_entries(text: Any) -> dict[str, TrackerEntry]:

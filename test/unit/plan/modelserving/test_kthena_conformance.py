@@ -34,6 +34,7 @@ from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.types import MSRef, Plan
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.manager import Manager
+from kthena_py.vocab import conditions as vocab_conditions
 
 from .builders import NO_VOLCANO, NOW, Cluster, ms_doc, parse, ref_of, role_doc
 
@@ -345,6 +346,9 @@ def _tables() -> str:
 
 
 def _literal(node: ast.expr) -> str | None:
+    """A string literal, or a reason named from the vocabulary (``REASON_IDLE`` is ``"Idle"``)."""
+    if isinstance(node, ast.Name) and isinstance(vars(vocab_conditions).get(node.id), str):
+        return str(vars(vocab_conditions)[node.id])
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 

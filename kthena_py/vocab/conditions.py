@@ -1,0 +1,208 @@
+"""Every condition type kthena_py writes or reads, and every reason it gives, each spelled once.
+
+Guarantees:
+
+* Kthena's condition types keep Kthena's spelling (``Available``, ``Progressing``, ``UpdateInProgress`` on a
+  ModelServing; ``Initialized``, ``Active``, ``Failed`` on a ModelBooster); the others are ours.
+* :data:`CONDITION_TYPES` and :data:`CONDITION_REASONS` list every type and reason defined here (the
+  vocabulary test checks that no other module spells one).
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ACTIVE",
+    "AVAILABLE",
+    "CONDITION_REASONS",
+    "CONDITION_TYPES",
+    "COORDINATION_BLOCKED",
+    "DISRUPTION_ALLOWED",
+    "FAILED",
+    "GANG_FAILURE",
+    "INITIALIZED",
+    "METRICS_AVAILABLE",
+    "POD_READY",
+    "PROGRESSING",
+    "RATIO_VIOLATED",
+    "READY",
+    "REASON_ALL_GROUPS_READY",
+    "REASON_ALL_METRICS_AVAILABLE",
+    "REASON_COMPLETE",
+    "REASON_COORDINATION",
+    "REASON_DEADLINE",
+    "REASON_DEPENDENCY",
+    "REASON_FAILED_CREATE",
+    "REASON_FAILED_DELETE",
+    "REASON_FAILED_UPDATE",
+    "REASON_FIXED_REPLICAS",
+    "REASON_GROUPS_NOT_READY",
+    "REASON_GROUPS_UPDATING",
+    "REASON_GROUP_PROGRESSING",
+    "REASON_IDLE",
+    "REASON_INSUFFICIENT_READY",
+    "REASON_INVALID_SPEC",
+    "REASON_MODEL_ABNORMAL",
+    "REASON_MODEL_AVAILABLE",
+    "REASON_MODEL_CREATING",
+    "REASON_MODEL_PROCESSING",
+    "REASON_MODEL_RECONCILED",
+    "REASON_NOT_BLOCKED",
+    "REASON_NO_FAILURE",
+    "REASON_NO_METRICS",
+    "REASON_NO_PROTECTED_UNITS",
+    "REASON_PARTITION",
+    "REASON_RATIO_SATISFIED",
+    "REASON_RATIO_UNSATISFIABLE",
+    "REASON_RECONCILED",
+    "REASON_RETAINED",
+    "REASON_ROLES_UPDATING",
+    "REASON_SCALE_FAILED",
+    "REASON_SKEW",
+    "REASON_SOME_METRICS_MISSING",
+    "REASON_STALLED",
+    "REASON_SUFFICIENT_READY",
+    "REASON_TARGET_INVALID",
+    "REASON_TARGET_NOT_FOUND",
+    "REASON_VERIFYING",
+    "REPLICA_FAILURE",
+    "TARGET_FOUND",
+    "UPDATE_IN_PROGRESS",
+]
+
+# ModelServing (Kthena's).
+AVAILABLE = "Available"
+PROGRESSING = "Progressing"
+UPDATE_IN_PROGRESS = "UpdateInProgress"
+# ModelServing (ours).
+COORDINATION_BLOCKED = "CoordinatedRoleRolloutBlocked"
+"""The condition the admission webhook reads to tell whether a coordinated rollout is still running."""
+DISRUPTION_ALLOWED = "DisruptionAllowed"
+REPLICA_FAILURE = "ReplicaFailure"
+"""Refused writes of the ServingGroup reconciler (pods, Services, ControllerRevisions)."""
+GANG_FAILURE = "PodGroupFailure"
+"""Refused writes of the gang reconciler (PodGroups)."""
+
+# ModelBooster (Kthena's).
+INITIALIZED = "Initialized"
+ACTIVE = "Active"
+FAILED = "Failed"
+
+# AutoscalingPolicyBinding (ours) and Pod (Kubernetes').
+READY = "Ready"
+POD_READY = READY
+"""A pod's ``Ready`` condition."""
+TARGET_FOUND = "TargetFound"
+METRICS_AVAILABLE = "MetricsAvailable"
+RATIO_VIOLATED = "RatioConstraintViolated"
+
+CONDITION_TYPES = (
+    AVAILABLE,
+    PROGRESSING,
+    UPDATE_IN_PROGRESS,
+    COORDINATION_BLOCKED,
+    DISRUPTION_ALLOWED,
+    REPLICA_FAILURE,
+    GANG_FAILURE,
+    INITIALIZED,
+    ACTIVE,
+    FAILED,
+    READY,
+    TARGET_FOUND,
+    METRICS_AVAILABLE,
+    RATIO_VIOLATED,
+)
+"""Every condition type above."""
+
+# Reasons of UpdateInProgress and CoordinatedRoleRolloutBlocked.
+REASON_GROUPS_UPDATING = "GroupsUpdating"
+REASON_ROLES_UPDATING = "RolesUpdating"
+REASON_STALLED = "UpdateStalled"
+REASON_PARTITION = "PartitionReached"
+REASON_COMPLETE = "RolloutComplete"
+REASON_VERIFYING = "InPlaceVerifying"
+REASON_DEADLINE = "ProgressDeadlineExceeded"
+REASON_COORDINATION = "CoordinationBlocked"
+REASON_NOT_BLOCKED = "NotBlocked"
+REASON_SKEW = "SkewLimit"
+REASON_DEPENDENCY = "DependencyNotReady"
+REASON_RETAINED = "OldCapacityRetained"
+
+# Reasons of Available and Progressing.
+REASON_ALL_GROUPS_READY = "AllGroupsReady"
+REASON_GROUPS_NOT_READY = "GroupsNotReady"
+REASON_GROUP_PROGRESSING = "GroupProgressing"
+REASON_IDLE = "Idle"
+
+# Reasons of DisruptionAllowed.
+REASON_NO_PROTECTED_UNITS = "NoProtectedUnits"
+REASON_SUFFICIENT_READY = "SufficientReady"
+REASON_INSUFFICIENT_READY = "InsufficientReady"
+
+# Reasons of ReplicaFailure and PodGroupFailure (FailedCreate/Delete/Update also name their Events).
+REASON_FAILED_CREATE = "FailedCreate"
+REASON_FAILED_DELETE = "FailedDelete"
+REASON_FAILED_UPDATE = "FailedUpdate"
+REASON_NO_FAILURE = "NoFailure"
+
+# Reasons of the ModelBooster conditions (Kthena's).
+REASON_MODEL_CREATING = "ModelCreating"
+REASON_MODEL_AVAILABLE = "ModelAvailable"
+REASON_MODEL_PROCESSING = "ModelProcessing"
+REASON_MODEL_ABNORMAL = "ModelAbnormal"
+REASON_MODEL_RECONCILED = "ModelReconciled"
+
+# Reasons of the AutoscalingPolicyBinding conditions (InvalidSpec also names the Event of an unreadable spec).
+REASON_RECONCILED = "Reconciled"
+REASON_TARGET_NOT_FOUND = "TargetNotFound"
+REASON_TARGET_INVALID = "TargetInvalid"
+REASON_FIXED_REPLICAS = "FixedReplicas"
+REASON_NO_METRICS = "NoMetrics"
+REASON_SOME_METRICS_MISSING = "SomeMetricsMissing"
+REASON_ALL_METRICS_AVAILABLE = "AllMetricsAvailable"
+REASON_INVALID_SPEC = "InvalidSpec"
+REASON_SCALE_FAILED = "ScaleFailed"
+REASON_RATIO_SATISFIED = "RatioSatisfied"
+REASON_RATIO_UNSATISFIABLE = "RatioUnsatisfiable"
+
+CONDITION_REASONS = (
+    REASON_GROUPS_UPDATING,
+    REASON_ROLES_UPDATING,
+    REASON_STALLED,
+    REASON_PARTITION,
+    REASON_COMPLETE,
+    REASON_VERIFYING,
+    REASON_DEADLINE,
+    REASON_COORDINATION,
+    REASON_NOT_BLOCKED,
+    REASON_SKEW,
+    REASON_DEPENDENCY,
+    REASON_RETAINED,
+    REASON_ALL_GROUPS_READY,
+    REASON_GROUPS_NOT_READY,
+    REASON_GROUP_PROGRESSING,
+    REASON_IDLE,
+    REASON_NO_PROTECTED_UNITS,
+    REASON_SUFFICIENT_READY,
+    REASON_INSUFFICIENT_READY,
+    REASON_FAILED_CREATE,
+    REASON_FAILED_DELETE,
+    REASON_FAILED_UPDATE,
+    REASON_NO_FAILURE,
+    REASON_MODEL_CREATING,
+    REASON_MODEL_AVAILABLE,
+    REASON_MODEL_PROCESSING,
+    REASON_MODEL_ABNORMAL,
+    REASON_MODEL_RECONCILED,
+    REASON_RECONCILED,
+    REASON_TARGET_NOT_FOUND,
+    REASON_TARGET_INVALID,
+    REASON_FIXED_REPLICAS,
+    REASON_NO_METRICS,
+    REASON_SOME_METRICS_MISSING,
+    REASON_ALL_METRICS_AVAILABLE,
+    REASON_INVALID_SPEC,
+    REASON_SCALE_FAILED,
+    REASON_RATIO_SATISFIED,
+    REASON_RATIO_UNSATISFIABLE,
+)
+"""Every reason above."""

@@ -1,0 +1,88 @@
+"""Every label and annotation key kthena_py reads or writes, each spelled once.
+
+Guarantees:
+
+* Kthena's keys are byte-identical to Kthena's (modelserving.md §1-§2, modelbooster.md §3,
+  router-contract.md §3), so existing selectors, PD group keys and Volcano integrations keep working.
+* Keys under ``*.kthena-py.io/`` are ours: Kthena never reads them.
+* Keys are written out whole (never built from a prefix), so a search for a key finds its one definition.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AUTOSCALING_HISTORY",
+    "BOOSTER_BACKEND_NAME",
+    "BOOSTER_MANAGED_BY",
+    "BOOSTER_MANAGED_BY_VALUE",
+    "BOOSTER_MIGRATED",
+    "BOOSTER_MODEL_NAME",
+    "BOOSTER_MODEL_UID",
+    "BOOSTER_REPLICAS",
+    "BOOSTER_REVISION",
+    "ENTRY_VALUE",
+    "KUBECTL_LAST_APPLIED",
+    "LWS_GROUP_INDEX",
+    "LWS_GROUP_KEY",
+    "LWS_NAME",
+    "LWS_WORKER_INDEX",
+    "POD_DELETION_COST",
+    "SERVING_ENTRY",
+    "SERVING_GROUP_NAME",
+    "SERVING_INPLACE_UPDATE_STATE",
+    "SERVING_NAME",
+    "SERVING_REVISION",
+    "SERVING_ROLE",
+    "SERVING_ROLE_ID",
+    "SERVING_ROLE_TEMPLATE_HASH",
+    "VOLCANO_PODGROUP",
+    "VOLCANO_QUEUE",
+    "VOLCANO_TASK_SPEC",
+]
+
+# Kthena's ModelServing: labels on pods, Services, PodGroups and ControllerRevisions.
+SERVING_NAME = "modelserving.volcano.sh/name"
+SERVING_GROUP_NAME = "modelserving.volcano.sh/group-name"
+SERVING_ROLE = "modelserving.volcano.sh/role"
+SERVING_ROLE_ID = "modelserving.volcano.sh/role-id"
+SERVING_REVISION = "modelserving.volcano.sh/revision"
+SERVING_ROLE_TEMPLATE_HASH = "modelserving.volcano.sh/role-template-hash"
+SERVING_ENTRY = "modelserving.volcano.sh/entry"
+ENTRY_VALUE = "true"
+"""The value of :data:`SERVING_ENTRY` on entry pods."""
+SERVING_INPLACE_UPDATE_STATE = "modelserving.volcano.sh/inplace-update-state"
+"""Pod annotation: the record of an in-place update (ours, under Kthena's prefix)."""
+
+# Kthena's ModelBooster: the five labels of every child.
+BOOSTER_MODEL_NAME = "workload.serving.volcano.sh/model-name"
+BOOSTER_BACKEND_NAME = "workload.serving.volcano.sh/backend-name"
+BOOSTER_MANAGED_BY = "workload.serving.volcano.sh/managed-by"
+BOOSTER_REVISION = "workload.serving.volcano.sh/revision"
+BOOSTER_MODEL_UID = "workload.serving.volcano.sh/model-uid"
+BOOSTER_MANAGED_BY_VALUE = "workload.serving.volcano.sh"
+"""The value of :data:`BOOSTER_MANAGED_BY` (the API group)."""
+
+# Volcano: pod and PodGroup annotations, the ModelServing's queue annotation.
+VOLCANO_PODGROUP = "scheduling.k8s.io/group-name"
+VOLCANO_TASK_SPEC = "volcano.sh/task-spec"
+VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
+
+# Kubernetes.
+POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+KUBECTL_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+
+# LeaderWorkerSet: the labels the LWS plugin sets for engines that expect them.
+LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
+LWS_GROUP_INDEX = "leaderworkerset.sigs.k8s.io/group-index"
+LWS_WORKER_INDEX = "leaderworkerset.sigs.k8s.io/worker-index"
+LWS_GROUP_KEY = "leaderworkerset.sigs.k8s.io/group-key"
+
+# Ours.
+BOOSTER_REPLICAS = "modelbooster.kthena-py.io/replicas"
+"""On the ModelServing: the replica counts the booster asked for when it last wrote them (JSON).
+
+Lets the controller tell a change of the booster's replicas (applied) from a change made through the scale
+subresource or by an autoscaler (kept)."""
+BOOSTER_MIGRATED = "modelbooster.kthena-py.io/migrated"
+"""On the ModelBooster: set by ``kthena-py modelbooster migrate``; the controller leaves such a booster alone."""
+AUTOSCALING_HISTORY = "autoscaling.kthena-py.io/history"
