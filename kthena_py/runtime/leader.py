@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
+from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
 from kthena_py.kube.resources import LEASES
 
 from . import metrics
@@ -47,7 +47,7 @@ class LeaderElector:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeApi,
         *,
         name: str,
         namespace: str,

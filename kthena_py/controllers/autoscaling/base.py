@@ -29,12 +29,12 @@ import structlog
 from kthena_py.api.autoscaling import AutoscalingPolicy
 from kthena_py.api.validation.autoscaling import validate_autoscalingpolicy
 from kthena_py.api.validation.errors import aggregate_message
-from kthena_py.kube import ApiError, KubeClient
+from kthena_py.kube import ApiError, KubeApi
 from kthena_py.kube.objects import KubeObject, annotations_of, is_deleting, meta
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.autoscaling import ExternalReading, Mode, ScalingSpec, WindowState
-from kthena_py.runtime.cache import SharedCache
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.cache import CacheReader, SharedCache
+from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result
 
 from ..resources import AUTOSCALINGPOLICIES
@@ -120,9 +120,9 @@ class Settings:
 class Deps:
     """What both autoscaling reconcilers use (one instance shared by both)."""
 
-    client: KubeClient
+    client: KubeApi
     cache: SharedCache
-    recorder: EventRecorder
+    recorder: EventSink
     scraper: PodScraper
     settings: Settings = field(default_factory=Settings)
     series: PolicySeries = field(default_factory=PolicySeries)
@@ -152,7 +152,7 @@ def spec_replicas(obj: Mapping[str, Any] | None) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
-def pods_of(cache: SharedCache, key: TargetKey) -> list[KubeObject]:
+def pods_of(cache: CacheReader, key: TargetKey) -> list[KubeObject]:
     """Pods of the target's namespace labelled with its name (from the cache's label index)."""
     return cache.by_label(PODS, NAME_LABEL, key.name, key.namespace)
 

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from kthena_py.kube import KubeClient, NotFound
+from kthena_py.kube import KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, meta
 
 from ..resources import AUTOSCALINGPOLICIES
@@ -199,7 +199,7 @@ def build_status(
     return status
 
 
-async def write_status(client: KubeClient, obj: KubeObject, status: Mapping[str, Any], field_manager: str) -> bool:
+async def write_status(client: KubeApi, obj: KubeObject, status: Mapping[str, Any], field_manager: str) -> bool:
     """Write ``status`` if it differs from the cached object's; return whether a write happened.
 
     Raises:

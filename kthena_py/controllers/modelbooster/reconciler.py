@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 import pydantic
 import structlog
 
-from kthena_py.kube import KubeClient
+from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, annotations_of, controller_ref, is_deleting, meta
 from kthena_py.plan.modelbooster import (
     ChildPlan,
@@ -38,7 +38,7 @@ from kthena_py.plan.modelbooster import (
 )
 from kthena_py.plan.modelbooster.naming import ANNOTATION_MIGRATED
 from kthena_py.runtime.cache import SharedCache
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
 
 from ..resources import MODELBOOSTERS, MODELSERVINGS
@@ -71,9 +71,9 @@ class BoosterReconciler:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeApi,
         cache: SharedCache,
-        recorder: EventRecorder,
+        recorder: EventSink,
         images: ImageSource,
         *,
         wall_clock: Callable[[], float] = time.time,

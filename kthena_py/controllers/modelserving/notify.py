@@ -18,7 +18,7 @@ from kthena_py.kube.resources import PODS, SERVICES
 from kthena_py.plan.modelserving.events import joinable, role_message
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import pod_running_and_ready
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 
 from ..resources import MODELSERVINGS
 
@@ -36,7 +36,7 @@ def pod_ready(pod: KubeObject) -> bool:
 class RunningNotifier:
     """An informer handler on Pods that records Running transitions on the owning ModelServing."""
 
-    def __init__(self, cache: SharedCache, recorder: EventRecorder, leading: Callable[[], bool]) -> None:
+    def __init__(self, cache: SharedCache, recorder: EventSink, leading: Callable[[], bool]) -> None:
         self.cache = cache
         self.recorder = recorder
         self.leading = leading
