@@ -19,7 +19,8 @@ Guarantees (each as the real API server behaves, so code under test cannot tell 
   the given resourceVersion, then stream new ones until ``timeout_seconds``.
 * Changes reach every attached :class:`~kthena_py.runtime.cache.SharedCache` (:meth:`FakeKube.attach`) at once and
   in order, as its informers' watches would deliver them: into the stores of the informers whose namespace,
-  label and field selectors match (transformed as they transform), with their handlers called.
+  label and field selectors match (transformed as they transform), with their handlers called. A test can make
+  the watch lag (:meth:`FakeKube.hold`) and deliver the held changes when it chooses, still in order.
 * Every call is recorded in :attr:`FakeKube.calls` and first passes the interceptors (:meth:`FakeKube.intercept`):
   an interceptor can raise (a fault), change the call's body, or answer it in place of the store.
 * Answers are copies: changing what a call returned never changes the store.
@@ -30,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import copy
+import inspect
 import itertools
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -81,7 +83,7 @@ class Call:
 
 Interceptor = Callable[[Call], Any]
 """Called before each call: raise to fail it, change ``call.body``, or return an answer (not ``None``) to skip the
-store."""
+store. A coroutine function is awaited first (a slow or stuck API server: sleep, or wait on an event)."""
 
 _Key = tuple[ResourceType, str, str]
 
@@ -118,6 +120,7 @@ class FakeKube:
         self._watchers: set[asyncio.Event] = set()
         self._caches: list[SharedCache] = []
         self._interceptors: list[Interceptor] = []
+        self._held: builtins.list[tuple[ResourceType, str, KubeObject]] | None = None
         self.calls: list[Call] = []
         """Every call made, in order."""
 
@@ -143,6 +146,26 @@ class FakeKube:
             ]
             inf._deliver(inf.store.replace(wanted))
             inf._synced.set()
+
+    def hold(self) -> None:
+        """Keep changes from the attached caches from now on, as a lagging watch would (see :meth:`deliver_held`)."""
+        if self._held is None:
+            self._held = []
+
+    def deliver_held(self, count: int | None = None) -> int:
+        """Deliver the first ``count`` held changes (all when ``None``), in order; returns how many are still held."""
+        held = self._held or []
+        now, later = (held, []) if count is None else (held[:count], held[count:])
+        for rt, kind, obj in now:
+            self._notify(rt, kind, obj)
+        if self._held is not None:
+            self._held = later
+        return len(later)
+
+    def release(self) -> None:
+        """Deliver every held change and stop holding."""
+        self.deliver_held()
+        self._held = None
 
     def put(self, rt: ResourceType, obj: Mapping[str, Any]) -> KubeObject:
         """Store ``obj`` as given, ``status`` included (a test's seed; any existing object of that name is replaced).
@@ -172,6 +195,10 @@ class FakeKube:
             if t == rt and (namespace is None or ns == namespace)
         ]
 
+    def changes(self, rt: ResourceType) -> builtins.list[tuple[str, KubeObject]]:
+        """Every change of ``rt`` stored so far, in order: (``ADDED``/``MODIFIED``/``DELETED``, the object then)."""
+        return [(kind, copy.deepcopy(obj)) for _, t, kind, obj in self._log if t == rt]
+
     def calls_of(self, verb: Verb, rt: ResourceType | None = None) -> builtins.list[Call]:
         """The recorded calls of one verb (and type)."""
         return [c for c in self.calls if c.verb == verb and (rt is None or c.rt == rt)]
@@ -187,10 +214,12 @@ class FakeKube:
     def _key(rt: ResourceType, name: str, namespace: str | None) -> _Key:
         return (rt, (namespace or "") if rt.namespaced else "", name)
 
-    def _call(self, call: Call) -> Any:
+    async def _call(self, call: Call) -> Any:
         self.calls.append(call)
         for interceptor in builtins.list(self._interceptors):
             answer = interceptor(call)
+            if inspect.isawaitable(answer):
+                answer = await answer
             if answer is not None:
                 return answer
         return None
@@ -213,7 +242,10 @@ class FakeKube:
         else:
             self._objects[key] = obj
         self._log.append((self._revision, rt, kind, copy.deepcopy(obj)))
-        self._notify(rt, kind, obj)
+        if self._held is not None:
+            self._held.append((rt, kind, copy.deepcopy(obj)))
+        else:
+            self._notify(rt, kind, obj)
         return copy.deepcopy(obj)
 
     def _notify(self, rt: ResourceType, kind: str, obj: KubeObject) -> None:
@@ -288,7 +320,7 @@ class FakeKube:
         self, rt: ResourceType, name: str, namespace: str | None = None, *, subresource: str | None = None
     ) -> KubeObject:
         """Read one object (or its ``status``/``scale`` subresource)."""
-        answer = self._call(Call("get", rt, name, namespace, subresource))
+        answer = await self._call(Call("get", rt, name, namespace, subresource))
         if answer is not None:
             return dict(answer)
         _, obj = self._existing(rt, name, namespace)
@@ -307,7 +339,7 @@ class FakeKube:
     ) -> ObjectList:
         """List objects of one type (one page when ``limit`` is set)."""
         options = {"label_selector": label_selector, "field_selector": field_selector, "limit": limit}
-        answer = self._call(Call("list", rt, "", namespace, options=options))
+        answer = await self._call(Call("list", rt, "", namespace, options=options))
         if answer is not None:
             return answer  # type: ignore[no-any-return]
         items = [
@@ -362,7 +394,7 @@ class FakeKube:
             "create", rt, str((body.get("metadata") or {}).get("name") or ""), ns, None, copy.deepcopy(dict(body))
         )
         call.options = {"field_manager": field_manager, "dry_run": dry_run}
-        answer = self._call(call)
+        answer = await self._call(call)
         if answer is not None:
             return dict(answer)
         obj = copy.deepcopy(dict(call.body))
@@ -402,7 +434,7 @@ class FakeKube:
         ns = namespace or md.get("namespace")
         call = Call("replace", rt, str(md.get("name") or ""), ns, subresource, copy.deepcopy(dict(body)))
         call.options = {"field_manager": field_manager}
-        answer = self._call(call)
+        answer = await self._call(call)
         if answer is not None:
             return dict(answer)
         key, old = self._existing(rt, call.name, ns)
@@ -440,7 +472,7 @@ class FakeKube:
         """Patch an object or subresource (merge, JSON, strategic, or server-side apply)."""
         call = Call("patch", rt, name, namespace, subresource, copy.deepcopy(body))
         call.options = {"patch_type": patch_type, "field_manager": field_manager, "force": force}
-        answer = self._call(call)
+        answer = await self._call(call)
         if answer is not None:
             return dict(answer)
         body = call.body
@@ -517,7 +549,7 @@ class FakeKube:
         """Delete one object if the preconditions hold (objects with finalizers are only marked)."""
         call = Call("delete", rt, name, namespace)
         call.options = {"uid": uid, "resource_version": resource_version, "propagation_policy": propagation_policy}
-        answer = self._call(call)
+        answer = await self._call(call)
         if answer is not None:
             return dict(answer)
         key, old = self._existing(rt, name, namespace)
@@ -552,7 +584,7 @@ class FakeKube:
     ) -> AsyncIterator[WatchEvent]:
         """Replay the changes after ``resource_version``, then stream new ones until ``timeout_seconds``."""
         options = {"label_selector": label_selector, "field_selector": field_selector}
-        if self._call(Call("watch", rt, "", namespace, options=options)) is not None:
+        if await self._call(Call("watch", rt, "", namespace, options=options)) is not None:
             return
         changed = asyncio.Event()
         self._watchers.add(changed)

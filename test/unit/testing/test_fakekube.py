@@ -221,3 +221,20 @@ async def test_watch_replays_then_streams_until_its_timeout() -> None:
     async for event in kube.watch(CONFIGMAPS, "ns", resource_version=since, timeout_seconds=0):
         seen.append((event.type, event.object["metadata"]["name"]))
     assert seen == [("ADDED", "b")]
+
+
+async def test_held_changes_reach_the_cache_only_when_delivered_and_in_order() -> None:
+    kube = FakeKube()
+    cache = SharedCache(kube, namespace="ns")
+    cache.informer(CONFIGMAPS)
+    kube.attach(cache)
+    kube.hold()
+    await kube.create(CONFIGMAPS, _cm("a", k="1"))
+    await kube.patch(CONFIGMAPS, "a", {"data": {"k": "2"}}, "ns")
+    assert cache.get(CONFIGMAPS, "a", "ns") is None
+    assert kube.deliver_held(1) == 1
+    assert (cache.get(CONFIGMAPS, "a", "ns") or {})["data"] == {"k": "1"}
+    kube.release()
+    assert (cache.get(CONFIGMAPS, "a", "ns") or {})["data"] == {"k": "2"}
+    await kube.delete(CONFIGMAPS, "a", "ns")
+    assert cache.get(CONFIGMAPS, "a", "ns") is None
