@@ -7,7 +7,7 @@ Guarantees:
   and the ``scale`` subresource. :class:`WatchApi` adds the watch an informer needs.
 * :class:`~kthena_py.kube.client.KubeClient` satisfies both structurally (``mypy --strict`` checks it wherever
   a client is passed where one of them is expected); so does the in-memory API server of
-  :mod:`kthena_py.testing.fakekube`, which is what unit tests pass instead.
+  :mod:`kthena_py.testing.fake`, which is what unit tests pass instead.
 * Every failure is an :class:`~kthena_py.kube.errors.ApiError` (the errors are part of the contract, whichever
   implementation answers).
 """
