@@ -397,7 +397,12 @@ class FakeKube:
         answer = await self._call(call)
         if answer is not None:
             return dict(answer)
-        obj = copy.deepcopy(dict(call.body))
+        return self._create(rt, call.body, ns, field_manager=field_manager, dry_run=dry_run)
+
+    def _create(
+        self, rt: ResourceType, body: Mapping[str, Any], ns: str | None, *, field_manager: str | None, dry_run: bool
+    ) -> KubeObject:
+        obj = copy.deepcopy(dict(body))
         md = obj.setdefault("metadata", {})
         if not md.get("name") and md.get("generateName"):
             self._names += 1
@@ -485,9 +490,7 @@ class FakeKube:
             if old is None:
                 if subresource:
                     raise _not_found(rt, name)
-                created = await self.create(rt, body, namespace)
-                self._owners[self._key(rt, name, namespace)] = {field_manager: set(patches.apply_fields(body))}
-                return created
+                return self._create(rt, body, namespace, field_manager=field_manager, dry_run=False)
             if subresource == "status":
                 body = {k: v for k, v in body.items() if k in ("apiVersion", "kind", "metadata", "status")}
             self._preconditions(rt, old, body.get("metadata") or {})

@@ -238,3 +238,11 @@ async def test_held_changes_reach_the_cache_only_when_delivered_and_in_order() -
     assert (cache.get(CONFIGMAPS, "a", "ns") or {})["data"] == {"k": "2"}
     await kube.delete(CONFIGMAPS, "a", "ns")
     assert cache.get(CONFIGMAPS, "a", "ns") is None
+
+
+async def test_apply_of_an_absent_object_creates_it_in_one_call_owned_by_its_manager() -> None:
+    kube = FakeKube()
+    created = await kube.apply(CONFIGMAPS, _cm("a", k="1"), field_manager="one")
+    assert created["metadata"]["uid"] and [c.verb for c in kube.calls] == ["patch"]
+    with pytest.raises(Conflict):
+        await kube.patch(CONFIGMAPS, "a", _cm("a", k="2"), "ns", patch_type="apply", field_manager="two")

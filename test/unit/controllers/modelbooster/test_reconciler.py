@@ -76,3 +76,18 @@ async def test_a_migrated_booster_is_left_alone() -> None:
     reconciler, client, events = _reconciler(_booster("vLLM", annotations={ANNOTATION_MIGRATED: "true"}))
     assert await reconciler.reconcile(Request("ns", "mb")) is None
     assert client.calls == [] and recorded(events) == []
+
+
+async def test_a_booster_creates_its_modelserving_reports_progress_and_then_stays_quiet() -> None:
+    reconciler, client, events = _reconciler(_booster("vLLM"))
+    await reconciler.reconcile(Request("ns", "mb"))
+    (ms,) = client.objects(MODELSERVINGS, "ns")
+    (owner,) = ms["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"], owner["controller"]) == ("ModelBooster", "u1", True)
+    status = (client.peek(MODELBOOSTERS, "mb", "ns") or {})["status"]
+    conditions = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+    assert conditions["Initialized"] == ("True", "ModelCreating") and status["observedGeneration"] == 3
+    assert ("Normal", "ModelServingCreated", f"ModelServing {ms['metadata']['name']} created") in recorded(events)
+    client.calls.clear()
+    await reconciler.reconcile(Request("ns", "mb"))  # converged: reads only
+    assert [c.verb for c in client.calls if c.verb not in ("get", "list")] == []
