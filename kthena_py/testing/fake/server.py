@@ -35,71 +35,28 @@ import inspect
 import itertools
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kthena_py.kube.client import ObjectList, PatchType, WatchEvent
-from kthena_py.kube.errors import AlreadyExists, Conflict, Invalid, NotFound
+from kthena_py.kube.errors import AlreadyExists, Invalid
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import ResourceType
 from kthena_py.runtime.cache import SharedCache
 
 from . import patches
+from .answers import TIMESTAMP, WITHOUT_STATUS, conflict, not_found, scale_of, spec_of, status_body
+from .calls import Call, Interceptor, Verb
+from .feed import CacheFeed
 from .selectors import field_match, label_match
 
 __all__ = ["Call", "FakeKube", "Interceptor", "Verb"]
 
-Verb = Literal["get", "list", "create", "replace", "patch", "delete", "watch"]
-
-WITHOUT_STATUS = frozenset({"ConfigMap", "Secret", "Event", "Lease", "ControllerRevision", "ServiceAccount"})
-"""Kinds without a status subresource: a write of the main resource writes all of it."""
-
-TIMESTAMP = "2026-01-01T00:00:00Z"
-"""``creationTimestamp`` (and ``deletionTimestamp``) of the fake's objects."""
-
-
-@dataclass
-class Call:
-    """One call to the fake, as the interceptors see it and :attr:`FakeKube.calls` records it.
-
-    Attributes:
-        verb: What was asked (``apply`` is a ``patch`` with ``patch_type == "apply"``).
-        rt: The resource type.
-        name: The object's name (``""`` for lists and watches).
-        namespace: The namespace (``None``: cluster-scoped or all namespaces).
-        subresource: ``status``, ``scale`` or ``None``.
-        body: The request body; an interceptor may replace it.
-        options: The call's other arguments (patch type, field manager, selectors, preconditions).
-    """
-
-    verb: Verb
-    rt: ResourceType
-    name: str = ""
-    namespace: str | None = None
-    subresource: str | None = None
-    body: Any = None
-    options: dict[str, Any] = field(default_factory=dict)
-
-
-Interceptor = Callable[[Call], Any]
-"""Called before each call: raise to fail it, change ``call.body``, or return an answer (not ``None``) to skip the
-store. A coroutine function is awaited first (a slow or stuck API server: sleep, or wait on an event)."""
 
 _Key = tuple[ResourceType, str, str]
 
 
-def _status(code: int, reason: str, message: str) -> dict[str, Any]:
-    return {"kind": "Status", "status": "Failure", "code": code, "reason": reason, "message": message}
-
-
-def _not_found(rt: ResourceType, name: str) -> NotFound:
-    message = f'{rt.plural} "{name}" not found'
-    return NotFound(404, "NotFound", message, _status(404, "NotFound", message))
-
-
-def _conflict(rt: ResourceType, name: str, why: str) -> Conflict:
-    message = f'Operation cannot be fulfilled on {rt.plural} "{name}": {why}'
-    return Conflict(409, "Conflict", message, _status(409, "Conflict", message))
+def _by_name(item: tuple[_Key, KubeObject]) -> tuple[str, str]:
+    return item[0][1], item[0][2]
 
 
 class FakeKube:
@@ -118,9 +75,8 @@ class FakeKube:
         self._names = 0
         self._log: list[tuple[int, ResourceType, str, KubeObject]] = []
         self._watchers: set[asyncio.Event] = set()
-        self._caches: list[SharedCache] = []
+        self._feed = CacheFeed()
         self._interceptors: list[Interceptor] = []
-        self._held: builtins.list[tuple[ResourceType, str, KubeObject]] | None = None
         self.calls: list[Call] = []
         """Every call made, in order."""
 
@@ -136,36 +92,19 @@ class FakeKube:
 
         Informers the cache creates later are filled by calling :meth:`attach` again (it is idempotent).
         """
-        if cache not in self._caches:
-            self._caches.append(cache)
-        for key, inf in list(cache._informers.items()):
-            wanted = [
-                inf._prepare(copy.deepcopy(obj))
-                for (rt, _, _), obj in sorted(self._objects.items(), key=lambda kv: kv[0][1:])
-                if rt == key.rt and self._informer_sees(inf, key.field_selector, obj)
-            ]
-            inf._deliver(inf.store.replace(wanted))
-            inf._synced.set()
+        self._feed.attach(cache, [(rt, obj) for (rt, _, _), obj in sorted(self._objects.items(), key=_by_name)])
 
     def hold(self) -> None:
         """Keep changes from the attached caches from now on, as a lagging watch would (see :meth:`deliver_held`)."""
-        if self._held is None:
-            self._held = []
+        self._feed.hold()
 
     def deliver_held(self, count: int | None = None) -> int:
         """Deliver the first ``count`` held changes (all when ``None``), in order; returns how many are still held."""
-        held = self._held or []
-        now, later = (held, []) if count is None else (held[:count], held[count:])
-        for rt, kind, obj in now:
-            self._notify(rt, kind, obj)
-        if self._held is not None:
-            self._held = later
-        return len(later)
+        return self._feed.deliver_held(count)
 
     def release(self) -> None:
         """Deliver every held change and stop holding."""
-        self.deliver_held()
-        self._held = None
+        self._feed.release()
 
     def put(self, rt: ResourceType, obj: Mapping[str, Any]) -> KubeObject:
         """Store ``obj`` as given, ``status`` included (a test's seed; any existing object of that name is replaced).
@@ -191,7 +130,7 @@ class FakeKube:
         """Every stored object of ``rt`` (copies, by namespace and name), without a recorded call."""
         return [
             copy.deepcopy(obj)
-            for (t, ns, _), obj in sorted(self._objects.items(), key=lambda kv: kv[0][1:])
+            for (t, ns, _), obj in sorted(self._objects.items(), key=_by_name)
             if t == rt and (namespace is None or ns == namespace)
         ]
 
@@ -242,44 +181,16 @@ class FakeKube:
         else:
             self._objects[key] = obj
         self._log.append((self._revision, rt, kind, copy.deepcopy(obj)))
-        if self._held is not None:
-            self._held.append((rt, kind, copy.deepcopy(obj)))
-        else:
-            self._notify(rt, kind, obj)
-        return copy.deepcopy(obj)
-
-    def _notify(self, rt: ResourceType, kind: str, obj: KubeObject) -> None:
-        for cache in self._caches:
-            for key, inf in builtins.list(cache._informers.items()):
-                if key.rt != rt:
-                    continue
-                seen = self._informer_sees(inf, key.field_selector, obj)
-                delivered = inf._prepare(copy.deepcopy(obj))
-                if kind == "DELETED" or not seen:
-                    if inf.store.get(_store_key(obj)) is not None:
-                        inf.store.delete(delivered)
-                        inf._emit_delete(delivered)
-                    continue
-                old = inf.store.upsert(delivered)
-                if old is None:
-                    inf._emit_add(delivered)
-                else:
-                    inf._emit_update(old, delivered)
+        self._feed.change(rt, kind, obj)
         for watcher in self._watchers:
             watcher.set()
-
-    @staticmethod
-    def _informer_sees(inf: Any, field_selector: str | None, obj: KubeObject) -> bool:
-        md = obj.get("metadata") or {}
-        if inf.namespace and md.get("namespace") != inf.namespace:
-            return False
-        return label_match(inf._label_selector, md.get("labels") or {}) and field_match(field_selector, obj)
+        return copy.deepcopy(obj)
 
     def _existing(self, rt: ResourceType, name: str, namespace: str | None) -> tuple[_Key, KubeObject]:
         key = self._key(rt, name, namespace)
         obj = self._objects.get(key)
         if obj is None:
-            raise _not_found(rt, name)
+            raise not_found(rt, name)
         return key, obj
 
     def _write(
@@ -306,7 +217,7 @@ class FakeKube:
             else:
                 md.pop(fixed, None)
         md["generation"] = old["metadata"].get("generation", 1)
-        if _spec(new) != _spec(old):
+        if spec_of(new) != spec_of(old):
             md["generation"] += 1
         if new == old:
             return copy.deepcopy(old)  # a no-op write does not raise the resourceVersion
@@ -324,7 +235,7 @@ class FakeKube:
         if answer is not None:
             return dict(answer)
         _, obj = self._existing(rt, name, namespace)
-        return _scale(obj) if subresource == "scale" else copy.deepcopy(obj)
+        return scale_of(obj) if subresource == "scale" else copy.deepcopy(obj)
 
     async def list(
         self,
@@ -409,7 +320,7 @@ class FakeKube:
             md["name"] = f"{md['generateName']}{self._names:05x}"
         if not md.get("name"):
             message = "name or generateName is required"
-            raise Invalid(422, "Invalid", message, _status(422, "Invalid", message))
+            raise Invalid(422, "Invalid", message, status_body(422, "Invalid", message))
         if rt.namespaced:
             md["namespace"] = ns or "default"
         for server_set in ("uid", "resourceVersion", "deletionTimestamp", "generation"):
@@ -417,7 +328,7 @@ class FakeKube:
         key = self._key(rt, md["name"], md.get("namespace"))
         if key in self._objects:
             message = f'{rt.plural} "{md["name"]}" already exists'
-            raise AlreadyExists(409, "AlreadyExists", message, _status(409, "AlreadyExists", message))
+            raise AlreadyExists(409, "AlreadyExists", message, status_body(409, "AlreadyExists", message))
         obj = self._new(rt, obj)
         if dry_run:
             return obj
@@ -450,13 +361,13 @@ class FakeKube:
     def _preconditions(rt: ResourceType, old: KubeObject, md: Mapping[str, Any]) -> None:
         have = old["metadata"]
         if md.get("resourceVersion") and md["resourceVersion"] != have["resourceVersion"]:
-            raise _conflict(
+            raise conflict(
                 rt,
                 have["name"],
                 "the object has been modified; please apply your changes to the latest version and try again",
             )
         if md.get("uid") and md["uid"] != have["uid"]:
-            raise _conflict(
+            raise conflict(
                 rt,
                 have["name"],
                 f"Precondition failed: UID in precondition: {md['uid']}, UID in object meta: {have['uid']}",
@@ -489,7 +400,7 @@ class FakeKube:
             body = {"apiVersion": rt.api_version, "kind": rt.kind, **body}
             if old is None:
                 if subresource:
-                    raise _not_found(rt, name)
+                    raise not_found(rt, name)
                 return self._create(rt, body, namespace, field_manager=field_manager, dry_run=False)
             if subresource == "status":
                 body = {k: v for k, v in body.items() if k in ("apiVersion", "kind", "metadata", "status")}
@@ -499,13 +410,13 @@ class FakeKube:
             self._owners[key] = owners
             return result
         if old is None:
-            raise _not_found(rt, name)
+            raise not_found(rt, name)
         if subresource == "scale":
-            replicas = ((patches.merge_patch(_scale(old), body) or {}).get("spec") or {}).get("replicas")
+            replicas = ((patches.merge_patch(scale_of(old), body) or {}).get("spec") or {}).get("replicas")
             new = copy.deepcopy(old)
             new.setdefault("spec", {})["replicas"] = replicas
             self._write(rt, key, old, new, None)
-            return _scale(self._objects[key])
+            return scale_of(self._objects[key])
         if patch_type == "json":
             new = patches.json_patch(old, body)
         else:
@@ -627,23 +538,3 @@ class FakeKube:
             if label_match(label_selector, md.get("labels") or {}) and field_match(field_selector, obj):
                 events.append(WatchEvent(kind, copy.deepcopy(obj)))
         return events
-
-
-def _store_key(obj: Mapping[str, Any]) -> str:
-    md = obj.get("metadata") or {}
-    return f"{md['namespace']}/{md['name']}" if md.get("namespace") else str(md.get("name"))
-
-
-def _spec(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
-
-
-def _scale(obj: Mapping[str, Any]) -> KubeObject:
-    md = obj.get("metadata") or {}
-    return {
-        "apiVersion": "autoscaling/v1",
-        "kind": "Scale",
-        "metadata": {k: md.get(k) for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")},
-        "spec": {"replicas": int((obj.get("spec") or {}).get("replicas") or 0)},
-        "status": {"replicas": int((obj.get("status") or {}).get("replicas") or 0)},
-    }
