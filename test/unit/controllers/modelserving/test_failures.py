@@ -10,6 +10,7 @@ from kthena_py.controllers.modelserving.failures import (
     ChildFailure,
     FailureCondition,
     FailureTracker,
+    Verb,
     refused_pods,
 )
 from kthena_py.kube import Forbidden, Invalid
@@ -19,9 +20,9 @@ from kthena_py.testing.fake import FakeKube
 MS: dict[str, Any] = {"metadata": {"name": "ms", "namespace": "ns", "uid": "u", "generation": 3}}
 
 
-def failure(name: str, kind: str = "Pod", verb: str = "create") -> ChildFailure:
+def failure(name: str, kind: str = "Pod", verb: Verb = "create") -> ChildFailure:
     err = Invalid(422, "Invalid", f'{kind} "{name}" is invalid: spec.containers[0].image: Required value')
-    return ChildFailure.of(verb, kind, name, err)  # type: ignore[arg-type]
+    return ChildFailure.of(verb, kind, name, err)
 
 
 def test_condition_names_each_child_and_cause_and_reads_back() -> None:
