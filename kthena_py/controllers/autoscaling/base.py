@@ -38,7 +38,7 @@ from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result
 
 from ..resources import AUTOSCALINGPOLICIES
-from .collector import NAME_LABEL, Collected, PodScraper
+from .collector import NAME_LABEL, Collected, Scraper
 from .convert import PolicyError, TargetKey, parse_policy, target_refs
 from .history import HISTORY_ANNOTATION, HistoryStore, PolicyMemory
 from .metrics import COLLECT_SECONDS, SCRAPE_ERRORS, PolicySeries
@@ -123,7 +123,7 @@ class Deps:
     client: KubeApi
     cache: SharedCache
     recorder: EventSink
-    scraper: PodScraper
+    scraper: Scraper
     settings: Settings = field(default_factory=Settings)
     series: PolicySeries = field(default_factory=PolicySeries)
     wall_clock: Callable[[], float] = time.time

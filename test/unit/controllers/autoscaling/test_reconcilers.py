@@ -61,7 +61,7 @@ class World:
             self.cluster.kube,
             self.cache,
             self.recorder,
-            self.scraper,  # type: ignore[arg-type]
+            self.scraper,
             Settings(sync_period=15.0),
             wall_clock=lambda: self.clock[0],
         )
