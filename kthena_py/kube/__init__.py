@@ -1,5 +1,6 @@
 """The Kubernetes access layer: the only package that talks to kubernetes-asyncio."""
 
+from .api import KubeApi, WatchApi
 from .client import ConfigError, KubeClient, ObjectList, PatchType, WatchEvent
 from .errors import (
     AlreadyExists,
@@ -28,6 +29,7 @@ __all__ = [
     "Forbidden",
     "Gone",
     "Invalid",
+    "KubeApi",
     "KubeClient",
     "KubeObject",
     "NotFound",
@@ -37,5 +39,6 @@ __all__ = [
     "ServerError",
     "TooManyRequests",
     "Unauthorized",
+    "WatchApi",
     "WatchEvent",
 ]

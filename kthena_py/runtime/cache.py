@@ -38,8 +38,9 @@ import builtins
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
-from kthena_py.kube import KubeClient, ResourceType
+from kthena_py.kube import ResourceType, WatchApi
 from kthena_py.kube.objects import (
     KubeObject,
     labels_of,
@@ -171,12 +172,47 @@ def label_index_name(label: str) -> str:
     return f"label:{label}"
 
 
+class CacheReader(Protocol):
+    """The reads of :class:`SharedCache` that observation code makes (what a cache-reading function may rely on)."""
+
+    @property
+    def namespace(self) -> str | None:
+        """The namespace scope for namespaced types (``None`` = all)."""
+        ...
+
+    def get(
+        self, rt: ResourceType, name: str, namespace: str | None = None, *, field_selector: str | None = None
+    ) -> KubeObject | None:
+        """Return the cached object, or ``None``."""
+        ...
+
+    def list(
+        self, rt: ResourceType, namespace: str | None = None, labels: Mapping[str, str] | None = None
+    ) -> builtins.list[KubeObject]:
+        """Return cached objects, optionally in one namespace and matching all ``labels``."""
+        ...
+
+    def by_label(
+        self, rt: ResourceType, label: str, value: str, namespace: str | None = None
+    ) -> builtins.list[KubeObject]:
+        """Return objects whose ``label`` equals ``value``."""
+        ...
+
+    def owned_by(self, rt: ResourceType, owner_uid: str) -> builtins.list[KubeObject]:
+        """Return cached objects of ``rt`` that list ``owner_uid`` among their owners."""
+        ...
+
+    def recently_disrupted(self, window: float = DISRUPTION_WINDOW) -> bool:
+        """Whether the stores may disagree with each other and with the cluster."""
+        ...
+
+
 class SharedCache:
     """Informers and indexed stores shared by all controllers of one manager."""
 
     def __init__(
         self,
-        client: KubeClient,
+        client: WatchApi,
         *,
         namespace: str | None = None,
         transform: Transform | None = slim,

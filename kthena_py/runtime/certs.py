@@ -43,7 +43,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound, ResourceType
+from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound, ResourceType
 from kthena_py.kube.resources import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
 
 __all__ = [
@@ -374,7 +374,7 @@ class CertificateManager:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeApi,
         *,
         namespace: str,
         secret_name: str,

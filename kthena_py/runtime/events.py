@@ -33,12 +33,12 @@ import asyncio
 import hashlib
 import time
 from collections.abc import Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, Protocol
 
 import structlog
 from prometheus_client import Counter
 
-from kthena_py.kube import AlreadyExists, ApiError, KubeClient
+from kthena_py.kube import AlreadyExists, ApiError, KubeApi
 from kthena_py.kube.objects import meta
 from kthena_py.kube.resources import EVENTS
 from kthena_py.vocab.times import format_time
@@ -103,6 +103,14 @@ class _Batch:
         return True
 
 
+class EventSink(Protocol):
+    """Where controllers record Events: what they use of :class:`EventRecorder` (tests pass a recording fake)."""
+
+    def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str, *, join: bool = True) -> None:
+        """Record an event about ``obj`` (see :meth:`EventRecorder.event`)."""
+        ...
+
+
 class EventRecorder:
     """Writes core/v1 Events as ``component`` (the ``source`` / ``reportingComponent``).
 
@@ -118,7 +126,7 @@ class EventRecorder:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeApi,
         component: str,
         *,
         instance: str = "",

@@ -37,7 +37,7 @@ from typing import Protocol
 
 import structlog
 
-from kthena_py.kube import ApiError, Gone, KubeClient, NotFound, ResourceType
+from kthena_py.kube import ApiError, Gone, NotFound, ResourceType, WatchApi
 from kthena_py.kube.objects import KubeObject, resource_version_of, strip_managed_fields
 
 from . import timeline
@@ -72,7 +72,7 @@ class Informer:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: WatchApi,
         rt: ResourceType,
         *,
         namespace: str | None = None,

@@ -29,7 +29,7 @@ from typing import Any
 
 import structlog
 
-from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
+from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
 from kthena_py.kube.resources import LEASES
 from kthena_py.vocab.times import format_time
 
@@ -48,7 +48,7 @@ class LeaderElector:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeApi,
         *,
         name: str,
         namespace: str,

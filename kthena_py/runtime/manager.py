@@ -28,7 +28,7 @@ from typing import Any
 
 import structlog
 
-from kthena_py.kube import KubeClient
+from kthena_py.kube import WatchApi
 
 from . import looplag, memory
 from .cache import SharedCache
@@ -69,7 +69,7 @@ class ManagerOptions:
 class Manager:
     """Owns everything a controller-manager process runs."""
 
-    def __init__(self, client: KubeClient, options: ManagerOptions | None = None, *, clock: Clock | None = None):
+    def __init__(self, client: WatchApi, options: ManagerOptions | None = None, *, clock: Clock | None = None):
         self.client = client
         self.options = options or ManagerOptions()
         self.clock = clock or RealClock()

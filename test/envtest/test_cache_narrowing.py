@@ -10,6 +10,7 @@ from kthena_py.controllers.resources import narrow_cache
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import CONFIGMAPS, PODS, SERVICES
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.testing.fake import FakeKube
 from kthena_py.testing.wait import eventually
 
 pytestmark = pytest.mark.envtest
@@ -60,11 +61,11 @@ async def test_only_labelled_objects_are_cached(kube: KubeClient, namespace: str
 
 
 def test_narrowing_must_come_first() -> None:
-    cache = SharedCache(None)  # type: ignore[arg-type]  # never started
+    cache = SharedCache(FakeKube())  # never started
     cache.informer(PODS)
     with pytest.raises(RuntimeError, match="before the first informer"):
         narrow_cache(cache)
-    other = SharedCache(None)  # type: ignore[arg-type]
+    other = SharedCache(FakeKube())
     other.select(SERVICES, "a")
     with pytest.raises(RuntimeError, match="already narrowed"):
         other.select(SERVICES, "b")

@@ -29,12 +29,12 @@ import structlog
 from kthena_py.api.autoscaling import AutoscalingPolicy
 from kthena_py.api.validation.autoscaling import validate_autoscalingpolicy
 from kthena_py.api.validation.errors import aggregate_message
-from kthena_py.kube import ApiError, KubeClient
+from kthena_py.kube import ApiError, KubeApi
 from kthena_py.kube.objects import KubeObject, annotations_of, is_deleting, meta
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.autoscaling import ExternalReading, Mode, ScalingSpec, WindowState
-from kthena_py.runtime.cache import SharedCache
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.cache import CacheReader, SharedCache
+from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result
 from kthena_py.vocab.conditions import (
     REASON_ALL_METRICS_AVAILABLE,
@@ -48,7 +48,7 @@ from kthena_py.vocab.conditions import (
 )
 
 from ..resources import AUTOSCALINGPOLICIES
-from .collector import NAME_LABEL, Collected, PodScraper
+from .collector import NAME_LABEL, Collected, Scraper
 from .convert import PolicyError, TargetKey, parse_policy, target_refs
 from .history import HISTORY_ANNOTATION, HistoryStore, PolicyMemory
 from .metrics import COLLECT_SECONDS, SCRAPE_ERRORS, PolicySeries
@@ -130,10 +130,10 @@ class Settings:
 class Deps:
     """What both autoscaling reconcilers use (one instance shared by both)."""
 
-    client: KubeClient
+    client: KubeApi
     cache: SharedCache
-    recorder: EventRecorder
-    scraper: PodScraper
+    recorder: EventSink
+    scraper: Scraper
     settings: Settings = field(default_factory=Settings)
     series: PolicySeries = field(default_factory=PolicySeries)
     wall_clock: Callable[[], float] = time.time
@@ -162,7 +162,7 @@ def spec_replicas(obj: Mapping[str, Any] | None) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
 
-def pods_of(cache: SharedCache, key: TargetKey) -> list[KubeObject]:
+def pods_of(cache: CacheReader, key: TargetKey) -> list[KubeObject]:
     """Pods of the target's namespace labelled with its name (from the cache's label index)."""
     return cache.by_label(PODS, NAME_LABEL, key.name, key.namespace)
 

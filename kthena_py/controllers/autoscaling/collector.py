@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from ipaddress import ip_address
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import aiohttp
 
@@ -78,6 +78,7 @@ __all__ = [
     "MetricReport",
     "PodScraper",
     "ScrapeMemory",
+    "Scraper",
     "collect",
     "filter_exposition",
     "is_ratio_metric",
@@ -231,6 +232,20 @@ def _merge_family(values: Sequence[FamilyValue | None]) -> FamilyValue | None:
 
 
 # -- HTTP --------------------------------------------------------------------------------------------------------
+
+
+class Scraper(Protocol):
+    """What :func:`collect` uses of a scraper (:class:`PodScraper`; tests pass a fake)."""
+
+    async def fetch_all(
+        self, requests: Sequence[tuple[K, str, Collection[str]]], *, deadline: float
+    ) -> dict[K, Scrape | str]:
+        """Scrape many pages (see :meth:`PodScraper.fetch_all`)."""
+        ...
+
+    async def query(self, server_url: str, query: str, *, timeout: float) -> float | str:
+        """Run one Prometheus instant query (see :meth:`PodScraper.query`)."""
+        ...
 
 
 class PodScraper:
@@ -481,7 +496,7 @@ def _fmt(value: float) -> str:
 
 
 async def collect(
-    scraper: PodScraper,
+    scraper: Scraper,
     backends: Sequence[Backend],
     metrics: Sequence[MetricTarget],
     memory: ScrapeMemory,

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kthena_py.kube import KubeClient, NotFound
+from kthena_py.kube import KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.vocab.conditions import METRICS_AVAILABLE, RATIO_VIOLATED, READY, REASON_SCALE_FAILED, TARGET_FOUND
 from kthena_py.vocab.times import format_time
@@ -196,7 +196,7 @@ def build_status(
     return status
 
 
-async def write_status(client: KubeClient, obj: KubeObject, status: Mapping[str, Any], field_manager: str) -> bool:
+async def write_status(client: KubeApi, obj: KubeObject, status: Mapping[str, Any], field_manager: str) -> bool:
     """Write ``status`` if it differs from the cached object's; return whether a write happened.
 
     Raises:

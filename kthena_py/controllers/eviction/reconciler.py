@@ -31,7 +31,7 @@ import pydantic
 import structlog
 
 from kthena_py.api.common import API_VERSION, MODEL_SERVING_KIND
-from kthena_py.kube import ApiError, KubeClient, NotFound
+from kthena_py.kube import ApiError, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, is_deleting, meta
 from kthena_py.kube.resources import CONFIGMAPS
 from kthena_py.plan.modelserving.eviction import (
@@ -72,7 +72,7 @@ def condition_of(obj: KubeObject) -> dict[str, Any] | None:
 class EvictionBudgetReconciler:
     """Keeps one ModelServing's ``DisruptionAllowed`` condition and tracker current."""
 
-    def __init__(self, client: KubeClient, cache: SharedCache, *, wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, client: KubeApi, cache: SharedCache, *, wall_clock: Callable[[], float] = time.time) -> None:
         self.client = client
         self.cache = cache
         self.store = TrackerStore(client, FIELD_MANAGER)

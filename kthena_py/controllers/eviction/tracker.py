@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kthena_py.kube import AlreadyExists, Conflict, KubeClient, NotFound
+from kthena_py.kube import AlreadyExists, Conflict, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, controller_ref, resource_version_of
 from kthena_py.kube.resources import CONFIGMAPS
 from kthena_py.plan.modelserving import naming
@@ -55,7 +55,7 @@ class TrackerStore:
         field_manager: Who writes (``managedFields``).
     """
 
-    def __init__(self, client: KubeClient, field_manager: str) -> None:
+    def __init__(self, client: KubeApi, field_manager: str) -> None:
         self._client = client
         self._field_manager = field_manager
 

@@ -11,13 +11,13 @@ from __future__ import annotations
 import asyncio
 
 from kthena_py.api.modelserving import ModelServing
-from kthena_py.kube import KubeClient
+from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.state import PlanningState, build_state
 from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
-from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.cache import CacheReader
 from kthena_py.vocab.owners import controller_uid
 
 from ..modelserving.observe import observe
@@ -30,7 +30,7 @@ def planning_state(ms: ModelServing, ref: MSRef, observed: Observed) -> Planning
     return build_state(ms, ref, observed, PodGroupSupport())
 
 
-def observe_cached(cache: SharedCache, ref: MSRef) -> Observed:
+def observe_cached(cache: CacheReader, ref: MSRef) -> Observed:
     """The ModelServing's pods and revisions as the cache holds them."""
     return observe(cache, ref)
 
@@ -39,7 +39,7 @@ def _controlled(items: list[KubeObject], uid: str) -> tuple[KubeObject, ...]:
     return tuple(obj for obj in items if controller_uid(obj) == uid)
 
 
-async def observe_live(client: KubeClient, ref: MSRef) -> Observed:
+async def observe_live(client: KubeApi, ref: MSRef) -> Observed:
     """The ModelServing's pods, Services and revisions as the API server holds them now.
 
     Services count: a role instance with workers is ready only with its headless Service (as for the

@@ -44,7 +44,7 @@ import pydantic
 import structlog
 
 from kthena_py.api.modelserving import EvictionStrategySpec, ModelServing
-from kthena_py.kube import ApiError, KubeClient, NotFound
+from kthena_py.kube import ApiError, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, labels_of, meta, name_of
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelserving import naming
@@ -61,7 +61,7 @@ from kthena_py.plan.modelserving.eviction import (
 from kthena_py.plan.modelserving.eviction import budget as reasons
 from kthena_py.plan.modelserving.types import MSRef
 from kthena_py.runtime.cache import SharedCache
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse
 from kthena_py.vocab.owners import controller_uid
 
@@ -99,9 +99,9 @@ class EvictionWebhook:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeApi,
         cache: SharedCache,
-        recorder: EventRecorder,
+        recorder: EventSink,
         *,
         enabled: bool,
         ttl: float = DEFAULT_TTL,

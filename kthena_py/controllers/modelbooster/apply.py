@@ -24,12 +24,12 @@ from typing import Any
 
 import structlog
 
-from kthena_py.kube import ApiError, Conflict, KubeClient, NotFound
+from kthena_py.kube import ApiError, Conflict, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, meta, resource_version_of, uid_of
 from kthena_py.kube.resources import ResourceType
 from kthena_py.plan.modelbooster import ChildPlan, Remove, Write
 from kthena_py.runtime.cache import SharedCache
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 
 from ..resources import MODELBOOSTERS
 from .metrics import CHILD_WRITES
@@ -76,9 +76,7 @@ class _Written:
 class ChildApplier:
     """Applies child plans for the ModelBooster reconciler."""
 
-    def __init__(
-        self, client: KubeClient, recorder: EventRecorder, cache: SharedCache, *, sync_timeout: float = 10.0
-    ) -> None:
+    def __init__(self, client: KubeApi, recorder: EventSink, cache: SharedCache, *, sync_timeout: float = 10.0) -> None:
         self.client = client
         self.recorder = recorder
         self.cache = cache
@@ -160,7 +158,7 @@ class ChildApplier:
             )
 
 
-async def write_status(client: KubeClient, booster: KubeObject, status: Mapping[str, Any]) -> bool:
+async def write_status(client: KubeApi, booster: KubeObject, status: Mapping[str, Any]) -> bool:
     """Write ``status`` if it differs from the cached booster's; return whether a write happened.
 
     Raises:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kthena_py.kube import Conflict, KubeClient, NotFound, ResourceType
+from kthena_py.kube import Conflict, KubeApi, NotFound, ResourceType
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.plan.modelbooster.naming import ANNOTATION_MIGRATED
 
@@ -36,7 +36,7 @@ def _refers_to(obj: KubeObject, uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in meta(obj).get("ownerReferences") or [])
 
 
-async def _release(client: KubeClient, rt: ResourceType, obj: KubeObject, uid: str) -> bool:
+async def _release(client: KubeApi, rt: ResourceType, obj: KubeObject, uid: str) -> bool:
     """Remove ``uid`` from ``obj``'s owner references; return whether this call changed it."""
     name, namespace = str(meta(obj).get("name")), str(meta(obj).get("namespace"))
     for _ in range(_ATTEMPTS):
@@ -54,7 +54,7 @@ async def _release(client: KubeClient, rt: ResourceType, obj: KubeObject, uid: s
     raise Conflict(409, "Conflict", f"{rt.kind} {name} keeps changing; run the migration again")
 
 
-async def migrate(client: KubeClient, name: str, namespace: str) -> list[str]:
+async def migrate(client: KubeApi, name: str, namespace: str) -> list[str]:
     """Migrate the booster ``namespace/name`` off ModelBooster; return one line per thing done.
 
     Raises:

@@ -16,7 +16,7 @@ from kthena_py.kube.resources import CRDS, ResourceType
 from kthena_py.plan.modelbooster import Children, Observed
 from kthena_py.plan.modelbooster.children import Kind
 from kthena_py.plan.modelbooster.naming import LABEL_MODEL_UID
-from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.cache import CacheReader
 
 from ..resources import MODELROUTES, MODELSERVERS, MODELSERVINGS
 
@@ -54,7 +54,7 @@ def parse_booster(obj: KubeObject) -> ModelBooster:
     )
 
 
-def _crd_served(cache: SharedCache, name: str) -> bool:
+def _crd_served(cache: CacheReader, name: str) -> bool:
     crd = cache.get(CRDS, name, field_selector=crd_selector(name))
     if crd is None:
         return False
@@ -65,7 +65,7 @@ def _crd_served(cache: SharedCache, name: str) -> bool:
     return served and established
 
 
-def observe(cache: SharedCache, booster: ModelBooster, children: Children) -> Observed:
+def observe(cache: CacheReader, booster: ModelBooster, children: Children) -> Observed:
     """The cached children of ``booster`` and which child kinds are served."""
     found: dict[Kind, tuple[KubeObject, ...]] = {}
     for (kind, rt), desired in zip(CHILD_TYPES.items(), children.all(), strict=True):

@@ -25,7 +25,7 @@ from collections.abc import Callable
 import pydantic
 import structlog
 
-from kthena_py.kube import KubeClient
+from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, annotations_of, controller_ref, is_deleting, meta
 from kthena_py.plan.modelbooster import (
     ChildPlan,
@@ -37,7 +37,7 @@ from kthena_py.plan.modelbooster import (
 )
 from kthena_py.plan.modelbooster.naming import ANNOTATION_MIGRATED
 from kthena_py.runtime.cache import SharedCache
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
 from kthena_py.vocab.conditions import AVAILABLE, REASON_INVALID_SPEC
 from kthena_py.vocab.times import format_time
@@ -72,9 +72,9 @@ class BoosterReconciler:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeApi,
         cache: SharedCache,
-        recorder: EventRecorder,
+        recorder: EventSink,
         images: ImageSource,
         *,
         wall_clock: Callable[[], float] = time.time,

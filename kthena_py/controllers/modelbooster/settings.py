@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from kthena_py.kube import Forbidden, KubeClient, NotFound
+from kthena_py.kube import Forbidden, KubeApi, NotFound
 from kthena_py.kube.resources import CONFIGMAPS
 from kthena_py.plan.modelbooster import Images
 
@@ -45,7 +45,7 @@ class Settings:
 class ImageSource:
     """The images to render, resolved on first use and then kept for the life of the process."""
 
-    def __init__(self, client: KubeClient, settings: Settings) -> None:
+    def __init__(self, client: KubeApi, settings: Settings) -> None:
         self._client = client
         self._settings = settings
         self._images: Images | None = None

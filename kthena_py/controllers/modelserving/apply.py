@@ -48,14 +48,14 @@ from typing import Any, Literal
 
 import structlog
 
-from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeClient, NotFound
+from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, is_deleting, meta, resource_version_of, uid_of
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelserving.events import joinable
 from kthena_py.plan.modelserving.types import Delete, Plan, Update
 from kthena_py.runtime import timeline
 from kthena_py.runtime.cache import SharedCache
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Settle
 from kthena_py.vocab.owners import controller_uid
 
@@ -187,8 +187,8 @@ class PlanApplier:
 
     def __init__(
         self,
-        client: KubeClient,
-        recorder: EventRecorder,
+        client: KubeApi,
+        recorder: EventSink,
         field_manager: str,
         cache: SharedCache | None = None,
         *,

@@ -40,7 +40,7 @@ from typing import Any, Literal
 
 import structlog
 
-from kthena_py.kube import ApiError, KubeClient, NotFound
+from kthena_py.kube import ApiError, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.runtime.clock import Clock, RealClock
 from kthena_py.vocab.conditions import (
@@ -260,7 +260,7 @@ def _format_time(now: float) -> str:
 class FailureCondition:
     """Sets and removes one failure condition type on ModelServings, under its own field manager."""
 
-    def __init__(self, client: KubeClient, type_: str, field_manager: str) -> None:
+    def __init__(self, client: KubeApi, type_: str, field_manager: str) -> None:
         self.client = client
         self.type = type_
         self.field_manager = field_manager

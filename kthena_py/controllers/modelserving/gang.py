@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import pydantic
 
-from kthena_py.kube import KubeClient
+from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import is_deleting
 from kthena_py.plan.modelserving.podgroups import plan_podgroups
 from kthena_py.runtime.cache import SharedCache
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, result_of
 
 from ..resources import MODELSERVINGS
@@ -31,7 +31,7 @@ FAILURE_FIELD_MANAGER = "kthena-py-gang-failures"
 class PodGroupReconciler:
     """Keeps the PodGroups of one ModelServing in line with its spec."""
 
-    def __init__(self, client: KubeClient, cache: SharedCache, recorder: EventRecorder) -> None:
+    def __init__(self, client: KubeApi, cache: SharedCache, recorder: EventSink) -> None:
         self.cache = cache
         self.applier = PlanApplier(
             client,

@@ -18,7 +18,7 @@ from kthena_py.kube.resources import PODS, SERVICES
 from kthena_py.plan.modelserving.events import joinable, role_message
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import pod_running_and_ready
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 from kthena_py.vocab.labels import SERVING_GROUP_NAME, SERVING_NAME, SERVING_ROLE, SERVING_ROLE_ID
 
 from ..resources import MODELSERVINGS
@@ -37,7 +37,7 @@ def pod_ready(pod: KubeObject) -> bool:
 class RunningNotifier:
     """An informer handler on Pods that records Running transitions on the owning ModelServing."""
 
-    def __init__(self, cache: SharedCache, recorder: EventRecorder, leading: Callable[[], bool]) -> None:
+    def __init__(self, cache: SharedCache, recorder: EventSink, leading: Callable[[], bool]) -> None:
         self.cache = cache
         self.recorder = recorder
         self.leading = leading

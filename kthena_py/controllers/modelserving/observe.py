@@ -17,7 +17,7 @@ from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube.objects import KubeObject, controller_ref, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
-from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.cache import CacheReader, SharedCache
 from kthena_py.vocab.labels import SERVING_NAME
 
 from ..resources import narrow_cache
@@ -94,7 +94,7 @@ def _controlled_by(obj: KubeObject, uid: str) -> bool:
     return ref is not None and ref.get("uid") == uid
 
 
-def observe(cache: SharedCache, ref: MSRef) -> Observed:
+def observe(cache: CacheReader, ref: MSRef) -> Observed:
     """Everything owned by the ModelServing ``ref``, as the cache sees it now."""
     return Observed(
         pods=tuple(o for o in cache.owned_by(PODS, ref.uid) if _controlled_by(o, ref.uid)),
@@ -108,7 +108,7 @@ def observe(cache: SharedCache, ref: MSRef) -> Observed:
     )
 
 
-def foreign_pods(cache: SharedCache, ref: MSRef) -> list[KubeObject]:
+def foreign_pods(cache: CacheReader, ref: MSRef) -> list[KubeObject]:
     """Cached pods labelled with this ModelServing's name but not controlled by it.
 
     They are a same-named predecessor's pods that have not gone yet (or orphans): their names are not free.
@@ -122,7 +122,7 @@ def foreign_pods(cache: SharedCache, ref: MSRef) -> list[KubeObject]:
     ]
 
 
-def podgroup_support(cache: SharedCache) -> PodGroupSupport:
+def podgroup_support(cache: CacheReader) -> PodGroupSupport:
     """Whether Volcano's PodGroup CRD is served, and whether it has ``spec.subGroupPolicy``."""
     crd = cache.get(CRDS, PODGROUP_CRD_NAME, field_selector=PODGROUP_CRD_SELECTOR)
     if crd is None:

@@ -22,7 +22,7 @@ import pydantic
 import structlog
 from prometheus_client import Counter
 
-from kthena_py.kube import KubeClient
+from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
 from kthena_py.kube.resources import CONFIGMAPS, PODS
 from kthena_py.plan.modelserving.eviction.tracker import disrupted_units, tracker_entries, tracker_name
@@ -31,7 +31,7 @@ from kthena_py.plan.modelserving.rollout import plan_rollout
 from kthena_py.plan.modelserving.types import Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request, Result, result_of
 from kthena_py.vocab.conditions import REASON_DEADLINE
@@ -89,9 +89,9 @@ class RolloutReconciler:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeApi,
         cache: SharedCache,
-        recorder: EventRecorder,
+        recorder: EventSink,
         *,
         trackers: bool = False,
         wall_clock: Callable[[], float] = time.time,

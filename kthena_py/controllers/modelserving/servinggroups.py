@@ -30,14 +30,14 @@ from collections.abc import Callable
 import pydantic
 import structlog
 
-from kthena_py.kube import KubeClient
+from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import is_deleting, meta, uid_of
 from kthena_py.kube.resources import PODGROUPS
 from kthena_py.plan.modelserving.plugins import PluginError
 from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.types import Plan
 from kthena_py.runtime.cache import SharedCache
-from kthena_py.runtime.events import EventRecorder
+from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError, result_of
 from kthena_py.vocab.conditions import REASON_INVALID_SPEC
 from kthena_py.vocab.owners import controller_uid
@@ -60,9 +60,9 @@ class ServingGroupReconciler:
 
     def __init__(
         self,
-        client: KubeClient,
+        client: KubeApi,
         cache: SharedCache,
-        recorder: EventRecorder,
+        recorder: EventSink,
         *,
         wall_clock: Callable[[], float] = time.time,
         podgroup_wait: float = PODGROUP_WAIT_SECONDS,

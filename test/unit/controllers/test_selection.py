@@ -111,12 +111,10 @@ _REGISTER = """
 import asyncio, json, sys
 from kthena_py.controllers import register_all
 from kthena_py.runtime.manager import Manager
-
-class NoClient:
-    pass
+from kthena_py.testing.fake import FakeKube
 
 async def main():
-    manager = Manager(NoClient())
+    manager = Manager(FakeKube())
     names = register_all(manager, controllers=json.loads(sys.argv[1]), eviction_budget=sys.argv[2] == "1")
     loaded = sorted(m for m in sys.modules if m.startswith("kthena_py.controllers.") or m in ("numpy", "scipy"))
     print(json.dumps({"names": names, "loaded": loaded}))
@@ -170,8 +168,10 @@ def test_all_controllers_by_default() -> None:
     ]
 
 
-def test_register_all_rejects_an_unknown_name() -> None:
+async def test_register_all_rejects_an_unknown_name() -> None:
     from kthena_py.controllers import register_all
+    from kthena_py.runtime.manager import Manager
+    from kthena_py.testing.fake import FakeKube
 
     with pytest.raises(ValueError, match="unknown controllers: foo"):
-        register_all(None, controllers=["modelserving", "foo"])  # type: ignore[arg-type]
+        register_all(Manager(FakeKube()), controllers=["modelserving", "foo"])

@@ -8,6 +8,7 @@ from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONFIGMAPS
 from kthena_py.runtime.cache import OWN_WRITE_TTL, SharedCache
 from kthena_py.runtime.clock import FakeClock
+from kthena_py.testing.fake import FakeKube
 
 from .informer_events import deliver, deliver_deletion
 
@@ -35,7 +36,7 @@ def _read(cache: SharedCache) -> str | None:
 
 def _cache() -> tuple[SharedCache, FakeClock]:
     clock = FakeClock()
-    cache = SharedCache(None, clock=clock)  # type: ignore[arg-type]  # never started
+    cache = SharedCache(FakeKube(), clock=clock)  # never started
     cache.informer(CONFIGMAPS)
     return cache, clock
 

@@ -7,6 +7,7 @@ import contextlib
 
 from kthena_py.kube.resources import PODS
 from kthena_py.runtime.cache import SharedCache, _Key
+from kthena_py.testing.fake import FakeKube
 
 
 async def test_stop_repeats_a_swallowed_cancellation() -> None:
@@ -19,7 +20,7 @@ async def test_stop_repeats_a_swallowed_cancellation() -> None:
             swallowed.set()  # what asyncio.wait_for may do on Python 3.11: the task runs on
         await asyncio.sleep(3600)
 
-    cache = SharedCache(None)  # type: ignore[arg-type]  # never started: one fake informer task
+    cache = SharedCache(FakeKube())  # never started: one fake informer task
     task = asyncio.create_task(stubborn())
     cache._tasks[_Key(PODS, None)] = task
     await asyncio.sleep(0)

@@ -7,6 +7,7 @@ import asyncio
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONFIGMAPS, SECRETS
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.testing.fake import FakeKube
 
 from .informer_events import deliver
 
@@ -20,7 +21,7 @@ def _deliver(cache: SharedCache, obj: KubeObject) -> None:
 
 
 async def test_wait_for_is_woken_only_by_its_objects() -> None:
-    cache = SharedCache(None)  # type: ignore[arg-type]
+    cache = SharedCache(FakeKube())
     cache.informer(CONFIGMAPS)
     looks = 0
 
@@ -45,7 +46,7 @@ async def test_wait_for_is_woken_only_by_its_objects() -> None:
 
 
 async def test_wait_for_times_out_and_unregisters() -> None:
-    cache = SharedCache(None)  # type: ignore[arg-type]
+    cache = SharedCache(FakeKube())
     cache.informer(CONFIGMAPS)
     assert not await cache.wait_for([(CONFIGMAPS, "never", "ns"), (SECRETS, "s", "ns")], lambda: False, 0.05)
     assert not cache._waiters._by_object

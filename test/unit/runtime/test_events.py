@@ -1,34 +1,33 @@
-"""The event recorder's coalescing: same object, type and reason within the window become one Event."""
+"""The event recorder's coalescing: same object, type and reason within the window become one Event.
+
+The recorder writes to FakeKube; the tests read the Events it created and the counts it raised, in order.
+"""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from kthena_py.kube import AlreadyExists, ApiError
+from kthena_py.kube import ApiError
+from kthena_py.kube.resources import EVENTS
 from kthena_py.runtime.events import MAX_MESSAGE, EventRecorder
 from kthena_py.runtime.metrics import REGISTRY
+from kthena_py.testing.fake import Call, FakeKube
 
 
-class RecordingClient:
-    """Answers creates; remembers every Event body it was sent."""
+class Server:
+    """FakeKube as these tests read it: the Event bodies created and the counts patched, in order."""
 
     def __init__(self) -> None:
-        self.created: list[dict[str, Any]] = []
-        self.patched: list[tuple[str, dict[str, Any]]] = []
+        self.kube = FakeKube()
 
-    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        if any(c["metadata"]["name"] == body["metadata"]["name"] for c in self.created):
-            raise AlreadyExists(409, "AlreadyExists", "exists")
-        self.created.append(body)
-        return body
+    @property
+    def created(self) -> list[dict[str, Any]]:
+        return [obj for kind, obj in self.kube.changes(EVENTS) if kind == "ADDED"]
 
-    async def get(self, rt: Any, name: str, namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        return next(c for c in self.created if c["metadata"]["name"] == name)
-
-    async def patch(self, rt: Any, name: str, body: dict[str, Any], namespace: str | None = None, **_: Any) -> Any:
-        self.patched.append((name, body))
-        return body
+    @property
+    def patched(self) -> list[tuple[str, dict[str, Any]]]:
+        return [(obj["metadata"]["name"], obj) for kind, obj in self.kube.changes(EVENTS) if kind == "MODIFIED"]
 
 
 def subject(name: str = "ms", uid: str = "u1") -> dict[str, Any]:
@@ -39,12 +38,12 @@ def subject(name: str = "ms", uid: str = "u1") -> dict[str, Any]:
     }
 
 
-def recorder(client: RecordingClient, window: float = 60.0) -> EventRecorder:
-    return EventRecorder(client, "test", coalesce_seconds=window)  # type: ignore[arg-type]
+def recorder(client: Server, window: float = 60.0) -> EventRecorder:
+    return EventRecorder(client.kube, "test", coalesce_seconds=window)
 
 
 async def test_same_reason_is_joined_into_one_event() -> None:
-    client = RecordingClient()
+    client = Server()
     rec = recorder(client)
     rec.event(subject(), "Normal", "RoleCreating", "Role a/a-0 in ServingGroup ms-0 is now Creating")
     rec.event(subject(), "Normal", "RoleCreating", "Role b/b-0 in ServingGroup ms-0 is now Creating")
@@ -61,7 +60,7 @@ async def test_same_reason_is_joined_into_one_event() -> None:
 
 
 async def test_events_recorded_without_join_are_one_event_per_message() -> None:
-    client = RecordingClient()
+    client = Server()
     rec = recorder(client)
     a0 = "Role a/a-0 in ServingGroup ms-0 is now Creating"
     a1 = "Role a/a-1 in ServingGroup ms-0 is now Creating"
@@ -79,7 +78,7 @@ async def test_events_recorded_without_join_are_one_event_per_message() -> None:
 
 
 async def test_different_objects_and_types_are_not_joined() -> None:
-    client = RecordingClient()
+    client = Server()
     rec = recorder(client)
     rec.event(subject("a", "u1"), "Normal", "R", "one")
     rec.event(subject("b", "u2"), "Normal", "R", "two")
@@ -93,7 +92,7 @@ async def test_different_objects_and_types_are_not_joined() -> None:
 
 
 async def test_window_expiry_writes_without_flush() -> None:
-    client = RecordingClient()
+    client = Server()
     rec = recorder(client, window=0.0)
     rec.event(subject(), "Normal", "R", "one")
     for _ in range(20):
@@ -107,7 +106,7 @@ async def test_window_expiry_writes_without_flush() -> None:
 
 
 async def test_a_message_that_does_not_fit_starts_a_new_event() -> None:
-    client = RecordingClient()
+    client = Server()
     rec = recorder(client)
     long = "x" * (MAX_MESSAGE - 10)
     rec.event(subject(), "Normal", "R", long)
@@ -118,7 +117,7 @@ async def test_a_message_that_does_not_fit_starts_a_new_event() -> None:
 
 
 async def test_a_repeated_event_is_counted_on_the_same_object() -> None:
-    client = RecordingClient()
+    client = Server()
     rec = recorder(client)
     rec.event(subject(), "Warning", "Odd", "same")
     await rec.flush()
@@ -129,8 +128,8 @@ async def test_a_repeated_event_is_counted_on_the_same_object() -> None:
 
 
 async def test_too_many_waiting_events_are_dropped() -> None:
-    client = RecordingClient()
-    rec = EventRecorder(client, "test", max_pending=2, coalesce_seconds=60.0)  # type: ignore[arg-type]
+    client = Server()
+    rec = EventRecorder(client.kube, "test", max_pending=2, coalesce_seconds=60.0)
     for i in range(5):
         rec.event(subject(f"o{i}", f"u{i}"), "Normal", "R", "m")
     await rec.flush()
@@ -138,7 +137,7 @@ async def test_too_many_waiting_events_are_dropped() -> None:
 
 
 async def test_discard_drops_waiting_events() -> None:
-    client = RecordingClient()
+    client = Server()
     rec = recorder(client)
     rec.event(subject(), "Normal", "R", "one")
     await rec.discard()
@@ -147,27 +146,29 @@ async def test_discard_drops_waiting_events() -> None:
     assert client.created == []
 
 
-class SlowClient(RecordingClient):
+class SlowServer(Server):
     """Answers creates after a pause; remembers the most creates it had in flight at once."""
 
     def __init__(self) -> None:
         super().__init__()
         self.in_flight = 0
         self.most = 0
+        self.kube.intercept(self._slow)
 
-    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **kw: Any) -> dict[str, Any]:
+    async def _slow(self, call: Call) -> None:
+        if call.verb != "create":
+            return
         self.in_flight += 1
         self.most = max(self.most, self.in_flight)
         try:
             await asyncio.sleep(0.01)
-            return await super().create(rt, body, namespace, **kw)
         finally:
-            self.in_flight -= 1
+            self.in_flight -= 1  # the create itself is answered at once after this
 
 
 async def test_event_writes_in_flight_are_capped_and_all_are_written() -> None:
-    client = SlowClient()
-    rec = EventRecorder(client, "test", coalesce_seconds=0.0, max_in_flight=3)  # type: ignore[arg-type]
+    client = SlowServer()
+    rec = EventRecorder(client.kube, "test", coalesce_seconds=0.0, max_in_flight=3)
     for i in range(20):
         rec.event(subject(f"ms-{i}", f"u{i}"), "Normal", "RoleCreating", f"role {i}", join=False)
     await rec.flush()
@@ -176,7 +177,7 @@ async def test_event_writes_in_flight_are_capped_and_all_are_written() -> None:
 
 
 async def test_an_event_names_its_object_by_its_reference_fields() -> None:
-    client = RecordingClient()
+    client = Server()
     rec = recorder(client)
     big = {**subject(), "spec": {"template": {"roles": [{"name": "r" * 1000}]}}, "status": {"replicas": 1}}
     big["metadata"] = {**big["metadata"], "resourceVersion": "7", "labels": {"a": "b"}}
@@ -192,11 +193,16 @@ async def test_an_event_names_its_object_by_its_reference_fields() -> None:
     }
 
 
-class RefusingClient(RecordingClient):
-    """Refuses every create."""
+def refusing() -> FakeKube:
+    """An API server that refuses every create."""
+    kube = FakeKube()
 
-    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        raise ApiError(422, "Invalid", "refused")
+    def refuse(call: Call) -> None:
+        if call.verb == "create":
+            raise ApiError(422, "Invalid", "refused")
+
+    kube.intercept(refuse)
+    return kube
 
 
 def written(component: str, outcome: str, type_: str = "Normal") -> float:
@@ -207,8 +213,8 @@ def written(component: str, outcome: str, type_: str = "Normal") -> float:
 
 
 async def test_every_write_is_counted_by_outcome() -> None:
-    client = RecordingClient()
-    rec = EventRecorder(client, "count-outcomes", coalesce_seconds=60.0)  # type: ignore[arg-type]
+    client = Server()
+    rec = EventRecorder(client.kube, "count-outcomes", coalesce_seconds=60.0)
     rec.event(subject(), "Normal", "R", "one")
     rec.event(subject(), "Normal", "R", "two")  # joined: one write
     rec.event(subject(), "Warning", "W", "bad")
@@ -222,12 +228,12 @@ async def test_every_write_is_counted_by_outcome() -> None:
 
 
 async def test_refused_dropped_and_discarded_events_are_counted() -> None:
-    refused = EventRecorder(RefusingClient(), "count-refused", coalesce_seconds=0.0)  # type: ignore[arg-type]
+    refused = EventRecorder(refusing(), "count-refused", coalesce_seconds=0.0)
     refused.event(subject(), "Normal", "R", "m")
     await refused.flush()
     assert written("count-refused", "failed") == 1 and written("count-refused", "created") == 0
 
-    crowded = EventRecorder(RecordingClient(), "count-crowded", max_pending=1)  # type: ignore[arg-type]
+    crowded = EventRecorder(FakeKube(), "count-crowded", max_pending=1)
     crowded.event(subject("a", "ua"), "Normal", "R", "m")
     crowded.event(subject("b", "ub"), "Normal", "R", "m")  # over max_pending
     assert written("count-crowded", "dropped") == 1
@@ -235,24 +241,26 @@ async def test_refused_dropped_and_discarded_events_are_counted() -> None:
     assert written("count-crowded", "dropped") == 2 and written("count-crowded", "created") == 0
 
 
-class StuckClient(RecordingClient):
+class StuckServer(Server):
     """Never answers a create; says how many it holds."""
 
     def __init__(self) -> None:
         super().__init__()
         self.holding = 0
         self.first = asyncio.Event()
+        self.kube.intercept(self._stuck)
 
-    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        self.holding += 1
-        self.first.set()
-        await asyncio.Event().wait()
-        raise AssertionError("never answered")
+    async def _stuck(self, call: Call) -> None:
+        if call.verb == "create":
+            self.holding += 1
+            self.first.set()
+            await asyncio.Event().wait()
+            raise AssertionError("never answered")
 
 
 async def test_writes_waiting_for_a_slot_or_in_flight_when_discarded_are_counted_as_dropped() -> None:
-    client = StuckClient()
-    rec = EventRecorder(client, "count-discarded", coalesce_seconds=0.0, max_in_flight=1)  # type: ignore[arg-type]
+    client = StuckServer()
+    rec = EventRecorder(client.kube, "count-discarded", coalesce_seconds=0.0, max_in_flight=1)
     for i in range(3):
         rec.event(subject(f"ms-{i}", f"u{i}"), "Normal", "R", "m")
     await asyncio.wait_for(client.first.wait(), 10)  # the first is sent; the other two wait for its slot

@@ -3,49 +3,30 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
-from kthena_py.kube import NotFound
 from kthena_py.runtime.clock import FakeClock
 from kthena_py.runtime.leader import LeaderElector
+from kthena_py.testing.fake import Call, FakeKube
 
 
 class LeaseServer:
-    """An in-memory Lease endpoint whose answers can be made to hang (a stalled connection)."""
+    """FakeKube as a Lease endpoint whose answers can be made to hang (a stalled connection)."""
 
     def __init__(self) -> None:
-        self.lease: dict[str, Any] | None = None
-        self.rv = 0
+        self.kube = FakeKube()
         self.hang = False
+        self.kube.intercept(self._maybe_hang)
 
-    async def _maybe_hang(self) -> None:
+    async def _maybe_hang(self, call: Call) -> None:
         if self.hang:
             await asyncio.Event().wait()  # never answers
-
-    async def get(self, rt: Any, name: str, namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        await self._maybe_hang()
-        if self.lease is None:
-            raise NotFound(404, "NotFound", "no lease")
-        return {"metadata": dict(self.lease["metadata"]), "spec": dict(self.lease["spec"])}
-
-    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        await self._maybe_hang()
-        self.rv += 1
-        self.lease = {"metadata": {**body["metadata"], "resourceVersion": str(self.rv)}, "spec": body["spec"]}
-        return self.lease
-
-    async def replace(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        await self._maybe_hang()
-        self.rv += 1
-        self.lease = {"metadata": {**body["metadata"], "resourceVersion": str(self.rv)}, "spec": body["spec"]}
-        return self.lease
 
 
 async def test_leading_ends_at_the_renew_deadline_while_a_renew_hangs() -> None:
     clock = FakeClock()
     server = LeaseServer()
     elector = LeaderElector(
-        server,  # type: ignore[arg-type]
+        server.kube,
         name="l",
         namespace="ns",
         identity="a",

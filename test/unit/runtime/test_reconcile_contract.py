@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.clock import FakeClock
 from kthena_py.runtime.controller import Controller
 from kthena_py.runtime.reconcile import Request, Result, TerminalError, result_of
-
-
-class _NoCache:
-    def informer(self, *a: object, **k: object) -> None:  # pragma: no cover - never called
-        raise AssertionError
+from kthena_py.testing.fake import FakeKube
 
 
 async def test_outcomes_map_to_queue_actions() -> None:
@@ -29,7 +26,7 @@ async def test_outcomes_map_to_queue_actions() -> None:
                 return Result(requeue_after=30)
             return None
 
-    ctrl = Controller("contract", Rec(), _NoCache(), workers=2, clock=clock)  # type: ignore[arg-type]
+    ctrl = Controller("contract", Rec(), SharedCache(FakeKube()), workers=2, clock=clock)
     await ctrl.start()
     for n in ("ok", "boom", "stop", "later"):
         ctrl.enqueue(Request("ns", n))

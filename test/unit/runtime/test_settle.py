@@ -7,14 +7,11 @@ from collections import Counter
 from collections.abc import Callable
 
 from kthena_py.runtime import metrics
+from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Controller
 from kthena_py.runtime.reconcile import Request, Result
+from kthena_py.testing.fake import FakeKube
 from kthena_py.testing.wait import eventually
-
-
-class _NoCache:
-    def informer(self, *a: object, **k: object) -> None:  # pragma: no cover - never called
-        raise AssertionError
 
 
 class Settling:
@@ -50,7 +47,7 @@ def _settling_keys(name: str) -> float:
 
 async def test_a_settling_key_frees_its_worker_and_stays_in_progress() -> None:
     rec = Settling()
-    ctrl = Controller("settle-free", rec, _NoCache(), workers=1)  # type: ignore[arg-type]
+    ctrl = Controller("settle-free", rec, SharedCache(FakeKube()), workers=1)  # never started
     await ctrl.start()
     try:
         ctrl.enqueue(Request("ns", "hold"))
@@ -74,7 +71,7 @@ async def test_a_settling_key_frees_its_worker_and_stays_in_progress() -> None:
 async def test_a_failed_settle_is_logged_and_releases_the_key() -> None:
     rec = Settling()
     rec.fail = True
-    ctrl = Controller("settle-fail", rec, _NoCache(), workers=1)  # type: ignore[arg-type]
+    ctrl = Controller("settle-fail", rec, SharedCache(FakeKube()), workers=1)  # never started
     await ctrl.start()
     try:
         ctrl.enqueue(Request("ns", "hold"))
@@ -89,7 +86,7 @@ async def test_a_failed_settle_is_logged_and_releases_the_key() -> None:
 
 async def test_stop_without_drain_cancels_a_settle_and_drain_waits_for_it() -> None:
     rec = Settling()
-    ctrl = Controller("settle-stop", rec, _NoCache(), workers=1)  # type: ignore[arg-type]
+    ctrl = Controller("settle-stop", rec, SharedCache(FakeKube()), workers=1)  # never started
     await ctrl.start()
     ctrl.enqueue(Request("ns", "hold"))
     await asyncio.wait_for(rec.settling.wait(), 5)
@@ -97,7 +94,7 @@ async def test_stop_without_drain_cancels_a_settle_and_drain_waits_for_it() -> N
     assert not rec.release.is_set() and _settling_keys("settle-stop") == 0
 
     rec = Settling()
-    ctrl = Controller("settle-drain", rec, _NoCache(), workers=1)  # type: ignore[arg-type]
+    ctrl = Controller("settle-drain", rec, SharedCache(FakeKube()), workers=1)  # never started
     await ctrl.start()
     ctrl.enqueue(Request("ns", "hold"))
     await asyncio.wait_for(rec.settling.wait(), 5)

@@ -10,6 +10,7 @@ from kthena_py.kube.resources import PODS
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.sizing import deep_size
 from kthena_py.runtime.slim import LAST_APPLIED, slim
+from kthena_py.testing.fake import FakeKube
 
 
 def applied() -> dict[str, Any]:
@@ -54,7 +55,7 @@ def test_slim_keeps_everything_of_an_object_without_either() -> None:
 
 
 def test_the_shared_cache_stores_slim_objects() -> None:
-    informer = SharedCache(None).informer(PODS)  # type: ignore[arg-type]
+    informer = SharedCache(FakeKube()).informer(PODS)
     stored = informer._prepare(applied())  # what the informer stores for a listed or watched object
     assert "managedFields" not in stored["metadata"]
     assert LAST_APPLIED not in stored["metadata"]["annotations"]

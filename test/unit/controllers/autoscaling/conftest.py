@@ -1,9 +1,8 @@
-"""Helpers for the autoscaling glue tests: loopback /metrics servers, pods, policies, a recording client."""
+"""Helpers for the autoscaling glue tests: loopback /metrics servers, pods, policies, a cluster on FakeKube."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -13,9 +12,10 @@ import pytest
 from aiohttp import web
 
 from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELSERVINGS
-from kthena_py.kube import NotFound
 from kthena_py.kube.resources import PODS
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.testing.fake import Call as FakeCall
+from kthena_py.testing.fake import FakeKube
 
 GROUP = "modelserving.volcano.sh"
 
@@ -189,7 +189,9 @@ UNLIMITED = {
 
 
 @dataclass
-class Call:
+class Written:
+    """A write of the autoscaler: ``scale`` (body: the replicas) or ``patch``, with the plural of its type."""
+
     verb: str
     rt: str
     name: str
@@ -198,84 +200,47 @@ class Call:
     kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-class FakeClient:
-    """Records writes; applies them to a SharedCache so the next pass sees them (like a synced informer)."""
+class Cluster:
+    """FakeKube with a cache attached (its writes reach the next pass, as through a synced informer).
 
-    def __init__(self, cache: SharedCache) -> None:
-        self.cache = cache
-        self.calls: list[Call] = []
+    ``fail`` maps ``scale`` or ``patch`` to the error those writes get while it is set.
+    """
+
+    def __init__(self) -> None:
+        self.kube = FakeKube()
+        self.cache = SharedCache(self.kube)
+        for rt in (AUTOSCALINGPOLICIES, MODELSERVINGS, PODS):
+            self.cache.informer(rt)
+        self.kube.attach(self.cache)
         self.fail: dict[str, Exception] = {}
+        self.kube.intercept(self._fail)
 
-    def _obj(self, rt: Any, name: str, namespace: str) -> dict[str, Any]:
-        obj = self.cache.get(rt, name, namespace)
-        if obj is None:
-            raise NotFound(404, "NotFound", f"{rt.plural} {name} not found")
-        return json.loads(json.dumps(obj))
+    def _fail(self, call: FakeCall) -> None:
+        if call.verb == "patch":
+            error = self.fail.get("scale" if call.subresource == "scale" else "patch")
+            if error is not None:
+                raise error
 
-    async def set_scale(self, rt: Any, name: str, namespace: str, replicas: int) -> dict[str, Any]:
-        self.calls.append(Call("scale", rt.plural, name, namespace, replicas))
-        if "scale" in self.fail:
-            raise self.fail["scale"]
-        obj = self._obj(rt, name, namespace)
-        obj["spec"]["replicas"] = replicas
-        obj["metadata"]["generation"] = obj["metadata"].get("generation", 1) + 1
-        self.cache.informer(rt).store.upsert(obj)
-        return {"spec": {"replicas": replicas}}
+    @property
+    def calls(self) -> list[Written]:
+        """The writes, in order."""
+        out: list[Written] = []
+        for c in self.kube.calls_of("patch"):
+            if c.subresource == "scale":
+                out.append(Written("scale", c.rt.plural, c.name, c.namespace or "", c.body["spec"]["replicas"]))
+            else:
+                kwargs = {"patch_type": c.options.get("patch_type"), "subresource": c.subresource}
+                out.append(Written("patch", c.rt.plural, c.name, c.namespace or "", c.body, kwargs))
+        return out
 
-    async def patch(self, rt: Any, name: str, body: Any, namespace: str | None = None, **kwargs: Any) -> dict[str, Any]:
-        self.calls.append(Call("patch", rt.plural, name, namespace or "", body, kwargs))
-        if "patch" in self.fail:
-            raise self.fail["patch"]
-        obj = self._obj(rt, name, namespace or "")
-        if kwargs.get("patch_type") == "json":
-            for op in body:
-                parts = op["path"].strip("/").split("/")
-                if op["op"] == "test":
-                    target: Any = obj
-                    for p in parts:
-                        target = target[int(p)] if isinstance(target, list) else target[p]
-                    assert target == op["value"], op
-                else:
-                    target = obj
-                    for p in parts[:-1]:
-                        target = target[int(p)] if isinstance(target, list) else target[p]
-                    target[parts[-1]] = op["value"]
-        elif kwargs.get("subresource") == "status":
-            status = dict(obj.get("status") or {})
-            for k, v in body["status"].items():
-                if v is None:
-                    status.pop(k, None)
-                else:
-                    status[k] = v
-            obj["status"] = status
-        else:
-            md = body.get("metadata") or {}
-            obj["metadata"].setdefault("annotations", {}).update(md.get("annotations") or {})
-        self.cache.informer(rt).store.upsert(obj)
-        return obj
-
-    def writes(self, verb: str | None = None) -> list[Call]:
+    def writes(self, verb: str | None = None) -> list[Written]:
         return [c for c in self.calls if verb is None or c.verb == verb]
 
 
-class FakeRecorder:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
-
-    def event(self, obj: Any, type_: str, reason: str, message: str) -> None:
-        self.events.append((type_, reason, message))
-
-
-def make_cache() -> SharedCache:
-    cache = SharedCache(None)  # type: ignore[arg-type]  # never started: stores are filled by the test
-    for rt in (AUTOSCALINGPOLICIES, MODELSERVINGS, PODS):
-        cache.informer(rt)
-    return cache
-
-
-def put(cache: SharedCache, rt: Any, *objs: dict[str, Any]) -> None:
+def put(cluster: Cluster, rt: Any, *objs: dict[str, Any]) -> None:
+    """Store objects as given (status included), as if someone else had written them."""
     for obj in objs:
-        cache.informer(rt).store.upsert(obj)
+        cluster.kube.put(rt, obj)
 
 
 Clock = Callable[[], float]

@@ -21,8 +21,9 @@ from kthena_py.kube.resources import PODS
 from kthena_py.plan.autoscaling import Scrape, parse_exposition
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request
+from kthena_py.testing.fake import RecordedEvents
 
-from .conftest import UNLIMITED, FakeClient, FakeRecorder, gauge, make_cache, modelserving, pod, policy, put
+from .conftest import UNLIMITED, Cluster, gauge, modelserving, pod, policy, put
 
 
 class FakeScraper:
@@ -51,20 +52,24 @@ class FakeScraper:
 class World:
     def __init__(self) -> None:
         self.clock = [1_000_000.0]
-        self.cache = make_cache()
-        self.client = FakeClient(self.cache)
-        self.recorder = FakeRecorder()
+        self.cluster = Cluster()
+        self.cache = self.cluster.cache
+        self.client = self.cluster
+        self.recorder = RecordedEvents()
         self.scraper = FakeScraper(self.clock)
         self.deps = Deps(
-            self.client,  # type: ignore[arg-type]
+            self.cluster.kube,
             self.cache,
-            self.recorder,  # type: ignore[arg-type]
-            self.scraper,  # type: ignore[arg-type]
+            self.recorder,
+            self.scraper,
             Settings(sync_period=15.0),
             wall_clock=lambda: self.clock[0],
         )
         self.main = TargetReconciler(self.deps)
         self.hetero = HeterogeneousReconciler(self.deps)
+
+    def events(self) -> list[tuple[str, str, str]]:
+        return [(e.type, e.reason, e.message) for e in self.recorder.events]
 
     def tick(self, seconds: float = 15.0) -> None:
         self.clock[0] += seconds
@@ -105,16 +110,16 @@ def sample(name: str, labels: dict[str, str]) -> float | None:
 
 async def test_homogeneous_scales_through_the_scale_subresource_then_stays_quiet() -> None:
     w = World()
-    put(w.cache, MODELSERVINGS, modelserving("ms", 1))
-    put(w.cache, PODS, pod("p0", "10.0.0.1"))
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()))
+    put(w.cluster, MODELSERVINGS, modelserving("ms", 1))
+    put(w.cluster, PODS, pod("p0", "10.0.0.1"))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()))
     w.scraper.bodies["10.0.0.1"] = gauge("load", 10)
 
     result = await w.main.reconcile(Request("ns", "p"))
     assert result is not None and result.requeue_after is not None and 0 < result.requeue_after <= 15
     assert [(c.name, c.body) for c in w.client.writes("scale")] == [("ms", 10)]
     assert w.get(MODELSERVINGS, "ms")["spec"]["replicas"] == 10
-    [(kind, reason, message)] = w.recorder.events
+    [(kind, reason, message)] = w.events()
     assert (kind, reason) == ("Normal", "SuccessfulRescale")
     assert "New size: 10 (was 1)" in message and "load=10 per replica over 1 replicas (target 1)" in message
     status = w.status()
@@ -141,7 +146,7 @@ async def test_homogeneous_scales_through_the_scale_subresource_then_stays_quiet
     w.tick()
     await w.main.reconcile(Request("ns", "p"))
     assert len(w.client.calls) == writes
-    assert len(w.recorder.events) == 1
+    assert len(w.events()) == 1
 
 
 async def test_panic_step_up_and_stabilized_step_down() -> None:
@@ -153,9 +158,9 @@ async def test_panic_step_up_and_stabilized_step_down() -> None:
         },
         "scaleDown": {"instances": 10, "percent": 100, "period": "15s", "stabilizationWindow": "60s"},
     }
-    put(w.cache, MODELSERVINGS, modelserving("ms", 2))
-    put(w.cache, PODS, pod("p0", "10.0.0.1", group="ms-0"), pod("p1", "10.0.0.2", group="ms-1"))
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec(behavior=behavior)))
+    put(w.cluster, MODELSERVINGS, modelserving("ms", 2))
+    put(w.cluster, PODS, pod("p0", "10.0.0.1", group="ms-0"), pod("p1", "10.0.0.2", group="ms-1"))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec(behavior=behavior)))
     for ip in ("10.0.0.1", "10.0.0.2"):
         w.scraper.bodies[ip] = gauge("load", 1)
     await w.main.reconcile(Request("ns", "p"))
@@ -167,7 +172,7 @@ async def test_panic_step_up_and_stabilized_step_down() -> None:
     await w.main.reconcile(Request("ns", "p"))
     assert [c.body for c in w.client.writes("scale")] == [8]
     assert w.status()["homogeneousStatus"]["mode"] == "Panic"
-    assert "Panic mode" in w.recorder.events[-1][2]
+    assert "Panic mode" in w.events()[-1][2]
     # Step down to the target: nothing happens before the stabilization window has passed.
     for ip in ("10.0.0.1", "10.0.0.2"):
         w.scraper.bodies[ip] = gauge("load", 0.25)
@@ -184,9 +189,9 @@ async def test_panic_step_up_and_stabilized_step_down() -> None:
 
 async def test_missing_metrics_hold_and_warn_once() -> None:
     w = World()
-    put(w.cache, MODELSERVINGS, modelserving("ms", 3))
-    put(w.cache, PODS, pod("p0", "10.0.0.1"))
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()))
+    put(w.cluster, MODELSERVINGS, modelserving("ms", 3))
+    put(w.cluster, PODS, pod("p0", "10.0.0.1"))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()))
     await w.main.reconcile(Request("ns", "p"))  # the scrape fails (no body)
     assert w.client.writes("scale") == []
     assert w.condition("MetricsAvailable") == ("False", "NoMetrics")
@@ -194,18 +199,18 @@ async def test_missing_metrics_hold_and_warn_once() -> None:
     assert w.status()["homogeneousStatus"]["desiredReplicas"] == 3
     w.tick()
     await w.main.reconcile(Request("ns", "p"))
-    assert [e[1] for e in w.recorder.events] == ["NoMetrics"]
+    assert [e[1] for e in w.events()] == ["NoMetrics"]
     assert sample("kthena_autoscaler_scrape_errors_total", {"namespace": "ns", "policy": "p", "source": "pod"}) >= 2
 
 
 async def test_target_not_found_then_found() -> None:
     w = World()
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()))
     result = await w.main.reconcile(Request("ns", "p"))
     assert result is not None and result.requeue_after
     assert w.condition("TargetFound") == ("False", "TargetNotFound")
     assert w.condition("Ready") == ("False", "TargetNotFound")
-    put(w.cache, MODELSERVINGS, modelserving("ms", 2))
+    put(w.cluster, MODELSERVINGS, modelserving("ms", 2))
     await w.main.reconcile(Request("ns", "p"))
     assert w.condition("TargetFound") == ("True", "TargetFound")
 
@@ -213,32 +218,32 @@ async def test_target_not_found_then_found() -> None:
 async def test_invalid_policy_is_reported_not_requeued() -> None:
     w = World()
     spec = homogeneous_spec(metrics=[{"name": "load", "targetValue": "0"}])
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", spec))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", spec))
     assert await w.main.reconcile(Request("ns", "p")) is None
     assert w.condition("Ready") == ("False", "InvalidSpec")
-    assert w.recorder.events[0][:2] == ("Warning", "InvalidSpec")
-    assert "metric target value must be greater than 0" in w.recorder.events[0][2]
+    assert w.events()[0][:2] == ("Warning", "InvalidSpec")
+    assert "metric target value must be greater than 0" in w.events()[0][2]
     bad_group = homogeneous_spec()
     bad_group["homogeneousTarget"]["target"]["targetRef"]["apiVersion"] = "apps/v1"
-    put(w.cache, AUTOSCALINGPOLICIES, policy("q", bad_group))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("q", bad_group))
     assert await w.main.reconcile(Request("ns", "q")) is None
     assert w.condition("TargetFound", "q") == ("False", "TargetInvalid")
 
 
 async def test_failed_scale_keeps_the_history() -> None:
     w = World()
-    put(w.cache, MODELSERVINGS, modelserving("ms", 1))
-    put(w.cache, PODS, pod("p0", "10.0.0.1"))
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()))
+    put(w.cluster, MODELSERVINGS, modelserving("ms", 1))
+    put(w.cluster, PODS, pod("p0", "10.0.0.1"))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()))
     w.scraper.bodies["10.0.0.1"] = gauge("load", 5)
     w.client.fail["scale"] = ServerError(500, "InternalError", "etcd is down")
     result = await w.main.reconcile(Request("ns", "p"))
     assert result is not None and result.requeue_after  # retried at the next period, not in a tight loop
     assert w.condition("Ready") == ("False", "ScaleFailed")
-    assert [e for e in w.recorder.events if e[1] == "FailedRescale"] == [
+    assert [e for e in w.events() if e[1] == "FailedRescale"] == [
         ("Warning", "FailedRescale", "cannot scale ns/ms from 1 to 5: 500 InternalError: etcd is down")
     ]
-    assert not [e for e in w.recorder.events if e[1] == "ScaleFailed"]  # one event per refusal, not two
+    assert not [e for e in w.events() if e[1] == "ScaleFailed"]  # one event per refusal, not two
     assert HISTORY_ANNOTATION not in (w.get(AUTOSCALINGPOLICIES, "p")["metadata"].get("annotations") or {})
     del w.client.fail["scale"]
     w.tick()
@@ -249,14 +254,14 @@ async def test_failed_scale_keeps_the_history() -> None:
 
 async def test_deleted_policy_drops_memory_and_series() -> None:
     w = World()
-    put(w.cache, MODELSERVINGS, modelserving("ms", 1))
-    put(w.cache, PODS, pod("p0", "10.0.0.1"))
-    put(w.cache, AUTOSCALINGPOLICIES, policy("gone", homogeneous_spec()))
+    put(w.cluster, MODELSERVINGS, modelserving("ms", 1))
+    put(w.cluster, PODS, pod("p0", "10.0.0.1"))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("gone", homogeneous_spec()))
     w.scraper.bodies["10.0.0.1"] = gauge("load", 1)
     await w.main.reconcile(Request("ns", "gone"))
     labels = {"namespace": "ns", "policy": "gone", "target": "ns/ms"}
     assert sample("kthena_autoscaler_desired_replicas", labels) == 1
-    w.cache.informer(AUTOSCALINGPOLICIES).store.delete(w.get(AUTOSCALINGPOLICIES, "gone"))
+    await w.cluster.kube.delete(AUTOSCALINGPOLICIES, "gone", "ns")
     assert await w.main.reconcile(Request("ns", "gone")) is None
     assert sample("kthena_autoscaler_desired_replicas", labels) is None
     assert len(w.main.store) == 0
@@ -290,15 +295,15 @@ def disaggregated_spec() -> dict[str, Any]:
 async def test_disaggregated_ratio_raises_decode() -> None:
     # Kthena's TestDoDisaggregatedScale_RatioRaisesDecode.
     w = World()
-    put(w.cache, MODELSERVINGS, modelserving("pd", 1, roles=[("prefill", None), ("decode", 2)]))
+    put(w.cluster, MODELSERVINGS, modelserving("pd", 1, roles=[("prefill", None), ("decode", 2)]))
     put(
-        w.cache,
+        w.cluster,
         PODS,
         pod("pf", "10.0.1.1", ms="pd", role="prefill", role_id="prefill-0"),
         pod("d0", "10.0.1.2", ms="pd", role="decode", role_id="decode-0"),
         pod("d1", "10.0.1.3", ms="pd", role="decode", role_id="decode-1"),
     )
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", disaggregated_spec()))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", disaggregated_spec()))
     w.scraper.bodies.update(
         {"10.0.1.1": gauge("prefill_load", 6), "10.0.1.2": gauge("decode_load", 1), "10.0.1.3": gauge("decode_load", 1)}
     )
@@ -318,14 +323,14 @@ async def test_disaggregated_ratio_raises_decode() -> None:
     roles = {r["name"]: (r["currentReplicas"], r["desiredReplicas"]) for r in status["roles"]}
     assert roles == {"decode": (2, 2), "prefill": (1, 6)}
     assert w.condition("RatioConstraintViolated") == ("False", "RatioSatisfied")
-    assert "prefill 1->6" in w.recorder.events[-1][2] and "decode 2->6" in w.recorder.events[-1][2]
-    assert not [e for e in w.recorder.events if e[0] == "Warning"]
+    assert "prefill 1->6" in w.events()[-1][2] and "decode 2->6" in w.events()[-1][2]
+    assert not [e for e in w.events() if e[0] == "Warning"]
 
 
 async def test_disaggregated_missing_role() -> None:
     w = World()
-    put(w.cache, MODELSERVINGS, modelserving("pd", 1, roles=[("prefill", 1)]))
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", disaggregated_spec()))
+    put(w.cluster, MODELSERVINGS, modelserving("pd", 1, roles=[("prefill", 1)]))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", disaggregated_spec()))
     await w.main.reconcile(Request("ns", "p"))
     assert w.condition("TargetFound") == ("False", "TargetInvalid")
     message = next(c for c in w.status()["conditions"] if c["type"] == "TargetFound")["message"]
@@ -359,23 +364,23 @@ async def test_heterogeneous_total_then_split() -> None:
             ],
         },
     }
-    put(w.cache, MODELSERVINGS, modelserving("ms-a2", 1), modelserving("ms-b2", 2))
-    put(w.cache, PODS, pod("a", "10.0.2.1", ms="ms-a2"), pod("b", "10.0.2.2", ms="ms-b2"))
-    put(w.cache, AUTOSCALINGPOLICIES, policy("h", spec))
+    put(w.cluster, MODELSERVINGS, modelserving("ms-a2", 1), modelserving("ms-b2", 2))
+    put(w.cluster, PODS, pod("a", "10.0.2.1", ms="ms-a2"), pod("b", "10.0.2.2", ms="ms-b2"))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("h", spec))
     w.scraper.bodies.update({"10.0.2.1": gauge("load", 100), "10.0.2.2": gauge("load", 100)})
     assert await w.main.reconcile(Request("ns", "h")) is None  # not this controller's policy
     await w.hetero.reconcile(Request("ns", "h"))
     assert sorted((c.name, c.body) for c in w.client.writes("scale")) == [("ms-a2", 5), ("ms-b2", 4)]
     entries = {e["name"]: (e["currentReplicas"], e["desiredReplicas"]) for e in w.status("h")["heterogeneousStatus"]}
     assert entries == {"ns/ms-a2": (1, 5), "ns/ms-b2": (2, 4)}
-    assert "New total: 9 (was 3)" in w.recorder.events[-1][2]
+    assert "New total: 9 (was 3)" in w.events()[-1][2]
     labels = {"namespace": "ns", "policy": "h", "target": "ns/ms-b2"}
     assert sample("kthena_autoscaler_desired_replicas", labels) == 4
 
 
 def test_modelserving_events_map_to_the_policies_that_target_them() -> None:
     w = World()
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()), policy("d", disaggregated_spec()))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec()), policy("d", disaggregated_spec()))
     mapper = _policies_targeting(w.deps, frozenset({"homogeneous", "disaggregated"}))
     assert sorted(r.name for r in mapper(modelserving("ms"))) == ["p"]
     assert sorted(r.name for r in mapper(modelserving("pd"))) == ["d"]
@@ -404,9 +409,9 @@ async def test_restart_restores_the_history_from_the_annotation() -> None:
         "scaleUp": {"stablePolicy": {"period": "0s"}},
         "scaleDown": {"instances": 10, "percent": 100, "period": "0s", "stabilizationWindow": "60s"},
     }
-    put(w.cache, MODELSERVINGS, modelserving("ms", 2))
-    put(w.cache, PODS, pod("p0", "10.0.0.1", group="ms-0"), pod("p1", "10.0.0.2", group="ms-1"))
-    put(w.cache, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec(behavior=behavior)))
+    put(w.cluster, MODELSERVINGS, modelserving("ms", 2))
+    put(w.cluster, PODS, pod("p0", "10.0.0.1", group="ms-0"), pod("p1", "10.0.0.2", group="ms-1"))
+    put(w.cluster, AUTOSCALINGPOLICIES, policy("p", homogeneous_spec(behavior=behavior)))
     for ip in ("10.0.0.1", "10.0.0.2"):
         w.scraper.bodies[ip] = gauge("load", 4)
     for _ in range(3):

@@ -12,7 +12,7 @@ from kthena_py.controllers.autoscaling.status import (
 )
 from kthena_py.controllers.resources import AUTOSCALINGPOLICIES
 
-from .conftest import FakeClient, make_cache, policy, put
+from .conftest import Cluster, policy, put
 
 
 def test_transition_time_moves_only_with_the_status() -> None:
@@ -61,13 +61,12 @@ def test_scaling_entry_keeps_last_scale_time() -> None:
 
 
 async def test_write_status_only_on_change() -> None:
-    cache = make_cache()
-    client = FakeClient(cache)
+    client = Cluster()
     obj = policy("p", {})
     obj["status"] = {"observedGeneration": 1, "homogeneousStatus": {"currentReplicas": 1}}
-    put(cache, AUTOSCALINGPOLICIES, obj)
-    assert not await write_status(client, obj, dict(obj["status"]), "fm")  # type: ignore[arg-type]
-    assert await write_status(client, obj, {"observedGeneration": 2}, "fm")  # type: ignore[arg-type]
+    put(client, AUTOSCALINGPOLICIES, obj)
+    assert not await write_status(client.kube, obj, dict(obj["status"]), "fm")
+    assert await write_status(client.kube, obj, {"observedGeneration": 2}, "fm")
     [call] = client.calls
     assert call.kwargs["subresource"] == "status"
     assert call.body == {"metadata": {"uid": "uid-p"}, "status": {"homogeneousStatus": None, "observedGeneration": 2}}

@@ -1,8 +1,8 @@
 """The applier's write rules: creation steps, and the status left to the reconcile its own writes trigger.
 
-A fake client stands in for the API server and, like a synced informer, puts what it wrote into the cache,
-so the applier's read-your-writes wait completes. The real thing is exercised in the envtest and cluster
-tiers (test/envtest/test_faults.py, test/cluster/test_faults.py).
+FakeKube stands in for the API server and, like a synced informer, delivers what it wrote into the cache, so the
+applier's read-your-writes wait completes (or, held, lets the cache lag). The real thing is exercised in the envtest
+and cluster tiers (test/envtest/test_faults.py, test/cluster/test_faults.py).
 """
 
 from __future__ import annotations
@@ -14,67 +14,41 @@ from typing import Any
 from kthena_py.controllers.modelserving.apply import PlanApplier
 from kthena_py.controllers.modelserving.failures import FailureTracker
 from kthena_py.controllers.resources import MODELSERVINGS
-from kthena_py.kube import AlreadyExists, Invalid, NotFound
+from kthena_py.kube import Invalid
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
 from kthena_py.plan.modelserving.types import Delete, Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.clock import FakeClock
+from kthena_py.testing.fake import Call, FakeKube, RecordedEvents
 
-_RV = itertools.count(100)
 
+class Server:
+    """FakeKube as these tests use it: refused names, and every call as (verb, kind or kind/subresource, name)."""
 
-class FakeClient:
-    def __init__(
-        self, cache: SharedCache, *, exists: frozenset[str] = frozenset(), gone: frozenset[str] = frozenset()
-    ) -> None:
-        self.cache = cache
-        self.exists = set(exists)
-        self.gone = set(gone)
+    def __init__(self, kube: FakeKube) -> None:
+        self.kube = kube
         self.refuse: set[str] = set()
-        self.owner_of_existing = "someone-else"
         self.calls: list[tuple[str, str, str]] = []
+        kube.intercept(self._intercept)
 
-    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        name = body["metadata"]["name"]
-        self.calls.append(("create", body["kind"], name))
-        if name in self.exists:
-            raise AlreadyExists(409, "AlreadyExists", "exists")
-        if name in self.refuse:
-            raise Invalid(
-                422, "Invalid", f'{body["kind"]} "{name}" is invalid: spec.containers[0].image: Required value'
-            )
-        obj = {**body, "metadata": {**body["metadata"], "uid": f"uid-{name}", "resourceVersion": str(next(_RV))}}
-        self.cache.informer(rt).store.upsert(obj)
-        return obj
+    def _intercept(self, call: Call) -> None:
+        if call.verb == "patch":
+            self.calls.append(("patch", f"{call.rt.kind}/{call.subresource or ''}", call.name))
+        else:
+            self.calls.append((call.verb, call.rt.kind, call.name))
+        if call.verb == "create" and call.name in self.refuse:
+            message = f'{call.rt.kind} "{call.name}" is invalid: spec.containers[0].image: Required value'
+            raise Invalid(422, "Invalid", message)
 
-    async def get(self, rt: Any, name: str, namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        self.calls.append(("get", rt.kind, name))
-        owner = {"controller": True, "uid": self.owner_of_existing, "kind": "ModelServing", "name": "ms"}
-        return {"metadata": {"name": name, "namespace": "ns", "uid": f"old-{name}", "ownerReferences": [owner]}}
-
-    async def delete(self, rt: Any, name: str, namespace: str | None = None, **_: Any) -> None:
-        self.calls.append(("delete", rt.kind, name))
-        if name in self.gone:
-            raise NotFound(404, "NotFound", "gone")
-        obj = self.cache.get(rt, name, namespace)
-        if obj is not None:
-            self.cache.informer(rt).store.delete(obj)
-
-    async def patch(self, rt: Any, name: str, body: Any, namespace: str | None = None, **kw: Any) -> dict[str, Any]:
-        self.calls.append(("patch", f"{rt.kind}/{kw.get('subresource') or ''}", name))
-        obj = dict(self.cache.get(rt, name, namespace) or {})
-        obj["status"] = body["status"]
-        obj["metadata"] = {**obj["metadata"], "resourceVersion": str(next(_RV))}
-        self.cache.informer(rt).store.upsert(obj)
-        return obj
+    def uid(self, kind: str, name: str) -> str:
+        return str(((self.kube.peek(KINDS[kind], name, "ns") or {}).get("metadata") or {}).get("uid"))
 
 
-class Events:
-    def __init__(self) -> None:
-        self.recorded: list[tuple[str, str, str]] = []
+def recorded(events: RecordedEvents) -> list[tuple[str, str, str]]:
+    return [(e.type, e.reason, e.message) for e in events.events]
 
-    def event(self, _obj: Any, type_: str, reason: str, message: str) -> None:
-        self.recorded.append((type_, reason, message))
+
+KINDS = {"Pod": PODS, "Service": SERVICES, "ControllerRevision": CONTROLLER_REVISIONS}
 
 
 MS: dict[str, Any] = {
@@ -92,21 +66,30 @@ def obj(kind: str, name: str) -> dict[str, Any]:
     return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "ns", "ownerReferences": [owner]}}
 
 
-def setup(**kw: Any) -> tuple[PlanApplier, FakeClient]:
+def setup(**kw: Any) -> tuple[PlanApplier, Server]:
     applier, client, _ = setup_with_events(**kw)
     return applier, client
 
 
-def setup_with_events(clock: FakeClock | None = None, **kw: Any) -> tuple[PlanApplier, FakeClient, Events]:
-    cache = SharedCache(None)  # type: ignore[arg-type]  # never started: the fake client fills it
+def setup_with_events(
+    clock: FakeClock | None = None,
+    *,
+    exists: frozenset[str] = frozenset(),
+    owner_of_existing: str = "someone-else",
+) -> tuple[PlanApplier, Server, RecordedEvents]:
+    kube = FakeKube()
+    kube.put(MODELSERVINGS, MS)
+    for name in exists:  # pods of that name already exist, controlled by ``owner_of_existing``
+        owner = {"controller": True, "uid": owner_of_existing, "kind": "ModelServing", "name": "ms"}
+        kube.put(PODS, {"metadata": {"name": name, "namespace": "ns", "ownerReferences": [owner]}})
+    cache = SharedCache(kube)
     for rt in (MODELSERVINGS, PODS, SERVICES, CONTROLLER_REVISIONS):
         cache.informer(rt)
-    cache.informer(MODELSERVINGS).store.upsert(MS)
-    client = FakeClient(cache, **kw)
-    events = Events()
+    kube.attach(cache)
+    events = RecordedEvents()
     tracker = FailureTracker(clock or FakeClock())
-    applier = PlanApplier(client, events, "test", cache, sync_timeout=1.0, tracker=tracker)  # type: ignore[arg-type]
-    return applier, client, events
+    applier = PlanApplier(kube, events, "test", cache, sync_timeout=1.0, tracker=tracker)
+    return applier, Server(kube), events
 
 
 async def test_revision_first_then_everything_else() -> None:
@@ -127,7 +110,7 @@ async def test_status_waits_for_the_reconcile_that_deletions_trigger() -> None:
     applier, client = setup()
     await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
     client.calls.clear()
-    await applier.apply(Plan(deletes=(Delete("Pod", "w", "uid-w"),), status=STATUS), MS)
+    await applier.apply(Plan(deletes=(Delete("Pod", "w", client.uid("Pod", "w")),), status=STATUS), MS)
     assert [c[0] for c in client.calls] == ["delete"]
 
 
@@ -139,7 +122,7 @@ async def test_status_is_written_by_a_quiet_reconcile() -> None:
 
 async def test_status_is_written_when_no_write_took_effect() -> None:
     # Nothing created or deleted means no watch event, hence no follow-up reconcile: write it now.
-    applier, client = setup(exists=frozenset({"w"}), gone=frozenset({"x"}))
+    applier, client = setup(exists=frozenset({"w"}))  # and no pod "x": its delete finds it gone
     await applier.apply(Plan(creates=(obj("Pod", "w"),), deletes=(Delete("Pod", "x", "uid-x"),), status=STATUS), MS)
     assert client.calls[-1] == ("patch", "ModelServing/status", "ms")
 
@@ -160,8 +143,8 @@ async def test_a_refused_create_fails_nothing_else_and_the_status_is_still_writt
     assert [f.name for f in sorted(outcome.failures, key=lambda f: f.name)] == ["e", "w"]
     assert client.calls[-1] == ("patch", "ModelServing/status", "ms")  # every write refused: status now
     assert outcome.retry_after == 1.0
-    assert sorted(r for _, r, _ in events.recorded) == ["FailedCreate", "FailedCreate"]
-    assert all(t == "Warning" and "is invalid" in m for t, _, m in events.recorded)
+    assert sorted(r for _, r, _ in recorded(events)) == ["FailedCreate", "FailedCreate"]
+    assert all(t == "Warning" and "is invalid" in m for t, _, m in recorded(events))
 
 
 async def test_refused_creates_back_off_exponentially_whatever_triggers_the_reconcile() -> None:
@@ -211,10 +194,9 @@ async def test_a_changed_body_is_tried_at_once() -> None:
 
 
 async def test_already_exists_of_our_own_object_is_success() -> None:
-    applier, client, events = setup_with_events(exists=frozenset({"w"}))
-    client.owner_of_existing = "ms-uid"
+    applier, _, events = setup_with_events(exists=frozenset({"w"}), owner_of_existing="ms-uid")
     outcome = await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
-    assert outcome.failures == () and events.recorded == []
+    assert outcome.failures == () and recorded(events) == []
 
 
 async def test_already_exists_of_another_owners_object_waits_for_it() -> None:
@@ -222,7 +204,7 @@ async def test_already_exists_of_another_owners_object_waits_for_it() -> None:
     outcome = await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
     assert [(f.verb, f.name) for f in outcome.failures] == [("create", "w")]
     assert "not controlled by this ModelServing" in outcome.failures[0].cause
-    assert events.recorded[0][1] == "FailedCreate"
+    assert recorded(events)[0][1] == "FailedCreate"
     again = await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
     assert again.failures == outcome.failures  # still backing off: no second request
     assert [c for c in client.calls if c[0] == "create"] == [("create", "Pod", "w")]
@@ -236,25 +218,10 @@ async def test_a_refused_revision_creates_no_pod() -> None:
     assert [c for c in client.calls if c[0] == "create"] == [("create", "ControllerRevision", "ms-r")]
 
 
-class LaggingClient(FakeClient):
-    """Writes that the informer has not delivered yet: kept aside until the test delivers them."""
-
-    def __init__(self, cache: SharedCache) -> None:
-        super().__init__(cache)
-        self.undelivered: list[dict[str, Any]] = []
-
-    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        self.calls.append(("create", body["kind"], body["metadata"]["name"]))
-        created = {**body, "metadata": {**body["metadata"], "uid": "uid-x", "resourceVersion": str(next(_RV))}}
-        self.undelivered.append(created)
-        return created
-
-
 async def test_deferred_observation_hands_the_wait_to_the_caller() -> None:
-    applier, _ = setup()
+    applier, client = setup()
     assert applier.cache is not None
-    client = LaggingClient(applier.cache)
-    applier.client = client  # type: ignore[assignment]
+    client.kube.hold()  # writes that the informer has not delivered yet, until the test delivers them
     plan = Plan(creates=(obj("Pod", "w"),))
 
     outcome = await applier.apply(plan, MS, defer_observation=True)  # returns although the cache lags
@@ -262,29 +229,18 @@ async def test_deferred_observation_hands_the_wait_to_the_caller() -> None:
     settling = asyncio.create_task(outcome.settle())
     await asyncio.sleep(0.05)
     assert not settling.done()  # the cache does not show the pod yet
-    pods = applier.cache.informer(PODS)
-    pods.store.upsert(client.undelivered[0])
-    pods._emit_add(client.undelivered[0])  # the informer delivers it
+    client.kube.release()  # the informer delivers it
     await asyncio.wait_for(settling, 1)
 
     # A plan whose writes the cache already shows leaves nothing to wait for.
-    applier.client = FakeClient(applier.cache)  # type: ignore[assignment]
     assert (await applier.apply(Plan(creates=(obj("Pod", "e"),)), MS, defer_observation=True)).settle is None
 
 
-class LaggingStatusClient(FakeClient):
-    """Status writes the informer has not delivered yet: answered, but kept out of the store."""
-
-    async def patch(self, rt: Any, name: str, body: Any, namespace: str | None = None, **kw: Any) -> dict[str, Any]:
-        self.calls.append(("patch", f"{rt.kind}/{kw.get('subresource') or ''}", name))
-        obj = dict(self.cache.get(rt, name, namespace) or {})
-        return {**obj, "status": body["status"], "metadata": {**obj["metadata"], "resourceVersion": str(next(_RV))}}
-
-
 async def test_a_status_write_is_read_back_at_once_and_leaves_nothing_to_wait_for() -> None:
-    applier, _ = setup()
+    applier, client = setup()
     assert applier.cache is not None
-    applier.client = LaggingStatusClient(applier.cache)  # type: ignore[assignment]
+    stored = applier.cache.informer(MODELSERVINGS).store.get("ns/ms")
+    client.kube.hold()  # status writes the informer has not delivered yet: answered, but kept out of the store
     outcome = await applier.apply(Plan(status=STATUS), MS, defer_observation=True)
     assert outcome.writes == 1
     assert outcome.settle is None  # the next reconcile need not wait for the watch to deliver the write
@@ -293,4 +249,4 @@ async def test_a_status_write_is_read_back_at_once_and_leaves_nothing_to_wait_fo
     # So the next reconcile, planning the same status, writes nothing.
     again = await applier.apply(Plan(status=STATUS), cached, defer_observation=True)
     assert again.writes == 0
-    assert applier.cache.informer(MODELSERVINGS).store.get("ns/ms") == MS  # the store itself is untouched
+    assert applier.cache.informer(MODELSERVINGS).store.get("ns/ms") == stored  # the store itself is untouched

@@ -10,23 +10,25 @@ from kthena_py.controllers.modelserving.failures import (
     ChildFailure,
     FailureCondition,
     FailureTracker,
+    Verb,
     refused_pods,
 )
 from kthena_py.kube import Forbidden, Invalid
 from kthena_py.runtime.clock import FakeClock
+from kthena_py.testing.fake import FakeKube
 
 MS: dict[str, Any] = {"metadata": {"name": "ms", "namespace": "ns", "uid": "u", "generation": 3}}
 
 
-def failure(name: str, kind: str = "Pod", verb: str = "create") -> ChildFailure:
+def failure(name: str, kind: str = "Pod", verb: Verb = "create") -> ChildFailure:
     err = Invalid(422, "Invalid", f'{kind} "{name}" is invalid: spec.containers[0].image: Required value')
-    return ChildFailure.of(verb, kind, name, err)  # type: ignore[arg-type]
+    return ChildFailure.of(verb, kind, name, err)
 
 
 def test_condition_names_each_child_and_cause_and_reads_back() -> None:
     quota = ChildFailure.of("create", "Pod", "ms-0-a-0-1", Forbidden(403, "Forbidden", "exceeded quota: q"))
     fails = [failure("ms-0-a-0-0", "Service"), quota, failure("ms-0-a-1-0"), failure("ms-0-a-1-0")]
-    cond = FailureCondition(None, REPLICA_FAILURE, "m").desired(MS, fails, 0.0)  # type: ignore[arg-type]
+    cond = FailureCondition(FakeKube(), REPLICA_FAILURE, "m").desired(MS, fails, 0.0)
     assert cond is not None
     assert (cond["type"], cond["status"], cond["reason"], cond["observedGeneration"]) == (
         "ReplicaFailure",
@@ -43,13 +45,13 @@ def test_condition_names_each_child_and_cause_and_reads_back() -> None:
 
 def test_long_messages_are_summarised() -> None:
     fails = [failure(f"ms-0-a-{i}-0") for i in range(500)]
-    cond = FailureCondition(None, REPLICA_FAILURE, "m").desired(MS, fails, 0.0)  # type: ignore[arg-type]
+    cond = FailureCondition(FakeKube(), REPLICA_FAILURE, "m").desired(MS, fails, 0.0)
     assert cond is not None and len(cond["message"]) <= MAX_MESSAGE + 32
     assert cond["message"].endswith("more")
 
 
 def test_no_failure_no_condition() -> None:
-    assert FailureCondition(None, REPLICA_FAILURE, "m").desired(MS, [], 0.0) is None  # type: ignore[arg-type]
+    assert FailureCondition(FakeKube(), REPLICA_FAILURE, "m").desired(MS, [], 0.0) is None
 
 
 def test_tracker_backoff_is_per_child_and_per_body() -> None:

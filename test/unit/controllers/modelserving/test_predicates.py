@@ -11,6 +11,7 @@ from kthena_py.controllers.modelserving.predicates import pod_change_matters
 from kthena_py.kube.resources import PODS
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import became_ready_only
+from kthena_py.testing.fake import FakeKube
 
 GROUP = "modelserving.volcano.sh/group-name"
 
@@ -46,7 +47,7 @@ def pod(name: str, *, ready: bool = False, group: str = "ms-0", owner: str = "u1
 
 
 def make_cache(*pods: dict[str, Any]) -> SharedCache:
-    cache = SharedCache(None)  # type: ignore[arg-type]  # never started: the store is filled by the test
+    cache = SharedCache(FakeKube())  # never started: the store is filled by the test
     for p in pods:
         cache.informer(PODS).store.upsert(p)
     return cache

@@ -23,8 +23,8 @@ from kthena_py.controllers.autoscaling.base import reconciled, target_found
 from kthena_py.controllers.components import AUTOSCALER, COMPONENTS, MODELBOOSTER, MODELSERVING
 from kthena_py.controllers.modelserving.apply import PlanApplier
 from kthena_py.controllers.modelserving.notify import RunningNotifier
-from kthena_py.kube import AlreadyExists
-from kthena_py.kube.resources import PODS
+from kthena_py.controllers.resources import MODELSERVINGS
+from kthena_py.kube.resources import EVENTS, PODS
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving import status as ms_status
 from kthena_py.plan.modelserving.events import KTHENA_ROLE_REASONS
@@ -32,8 +32,10 @@ from kthena_py.plan.modelserving.pods import RenderContext, build_pod
 from kthena_py.plan.modelserving.revision import revision_data
 from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.types import MSRef, Plan
+from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.manager import Manager
+from kthena_py.testing.fake import FakeKube
 from kthena_py.vocab import conditions as vocab_conditions
 
 from .builders import NO_VOLCANO, NOW, Cluster, ms_doc, parse, ref_of, role_doc
@@ -136,17 +138,9 @@ def _ready() -> dict[str, Any]:
 # --- events -----------------------------------------------------------------------------------------------------
 
 
-class RecordingClient:
-    """Answers Event creates (and nothing else the applier needs for a plan with only events)."""
-
-    def __init__(self) -> None:
-        self.created: list[dict[str, Any]] = []
-
-    async def create(self, rt: Any, body: dict[str, Any], namespace: str | None = None, **_: Any) -> dict[str, Any]:
-        if any(c["metadata"]["name"] == body["metadata"]["name"] for c in self.created):
-            raise AlreadyExists(409, "AlreadyExists", "exists")
-        self.created.append(body)
-        return body
+def created(kube: FakeKube) -> list[dict[str, Any]]:
+    """The Events created on the API server, in order."""
+    return [obj for kind, obj in kube.changes(EVENTS) if kind == "ADDED"]
 
 
 def _ms_object() -> dict[str, Any]:
@@ -161,51 +155,44 @@ async def test_role_events_are_one_event_per_role_instance_with_kthenas_message(
     doc = ms_doc(role_doc("prefill", replicas=2), role_doc("decode", workers=1), replicas=2)
     ms = parse(doc)
     plan = plan_servinggroups(ms, ref_of(ms), Cluster().observed(), NO_VOLCANO, NOW)
-    client = RecordingClient()
-    recorder = EventRecorder(client, MODELSERVING, coalesce_seconds=60.0)  # type: ignore[arg-type]
-    await PlanApplier(client, recorder, "test").apply(Plan(events=plan.events), _ms_object())  # type: ignore[arg-type]
+    kube = FakeKube()
+    recorder = EventRecorder(kube, MODELSERVING, coalesce_seconds=60.0)
+    await PlanApplier(kube, recorder, "test").apply(Plan(events=plan.events), _ms_object())
     await recorder.flush()
-    role_events = sorted(e["message"] for e in client.created if e["reason"] == "RoleCreating")
+    role_events = sorted(e["message"] for e in created(kube) if e["reason"] == "RoleCreating")
     assert role_events == sorted(
         f"Role {role}/{role}-{r} in ServingGroup llama-{g} is now Creating"
         for g in (0, 1)
         for role, replicas in (("prefill", 2), ("decode", 1))
         for r in range(replicas)
     )
-    assert all(e["source"] == {"component": "modelserving-controller"} for e in client.created)
-    assert all(e["reportingComponent"] == "modelserving-controller" for e in client.created)
+    assert all(e["source"] == {"component": "modelserving-controller"} for e in created(kube))
+    assert all(e["reportingComponent"] == "modelserving-controller" for e in created(kube))
     # kthena_py's own reasons stay joined: one ServingGroupCreating Event naming both groups.
-    groups = [e["message"] for e in client.created if e["reason"] == "ServingGroupCreating"]
+    groups = [e["message"] for e in created(kube) if e["reason"] == "ServingGroupCreating"]
     assert groups == ["ServingGroup llama-0 is now Creating; ServingGroup llama-1 is now Creating"]
 
 
 async def test_role_running_is_one_event_per_role_instance() -> None:
-    client = RecordingClient()
-    recorder = EventRecorder(client, MODELSERVING, coalesce_seconds=60.0)  # type: ignore[arg-type]
+    kube = FakeKube()
+    recorder = EventRecorder(kube, MODELSERVING, coalesce_seconds=60.0)
     doc = ms_doc(role_doc("decode", replicas=2))
-    ms_obj = {**_ms_object(), "spec": copy.deepcopy(doc["spec"])}
-
-    class Cache:
-        def __init__(self) -> None:
-            self.pods = [_pod("llama-0-decode-0-0", "decode-0"), _pod("llama-0-decode-1-0", "decode-1")]
-
-        def index_label(self, rt: Any, label: str) -> None:
-            pass
-
-        def get(self, rt: Any, name: str, namespace: str | None = None) -> Any:
-            return ms_obj if name == "llama" else None
-
-        def by_label(self, rt: Any, label: str, value: str, namespace: str | None = None) -> list[dict[str, Any]]:
-            return self.pods
-
-    cache = Cache()
-    notifier = RunningNotifier(cache, recorder, lambda: True)  # type: ignore[arg-type]
-    for pod in cache.pods:
+    kube.put(MODELSERVINGS, {**_ms_object(), "spec": copy.deepcopy(doc["spec"])})
+    pods = [
+        kube.put(PODS, _pod("llama-0-decode-0-0", "decode-0")),
+        kube.put(PODS, _pod("llama-0-decode-1-0", "decode-1")),
+    ]
+    cache = SharedCache(kube)
+    cache.informer(MODELSERVINGS)
+    cache.informer(PODS)
+    kube.attach(cache)
+    notifier = RunningNotifier(cache, recorder, lambda: True)
+    for pod in pods:
         old = copy.deepcopy(pod)
         old["status"]["conditions"][0]["status"] = "False"
         notifier.on_update(old, pod)
     await recorder.flush()
-    assert sorted(e["message"] for e in client.created if e["reason"] == "RoleRunning") == [
+    assert sorted(e["message"] for e in created(kube) if e["reason"] == "RoleRunning") == [
         "Role decode/decode-0 in ServingGroup llama-0 is now Running",
         "Role decode/decode-1 in ServingGroup llama-0 is now Running",
     ]
@@ -231,17 +218,13 @@ def test_kthenas_role_reasons() -> None:
     assert {"RoleCreating", "RoleRunning", "RoleDeleting"} == KTHENA_ROLE_REASONS
 
 
-class _NoClient:
-    """The manager and controllers are only constructed here; nothing talks to a server."""
-
-
 async def test_each_controller_records_with_its_source_component() -> None:
     assert (MODELSERVING, AUTOSCALER, MODELBOOSTER) == (
         "modelserving-controller",
         "autoscaler-controller",
         "modelbooster-controller",
     )
-    manager = Manager(_NoClient())  # type: ignore[arg-type]
+    manager = Manager(FakeKube())  # the manager and controllers are only constructed here
     register_all(manager)
     by_name: dict[str, Any] = {c.name: c.reconciler for c in manager.controllers}
     assert by_name["modelserving"].recorder.component == "modelserving-controller"

@@ -1,0 +1,125 @@
+"""The rollout reconciler through FakeKube: one outdated unit at a time, budgets, trackers, faults."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kthena_py.controllers.modelserving.rollout import RolloutReconciler
+from kthena_py.controllers.resources import MODELSERVINGS
+from kthena_py.kube import ServerError
+from kthena_py.kube.resources import CONFIGMAPS, PODS
+from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.eviction import ENTRIES_KEY, tracker_name
+from kthena_py.plan.modelserving.status import format_time
+from kthena_py.testing.fake import Call, FakeKube
+
+from .scene import NOW, REQUEST, make_ready, ms_doc, scene
+
+REVISION = "modelserving.volcano.sh/revision"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def converged(
+    replicas: int = 3, *, trackers: bool = False, clock: Clock | None = None
+) -> tuple[FakeKube, Any, RolloutReconciler]:
+    kube, servinggroups, events = scene(ms_doc(replicas=replicas))
+    for _ in range(3):
+        await servinggroups.reconcile(REQUEST)
+        make_ready(kube)
+    rollout = RolloutReconciler(kube, servinggroups.cache, events, trackers=trackers, wall_clock=clock or Clock())
+    return kube, servinggroups, rollout
+
+
+async def new_image(kube: FakeKube) -> None:
+    roles = ms_doc()["spec"]["template"]["roles"]
+    roles[0]["entryTemplate"]["spec"]["containers"][0]["image"] = "img:2"
+    await kube.patch(MODELSERVINGS, "llama", {"spec": {"template": {"roles": roles}}}, "ns")
+
+
+def revisions(kube: FakeKube) -> dict[str, str]:
+    return {p["metadata"]["name"]: p["metadata"]["labels"][REVISION] for p in kube.objects(PODS, "ns")}
+
+
+async def test_nothing_to_do_on_a_converged_modelserving() -> None:
+    kube, _, rollout = await converged()
+    kube.calls.clear()
+    await rollout.reconcile(REQUEST)
+    assert [c for c in kube.calls if c.verb != "get"] == []
+
+
+async def test_takes_down_one_outdated_group_then_waits_for_its_replacement() -> None:
+    kube, servinggroups, rollout = await converged()
+    before = revisions(kube)
+    await new_image(kube)
+    await rollout.reconcile(REQUEST)
+    assert [c.name for c in kube.calls_of("delete", PODS)] == ["llama-2-prefill-0-0"]
+    await rollout.reconcile(REQUEST)  # the budget (maxUnavailable 1) is spent until the replacement is ready
+    assert len(kube.calls_of("delete", PODS)) == 1
+    await servinggroups.reconcile(REQUEST)
+    assert revisions(kube)["llama-2-prefill-0-0"] != before["llama-2-prefill-0-0"]
+
+
+async def test_walks_every_group_to_the_new_revision() -> None:
+    kube, servinggroups, rollout = await converged()
+    old = set(revisions(kube).values())
+    await new_image(kube)
+    for _ in range(12):
+        await rollout.reconcile(REQUEST)
+        await servinggroups.reconcile(REQUEST)
+        make_ready(kube)
+        if not old & set(revisions(kube).values()):
+            break
+    assert len(revisions(kube)) == 3 and not old & set(revisions(kube).values())
+    assert [c.name for c in kube.calls_of("delete", PODS)] == [f"llama-{g}-prefill-0-0" for g in (2, 1, 0)]
+
+
+async def test_a_recorded_eviction_spends_the_rollouts_budget() -> None:
+    kube, _, rollout = await converged(trackers=True)
+    pod = kube.peek(PODS, "llama-0-prefill-0-0", "ns") or {}
+    entry = {"expiresAt": format_time(NOW + 30), "triggerPodName": "llama-0-prefill-0-0", "triggerPodUID": "gone"}
+    ms = kube.peek(MODELSERVINGS, "llama", "ns") or {}
+    owner = {"apiVersion": ms["apiVersion"], "kind": "ModelServing", "name": "llama", "uid": ms["metadata"]["uid"]}
+    kube.put(
+        CONFIGMAPS,
+        {
+            "metadata": {
+                "name": tracker_name("llama"),
+                "namespace": "ns",
+                "labels": {naming.LABEL_NAME: "llama"},
+                "ownerReferences": [{**owner, "controller": True}],
+            },
+            "data": {ENTRIES_KEY: json.dumps({"ServingGroup/ns/llama/llama-0": entry})},
+        },
+    )
+    await kube.delete(PODS, pod["metadata"]["name"], "ns")  # the granted eviction happened
+    rollout.cache.informer(CONFIGMAPS)
+    kube.attach(rollout.cache)
+    await new_image(kube)
+    result = await rollout.reconcile(REQUEST)
+    assert kube.calls_of("delete", PODS)[1:] == []  # only the eviction's own delete
+    assert result is not None and result.requeue_after is not None and result.requeue_after <= 30.2
+
+
+async def test_a_refused_delete_backs_off_instead_of_hammering() -> None:
+    kube, _, rollout = await converged()
+    await new_image(kube)
+
+    def broken(call: Call) -> None:
+        if call.verb == "delete" and call.rt == PODS:
+            raise ServerError(500, "InternalError", "etcd timeout")
+
+    remove = kube.intercept(broken)
+    await rollout.reconcile(REQUEST)
+    assert len(kube.objects(PODS, "ns")) == 3
+    remove()
+    await rollout.reconcile(REQUEST)  # at once again: still backing off, not tried again yet
+    assert [c.name for c in kube.calls_of("delete", PODS)] == ["llama-2-prefill-0-0"]
+    assert len(kube.objects(PODS, "ns")) == 3
