@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kthena_py.kube import AlreadyExists, Conflict, KubeApi, NotFound
-from kthena_py.kube.objects import KubeObject, controller_ref, resource_version_of
+from kthena_py.kube.objects import KubeObject, resource_version_of
 from kthena_py.kube.resources import CONFIGMAPS
 from kthena_py.plan.modelserving import naming
 from kthena_py.plan.modelserving.eviction import (
@@ -39,12 +39,7 @@ class TrackerConflict(Exception):
 
 def owned_entries(tracker: Mapping[str, Any] | None, ref: MSRef) -> dict[str, TrackerEntry]:
     """The tracker's entries if it belongs to ``ref`` (else none)."""
-    if tracker is None:
-        return {}
-    owner = controller_ref(tracker)
-    if owner is not None and owner.get("uid") != ref.uid:
-        return {}
-    return tracker_entries(tracker)
+    return tracker_entries(tracker, ref.uid)
 
 
 class TrackerStore:

@@ -101,14 +101,17 @@ class RolloutReconciler:
         self.trackers = trackers
         self._now = wall_clock
 
-    def _disruptions(self, name: str, namespace: str, now: float) -> tuple[frozenset[str], float | None]:
-        """Units the eviction tracker records as disrupted, and when the first record expires."""
+    def _disruptions(self, name: str, namespace: str, uid: str, now: float) -> tuple[frozenset[str], float | None]:
+        """Units this ModelServing's eviction tracker records as disrupted, and when the first record expires.
+
+        A tracker controlled by another UID (left by a deleted ModelServing of the same name) records nothing.
+        """
         if not self.trackers:
             return frozenset(), None
         tracker = self.cache.get(CONFIGMAPS, tracker_name(name), namespace)
-        entries = tracker_entries(tracker)
+        entries = tracker_entries(tracker, uid)
         live = [entry.expires_at - now for entry in entries.values() if entry.expires_at > now]
-        return disrupted_units(tracker, now), (min(live) + 0.1 if live else None)
+        return disrupted_units(tracker, now, uid), (min(live) + 0.1 if live else None)
 
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply one rollout step."""
@@ -121,7 +124,7 @@ class RolloutReconciler:
             return None  # reported by the ServingGroup reconciler
         ref = ms_ref(obj)
         now = self._now()
-        disrupted, expiry = self._disruptions(ref.name, ref.namespace, now)
+        disrupted, expiry = self._disruptions(ref.name, ref.namespace, ref.uid, now)
         try:
             plan = plan_rollout(ms, ref, observe(self.cache, ref), podgroup_support(self.cache), now, disrupted)
         except PluginError:

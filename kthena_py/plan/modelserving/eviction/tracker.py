@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kthena_py.vocab.owners import controller_uid
 from kthena_py.vocab.times import format_time, parse_time
 
 __all__ = [
@@ -179,9 +180,17 @@ def parse_entries(text: Any) -> dict[str, TrackerEntry]:
     return entries
 
 
-def tracker_entries(tracker: Mapping[str, Any] | None) -> dict[str, TrackerEntry]:
-    """The entries of a tracker ConfigMap object (``None``: no tracker, no entries)."""
+def tracker_entries(tracker: Mapping[str, Any] | None, owner_uid: str | None = None) -> dict[str, TrackerEntry]:
+    """The entries of a tracker ConfigMap object (``None``: no tracker, no entries).
+
+    Args:
+        tracker: The ConfigMap.
+        owner_uid: The UID of the ModelServing reading it: a tracker controlled by another UID (left by a deleted
+            ModelServing of the same name) has no entries for it. ``None``: not checked.
+    """
     if not tracker:
+        return {}
+    if owner_uid is not None and controller_uid(tracker) not in (None, owner_uid):
         return {}
     data = tracker.get("data")
     return parse_entries(data.get(ENTRIES_KEY) if isinstance(data, Mapping) else None)
@@ -204,7 +213,7 @@ def render_entries(entries: Mapping[str, TrackerEntry]) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
-def disrupted_units(tracker: Mapping[str, Any] | None, now: float) -> frozenset[str]:
+def disrupted_units(tracker: Mapping[str, Any] | None, now: float, owner_uid: str | None = None) -> frozenset[str]:
     """The unit keys a tracker records as disrupted at ``now``: its unexpired entries.
 
     This is the one unavailability budget rollout and eviction share. A planner that takes units down (a rolling
@@ -215,11 +224,12 @@ def disrupted_units(tracker: Mapping[str, Any] | None, now: float) -> frozenset[
     Args:
         tracker: The tracker ConfigMap object as read from the cluster or the cache (``None``: none exists).
         now: The current time, epoch seconds.
+        owner_uid: The reading ModelServing's UID (a tracker another UID controls records nothing for it).
 
     Returns:
         Keys in Kthena's format, ``ServingGroup/<ns>/<ms>/<group>`` and ``Role/<ns>/<ms>/<group>/<role>/<roleID>``.
     """
-    return frozenset(key for key, entry in tracker_entries(tracker).items() if now < entry.expires_at)
+    return frozenset(key for key, entry in tracker_entries(tracker, owner_uid).items() if now < entry.expires_at)
 
 
 def unit_disrupted(key: str, disrupted: frozenset[str] | set[str]) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from kthena_py.controllers.modelserving.rollout import RolloutReconciler
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import ServerError
@@ -123,3 +125,37 @@ async def test_a_refused_delete_backs_off_instead_of_hammering() -> None:
     await rollout.reconcile(REQUEST)  # at once again: still backing off, not tried again yet
     assert [c.name for c in kube.calls_of("delete", PODS)] == ["llama-2-prefill-0-0"]
     assert len(kube.objects(PODS, "ns")) == 3
+
+
+@pytest.mark.parametrize("owned", [True, False])
+async def test_only_this_modelservings_tracker_spends_its_budget(owned: bool) -> None:
+    # A tracker controlled by another UID was left by a deleted ModelServing of the same name: it records nothing
+    # for this one, whose rollout goes on.
+    kube, _, rollout = await converged(trackers=True)
+    entry = {"expiresAt": format_time(NOW + 30), "triggerPodName": "llama-0-prefill-0-0", "triggerPodUID": "u"}
+    ms = kube.peek(MODELSERVINGS, "llama", "ns") or {}
+    uid = ms["metadata"]["uid"] if owned else "a-deleted-predecessor"
+    owner = {"apiVersion": ms["apiVersion"], "kind": "ModelServing", "name": "llama", "uid": uid, "controller": True}
+    kube.put(
+        CONFIGMAPS,
+        {
+            "metadata": {
+                "name": tracker_name("llama"),
+                "namespace": "ns",
+                "labels": {naming.LABEL_NAME: "llama"},
+                "ownerReferences": [owner],
+            },
+            "data": {ENTRIES_KEY: json.dumps({"ServingGroup/ns/llama/llama-0": entry})},
+        },
+    )
+    rollout.cache.informer(CONFIGMAPS)
+    kube.attach(rollout.cache)
+    await new_image(kube)
+    result = await rollout.reconcile(REQUEST)
+    deleted = [c.name for c in kube.calls_of("delete", PODS)]
+    if owned:  # llama-0 counts as unavailable: it is updated first, and the record's expiry is awaited
+        assert deleted == ["llama-0-prefill-0-0"]
+        assert result is not None and result.requeue_after == pytest.approx(30.1)
+    else:  # every group counts as available: the rollout takes its usual first step
+        assert deleted == ["llama-2-prefill-0-0"]
+        assert result is None

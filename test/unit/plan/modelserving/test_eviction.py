@@ -535,3 +535,16 @@ def test_the_next_change_is_an_expiry_or_the_end_of_a_hold() -> None:
     assert next_expiry(entries) == NOW + 30
     assert next_expiry(entries, NOW) == NOW + 17
     assert next_expiry(entries, NOW + 20) == NOW + 30  # the hold is over
+
+
+def test_a_tracker_of_another_uid_records_nothing_for_this_modelserving() -> None:
+    entries = {G0: TrackerEntry(NOW + 30, "u", "p")}
+    configmap = {
+        "metadata": {"name": tracker_name("llama"), "ownerReferences": [{"uid": "old", "controller": True}]},
+        "data": {ENTRIES_KEY: render_entries(entries)},
+    }
+    assert tracker_entries(configmap, "old") == entries
+    assert tracker_entries(configmap, "new") == {}
+    assert tracker_entries(configmap) == entries  # not checked
+    assert disrupted_units(configmap, NOW, "new") == frozenset()
+    assert disrupted_units(configmap, NOW, "old") == {G0}
