@@ -133,8 +133,14 @@ class RolloutReconciler:
         if outcome.writes:
             log.info("rollout step", writes=outcome.writes, reasons=list(plan.reasons))
         _count(plan, ref.namespace, ref.name)
-        # A disruption record that expires frees budget: look again then (as for in-place deadlines).
-        return result_of(plan.requeue_after, expiry if plan.status is not None else None, settle=outcome.settle)
+        # A disruption record that expires frees budget: look again then (as for in-place deadlines); a refused write
+        # is tried again when its backoff ends, as in the other ModelServing reconcilers.
+        return result_of(
+            plan.requeue_after,
+            expiry if plan.status is not None else None,
+            outcome.retry_after,
+            settle=outcome.settle,
+        )
 
 
 def _count(plan: Plan, namespace: str, name: str) -> None:

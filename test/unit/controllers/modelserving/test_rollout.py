@@ -119,8 +119,10 @@ async def test_a_refused_delete_backs_off_instead_of_hammering() -> None:
             raise ServerError(500, "InternalError", "etcd timeout")
 
     remove = kube.intercept(broken)
-    await rollout.reconcile(REQUEST)
+    result = await rollout.reconcile(REQUEST)
     assert len(kube.objects(PODS, "ns")) == 3
+    # The refused delete is tried again when its backoff ends, without waiting for another event.
+    assert result is not None and result.requeue_after is not None and 0 < result.requeue_after <= 1.0
     remove()
     await rollout.reconcile(REQUEST)  # at once again: still backing off, not tried again yet
     assert [c.name for c in kube.calls_of("delete", PODS)] == ["llama-2-prefill-0-0"]
