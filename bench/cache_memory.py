@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from converge import modelserving
 
 from kthena_py.kube.objects import KubeObject, strip_managed_fields
-from kthena_py.plan.modelserving.render import render
+from kthena_py.plan.modelserving.offline.render import render
 from kthena_py.runtime.sizing import deep_size
 from kthena_py.runtime.slim import slim
 

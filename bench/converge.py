@@ -58,7 +58,7 @@ from typing import Any
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import AlreadyExists, ApiError, Gone, KubeClient
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, EVENTS, NAMESPACES, PODGROUPS, PODS, SERVICES
-from kthena_py.plan.modelserving.render import render
+from kthena_py.plan.modelserving.offline.render import render
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.process import free_ports
 

@@ -35,7 +35,7 @@ from kthena_py.controllers import register_all
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import NAMESPACES, PODS
-from kthena_py.plan.modelserving.revision import revision_data, role_template_hash
+from kthena_py.plan.modelserving.core.revision import revision_data, role_template_hash
 from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.wait import eventually

@@ -1,7 +1,7 @@
 """Names of the built-in ModelServing plugins, for validation.
 
 Guarantees: :data:`BUILTIN_PLUGINS` equals the registry of the pod planner
-(:data:`kthena_py.plan.modelserving.plugins.KNOWN_PLUGINS`; a unit test keeps the two equal), so
+(:data:`kthena_py.plan.modelserving.core.plugins.KNOWN_PLUGINS`; a unit test keeps the two equal), so
 admission rejects exactly the plugins the controller could not run.
 """
 

@@ -58,7 +58,7 @@ def render_booster(doc: dict[str, Any], images: Images) -> list[dict[str, Any]]:
     """
     from kthena_py.api.modelbooster import ModelBooster
     from kthena_py.plan.modelbooster import expand
-    from kthena_py.plan.modelserving.render import PLACEHOLDER_UID
+    from kthena_py.plan.modelserving.offline.render import PLACEHOLDER_UID
 
     document = {k: v for k, v in doc.items() if k != "status"}
     metadata = dict(document.get("metadata") or {})
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
     from kthena_py.api.structural import with_defaults
     from kthena_py.plan.modelbooster import ExpandError, Images
-    from kthena_py.plan.modelserving.render import render
+    from kthena_py.plan.modelserving.offline.render import render
 
     items: list[dict[str, Any]] = []
     errors: list[str] = []

@@ -9,11 +9,11 @@
   role, what changed since the line before); ``--revision N`` prints revision ``N`` in full (YAML).
 * ``undo NAME [--to-revision N]`` patches the spec back to a ControllerRevision's roles, ``schedulerName`` and
   ``plugins`` (keeping the current role ``replicas`` and rollout settings; default: the previous revision, see
-  :mod:`kthena_py.plan.modelserving.history`) and prints what it changed. The patch is refused, rather than
+  :mod:`kthena_py.plan.modelserving.rollout.history`) and prints what it changed. The patch is refused, rather than
   applied over it, when the object changed since it was read.
 
-Guarantees: the decisions are the pure functions of :mod:`kthena_py.plan.modelserving.progress` and
-:mod:`kthena_py.plan.modelserving.history`; this module only reads and patches. The client comes from
+Guarantees: the decisions are the pure functions of :mod:`kthena_py.plan.modelserving.rollout.progress` and
+:mod:`kthena_py.plan.modelserving.rollout.history`; this module only reads and patches. The client comes from
 :func:`connect` alone. Errors (unreachable server, missing object, rejected patch) end with one line on stderr and
 exit status 1.
 """
@@ -37,8 +37,9 @@ from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import ApiError, ApiUnavailable, ConfigError, Conflict, Gone, KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.history import (
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.revision import revision_data
+from kthena_py.plan.modelserving.rollout.history import (
     HistoryEntry,
     HistoryError,
     describe_changes,
@@ -47,8 +48,7 @@ from kthena_py.plan.modelserving.history import (
     undo_patch,
     undo_target,
 )
-from kthena_py.plan.modelserving.progress import rollout_progress
-from kthena_py.plan.modelserving.revision import revision_data
+from kthena_py.plan.modelserving.rollout.progress import rollout_progress
 
 from .common import CommandError
 

@@ -1,7 +1,8 @@
 """``kthena-py rollout plan -f OLD.yaml --to NEW.yaml``: what a rollout would do, step by step, offline.
 
 Runs the controller's planners over an in-memory cluster
-(:func:`~kthena_py.plan.modelserving.simulate.simulate_rollout`): OLD starts converged with every pod ready, then
+(:func:`~kthena_py.plan.modelserving.offline.simulate.simulate_rollout`):
+OLD starts converged with every pod ready, then
 the spec becomes NEW's. Each step reconciles until nothing changes and prints the units the rollout takes down, the
 units (re)created and surged, the units removed, the units the partition keeps, the ready ServingGroups, and the
 ``UpdateInProgress`` condition; then pods become ready:
@@ -34,11 +35,10 @@ import yaml
 
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.api.validation import validate_document
-from kthena_py.plan.modelserving.history import describe_changes
-from kthena_py.plan.modelserving.plugins import PluginError
-from kthena_py.plan.modelserving.revision import RevisionData, revision_data
-from kthena_py.plan.modelserving.rolling import Budget
-from kthena_py.plan.modelserving.simulate import (
+from kthena_py.plan.modelserving.core.plugins import PluginError
+from kthena_py.plan.modelserving.core.revision import RevisionData, revision_data
+from kthena_py.plan.modelserving.core.rolling import Budget
+from kthena_py.plan.modelserving.offline.simulate import (
     Readiness,
     RolloutReport,
     SimulationError,
@@ -46,6 +46,7 @@ from kthena_py.plan.modelserving.simulate import (
     UnitAction,
     simulate_rollout,
 )
+from kthena_py.plan.modelserving.rollout.history import describe_changes
 
 from .common import CommandError
 

@@ -19,7 +19,7 @@ from kthena_py.api.common import (
 )
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelbooster.naming import NETWORKING_GROUP
-from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.core import naming
 from kthena_py.runtime.cache import SharedCache
 
 MODELSERVINGS = ResourceType(GROUP, VERSION, MODEL_SERVING_KIND, MODEL_SERVING_PLURAL)

@@ -24,7 +24,7 @@ from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import EVENTS, NODES, PODS
-from kthena_py.plan.modelserving.revision import revision_data, role_template_hash
+from kthena_py.plan.modelserving.core.revision import revision_data, role_template_hash
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX
 from kthena_py.testing.wait import eventually

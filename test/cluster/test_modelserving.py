@@ -18,7 +18,7 @@ from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.metrics import REST_CLIENT_REQUESTS, WRITE_METHODS
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, EVENTS, PODGROUPS, PODS, SERVICES
-from kthena_py.plan.modelserving.render import PLACEHOLDER_UID
+from kthena_py.plan.modelserving.offline.render import PLACEHOLDER_UID
 from kthena_py.testing.controlplane import find_kubectl
 from kthena_py.testing.wait import eventually
 

@@ -26,7 +26,7 @@ from kthena_py.api.structural import with_defaults
 from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELBOOSTERS, MODELSERVINGS
 from kthena_py.kube import ApiError, KubeClient
 from kthena_py.main import main
-from kthena_py.plan.modelserving.render import render
+from kthena_py.plan.modelserving.offline.render import render
 
 pytestmark = pytest.mark.envtest
 

@@ -11,7 +11,7 @@ import yaml
 from kthena_py.api import ModelBooster
 from kthena_py.main import main
 from kthena_py.plan.modelbooster import Images, expand
-from kthena_py.plan.modelserving.render import PLACEHOLDER_UID
+from kthena_py.plan.modelserving.offline.render import PLACEHOLDER_UID
 
 BASES = Path(__file__).resolve().parent / "api" / "corpus" / "bases"
 

@@ -13,9 +13,9 @@ import yaml
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.cli.rollout import history_table
 from kthena_py.main import main
-from kthena_py.plan.modelserving.history import history
-from kthena_py.plan.modelserving.revision import build_controller_revision, revision_data, revision_hash
-from kthena_py.plan.modelserving.types import MSRef
+from kthena_py.plan.modelserving.core.revision import build_controller_revision, revision_data, revision_hash
+from kthena_py.plan.modelserving.core.types import MSRef
+from kthena_py.plan.modelserving.rollout.history import history
 
 
 def _ms(image: str = "engine:1", replicas: int = 4, **config: Any) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from kthena_py.vocab.conditions import COORDINATION_BLOCKED, REASON_COMPLETE
 __all__ = ["COORDINATION_BLOCKED_CONDITION", "validate_modelserving_update"]
 
 #: Condition type published while a coordinated role rollout is in progress (reason ``RolloutComplete`` when
-#: done) by the rollout reconciler (``kthena_py.plan.modelserving.rollout``). Kthena's constant is
+#: done) by the rollout reconciler (``kthena_py.plan.modelserving.rollout.rollout``). Kthena's constant is
 #: ``ModelServingCoordinatedRoleRolloutBlocked``; its string value is assumed.
 COORDINATION_BLOCKED_CONDITION = COORDINATION_BLOCKED
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 
 from kthena_py.kube.objects import KubeObject, controller_ref, labels_of, namespace_of
 from kthena_py.kube.resources import CONFIGMAPS, PODS
-from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.core import naming
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Controller, Predicate, pod_state_changed, spec_or_metadata_changed
 from kthena_py.runtime.manager import Manager

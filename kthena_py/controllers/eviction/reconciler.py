@@ -44,12 +44,12 @@ from kthena_py.plan.modelserving.eviction import (
     tracker_name,
     unit_index,
 )
-from kthena_py.plan.modelserving.status import set_condition
+from kthena_py.plan.modelserving.groups.status import set_condition
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.reconcile import Request, Result
 
-from ..modelserving.observe import ms_ref, parse_modelserving
 from ..resources import MODELSERVINGS
+from ..servingview import ms_ref, parse_modelserving
 from .metrics import TRACKER_WRITES, BudgetSeries
 from .tracker import TrackerConflict, TrackerStore, owned_entries
 from .view import observe_cached, observe_live, planning_state

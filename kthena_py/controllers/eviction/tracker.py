@@ -20,7 +20,8 @@ from typing import Any
 from kthena_py.kube import AlreadyExists, Conflict, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, resource_version_of
 from kthena_py.kube.resources import CONFIGMAPS
-from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.types import MSRef
 from kthena_py.plan.modelserving.eviction import (
     ENTRIES_KEY,
     TrackerEntry,
@@ -28,7 +29,6 @@ from kthena_py.plan.modelserving.eviction import (
     tracker_entries,
     tracker_name,
 )
-from kthena_py.plan.modelserving.types import MSRef
 
 __all__ = ["TrackerConflict", "TrackerStore", "owned_entries"]
 

@@ -14,13 +14,13 @@ from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.state import PlanningState, build_state
-from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.state import PlanningState, build_state
+from kthena_py.plan.modelserving.core.types import MSRef, Observed, PodGroupSupport
 from kthena_py.runtime.cache import CacheReader
 from kthena_py.vocab.owners import controller_uid
 
-from ..modelserving.observe import observe
+from ..servingview import observe
 
 __all__ = ["observe_cached", "observe_live", "planning_state"]
 

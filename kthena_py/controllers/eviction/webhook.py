@@ -47,7 +47,8 @@ from kthena_py.api.modelserving import EvictionStrategySpec, ModelServing
 from kthena_py.kube import ApiError, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, labels_of, meta, name_of
 from kthena_py.kube.resources import PODS
-from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.types import MSRef
 from kthena_py.plan.modelserving.eviction import (
     Target,
     Verdict,
@@ -59,14 +60,13 @@ from kthena_py.plan.modelserving.eviction import (
     unit_index,
 )
 from kthena_py.plan.modelserving.eviction import budget as reasons
-from kthena_py.plan.modelserving.types import MSRef
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse
 from kthena_py.vocab.owners import controller_uid
 
-from ..modelserving.observe import ms_ref, parse_modelserving
 from ..resources import MODELSERVINGS
+from ..servingview import ms_ref, parse_modelserving
 from .metrics import REQUESTS, TRACKER_WRITES
 from .tracker import TrackerConflict, TrackerStore, owned_entries
 from .view import observe_live, planning_state

@@ -1,4 +1,4 @@
-"""The thin apply layer: executes a :class:`~kthena_py.plan.modelserving.types.Plan`, deciding nothing.
+"""The thin apply layer: executes a :class:`~kthena_py.plan.modelserving.core.types.Plan`, deciding nothing.
 
 Guarantees:
 
@@ -25,7 +25,7 @@ Guarantees:
   observed by the informer, which triggers the next reconcile, and that one writes the status from
   the new state. A burst of creations therefore costs one status write, not one per step.
 * Events go through the manager's recorder (never blocking, never failing the reconcile); Kthena's role events
-  are never joined (:func:`~kthena_py.plan.modelserving.events.joinable`).
+  are never joined (:func:`~kthena_py.plan.modelserving.groups.events.joinable`).
 * Read your own writes: the ModelServing status the API server answers a status write with is recorded in the
   cache (:meth:`~kthena_py.runtime.cache.SharedCache.record_write`), so the next reconcile reads it without
   waiting for the watch to deliver it; for every other write the applier waits (bounded) until the informer
@@ -51,8 +51,8 @@ import structlog
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, is_deleting, meta, resource_version_of, uid_of
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
-from kthena_py.plan.modelserving.events import joinable
-from kthena_py.plan.modelserving.types import Delete, Plan, Update
+from kthena_py.plan.modelserving.core.types import Delete, Plan, Update
+from kthena_py.plan.modelserving.groups.events import joinable
 from kthena_py.runtime import timeline
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink

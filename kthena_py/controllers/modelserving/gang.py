@@ -5,7 +5,7 @@ will create pods for, whenever ``schedulerName`` is ``volcano`` and Volcano's Po
 served; they are recreated if deleted and removed with their group. With any other scheduler, or
 without the CRD, this reconciler writes nothing. Refused PodGroup writes are reported on the
 ``PodGroupFailure`` condition (field manager ``kthena-py-gang-failures``) and retried with backoff.
-Decisions come from the pure planner :func:`~kthena_py.plan.modelserving.podgroups.plan_podgroups`.
+Decisions come from the pure planner :func:`~kthena_py.plan.modelserving.render.podgroups.plan_podgroups`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pydantic
 
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import is_deleting
-from kthena_py.plan.modelserving.podgroups import plan_podgroups
+from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, result_of

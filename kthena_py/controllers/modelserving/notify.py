@@ -15,7 +15,7 @@ from typing import Any
 
 from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
 from kthena_py.kube.resources import PODS, SERVICES
-from kthena_py.plan.modelserving.events import joinable, role_message
+from kthena_py.plan.modelserving.groups.events import joinable, role_message
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import pod_running_and_ready
 from kthena_py.runtime.events import EventSink

@@ -9,22 +9,28 @@ taken until the garbage collector removes them).
 from __future__ import annotations
 
 import re
-from collections import OrderedDict
-from typing import Any
 
-from kthena_py.api.common import API_VERSION
-from kthena_py.api.modelserving import ModelServing
-from kthena_py.kube.objects import KubeObject, controller_ref, meta
+from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
-from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
+from kthena_py.plan.modelserving.core.types import MSRef, PodGroupSupport
 from kthena_py.runtime.cache import CacheReader, SharedCache
-from kthena_py.vocab.labels import SERVING_NAME
+from kthena_py.vocab.owners import controlled_by
 
 from ..resources import narrow_cache
+from ..servingview import NAME_LABEL, ms_ref, observe, parse_modelserving
 
 PODGROUP_CRD_NAME = "podgroups.scheduling.volcano.sh"
 PODGROUP_CRD_SELECTOR = f"metadata.name={PODGROUP_CRD_NAME}"
-NAME_LABEL = SERVING_NAME
+
+__all__ = [
+    "PODGROUP_CRD_SELECTOR",
+    "foreign_pods",
+    "ms_ref",
+    "observe",
+    "parse_modelserving",
+    "podgroup_support",
+    "register_informers",
+]
 
 
 def register_informers(cache: SharedCache) -> None:
@@ -37,77 +43,6 @@ def register_informers(cache: SharedCache) -> None:
     cache.index_label(CONTROLLER_REVISIONS, NAME_LABEL)
 
 
-def ms_ref(obj: KubeObject) -> MSRef:
-    """The identity of a cached ModelServing."""
-    md = meta(obj)
-    return MSRef(
-        name=str(md.get("name", "")),
-        namespace=str(md.get("namespace", "")),
-        uid=str(md.get("uid", "")),
-        generation=int(md.get("generation") or 0),
-    )
-
-
-_PARSED: OrderedDict[tuple[str, str], ModelServing] = OrderedDict()
-_PARSED_MAX = 2048
-
-
-def parse_modelserving(obj: KubeObject) -> ModelServing:
-    """Parse a cached ModelServing; an unreadable status is dropped rather than failing the spec.
-
-    Results are memoised by (uid, resourceVersion) — the identity of an object's content — in a
-    bounded LRU; this is derived data, lost harmlessly on restart, never a source of truth.
-
-    Raises:
-        pydantic.ValidationError: The spec itself is invalid.
-    """
-    md = meta(obj)
-    key = (str(md.get("uid") or ""), str(md.get("resourceVersion") or ""))
-    if all(key) and key in _PARSED:
-        _PARSED.move_to_end(key)
-        return _PARSED[key]
-    parsed = _parse_modelserving(obj)
-    if all(key):
-        _PARSED[key] = parsed
-        if len(_PARSED) > _PARSED_MAX:
-            _PARSED.popitem(last=False)
-    return parsed
-
-
-def _parse_modelserving(obj: KubeObject) -> ModelServing:
-    base: dict[str, Any] = {
-        "apiVersion": obj.get("apiVersion", API_VERSION),
-        "kind": "ModelServing",
-        "metadata": obj.get("metadata") or {},
-        "spec": obj.get("spec") or {},
-    }
-    if obj.get("status"):
-        try:
-            return ModelServing.model_validate({**base, "status": obj["status"]})
-        except ValueError:
-            pass
-    return ModelServing.model_validate(base)
-
-
-def _controlled_by(obj: KubeObject, uid: str) -> bool:
-    ref = controller_ref(obj)
-    return ref is not None and ref.get("uid") == uid
-
-
-def observe(cache: CacheReader, ref: MSRef) -> Observed:
-    """Everything owned by the ModelServing ``ref``, as the cache sees it now."""
-    return Observed(
-        pods=tuple(o for o in cache.owned_by(PODS, ref.uid) if _controlled_by(o, ref.uid)),
-        services=tuple(o for o in cache.owned_by(SERVICES, ref.uid) if _controlled_by(o, ref.uid)),
-        podgroups=tuple(o for o in cache.owned_by(PODGROUPS, ref.uid) if _controlled_by(o, ref.uid)),
-        revisions=tuple(
-            o
-            for o in cache.by_label(CONTROLLER_REVISIONS, NAME_LABEL, ref.name, ref.namespace)
-            if _controlled_by(o, ref.uid)
-        ),
-    )
-
-
 def foreign_pods(cache: CacheReader, ref: MSRef) -> list[KubeObject]:
     """Cached pods labelled with this ModelServing's name but not controlled by it.
 
@@ -118,7 +53,7 @@ def foreign_pods(cache: CacheReader, ref: MSRef) -> list[KubeObject]:
     return [
         o
         for o in cache.by_label(PODS, NAME_LABEL, ref.name, ref.namespace)
-        if not _controlled_by(o, ref.uid) and shape.match(str(meta(o).get("name", "")))
+        if not controlled_by(o, ref.uid) and shape.match(str(meta(o).get("name", "")))
     ]
 
 

@@ -1,7 +1,7 @@
 """The rollout reconciler: rolling updates of ServingGroups or role instances, within one budget.
 
 Guarantees: each reconcile reads only the informer cache, calls the pure planner
-:func:`~kthena_py.plan.modelserving.rollout.plan_rollout` and applies its plan with its own field manager
+:func:`~kthena_py.plan.modelserving.rollout.rollout.plan_rollout` and applies its plan with its own field manager
 (``kthena-py-rollout``): it takes outdated units down (UID preconditions) or patches them in place (UID-guarded
 merge patches that carry the per-pod in-place state), and server-side applies the ``UpdateInProgress`` and
 ``CoordinatedRoleRolloutBlocked`` conditions, which it alone owns. It never creates anything: the ServingGroup
@@ -25,10 +25,10 @@ from prometheus_client import Counter
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
 from kthena_py.kube.resources import CONFIGMAPS, PODS
+from kthena_py.plan.modelserving.core.plugins import PluginError
+from kthena_py.plan.modelserving.core.types import Plan
 from kthena_py.plan.modelserving.eviction.tracker import disrupted_units, tracker_entries, tracker_name
-from kthena_py.plan.modelserving.plugins import PluginError
-from kthena_py.plan.modelserving.rollout import plan_rollout
-from kthena_py.plan.modelserving.types import Plan
+from kthena_py.plan.modelserving.rollout.rollout import plan_rollout
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
 from kthena_py.runtime.events import EventSink

@@ -1,7 +1,7 @@
 """The ServingGroup reconciler: groups, role instances, pods, headless Services, recovery, status.
 
 Guarantees: each reconcile reads only the informer cache, calls the pure planner
-:func:`~kthena_py.plan.modelserving.servinggroups.plan_servinggroups` and applies its plan; it
+:func:`~kthena_py.plan.modelserving.groups.servinggroups.plan_servinggroups` and applies its plan; it
 keeps no state between reconciles (beyond the pacing of refused writes), so a restarted manager
 continues exactly where the cluster is. An invalid spec (which admission should have rejected) is
 reported as a Warning event and a terminal error, never retried in a loop.
@@ -33,9 +33,9 @@ import structlog
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import is_deleting, meta, uid_of
 from kthena_py.kube.resources import PODGROUPS
-from kthena_py.plan.modelserving.plugins import PluginError
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.types import Plan
+from kthena_py.plan.modelserving.core.plugins import PluginError
+from kthena_py.plan.modelserving.core.types import Plan
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError, result_of

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.plan.modelserving.core.types import KubeObject
 from kthena_py.vocab.owners import controlled_by
 
 from . import naming
@@ -97,10 +97,6 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _name(obj: Mapping[str, Any]) -> str:
     return str(_meta(obj).get("name") or "")
-
-
-def _controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
-    return controlled_by(obj, uid)
 
 
 def _keyed(items: Sequence[Any]) -> bool:
@@ -224,7 +220,7 @@ def plan_children(booster_uid: str, children: Children, observed: Observed) -> C
         name = _name(desired)
         objects = observed.of(kind)
         live = next((o for o in objects if _name(o) == name), None)
-        if live is not None and not _controlled_by(live, booster_uid):
+        if live is not None and not controlled_by(live, booster_uid):
             foreign.append(f"{kind} {name} already exists and is not controlled by this ModelBooster")
             continue
         if kind == "ModelServing" and live is not None:
@@ -242,11 +238,7 @@ def plan_children(booster_uid: str, children: Children, observed: Observed) -> C
                 body["metadata"]["resourceVersion"] = str(_meta(live).get("resourceVersion") or "")
                 steps.append(Write(kind, name, body, create=False))
         for other in objects:
-            if (
-                _name(other) != name
-                and _controlled_by(other, booster_uid)
-                and not _meta(other).get("deletionTimestamp")
-            ):
+            if _name(other) != name and controlled_by(other, booster_uid) and not _meta(other).get("deletionTimestamp"):
                 uid = str(_meta(other).get("uid") or "")
                 steps.append(Remove(kind, _name(other), uid, f"replaced by {kind} {name}"))
     return ChildPlan(tuple(steps), tuple(foreign), tuple(unserved), modelserving, tuple(waiting))

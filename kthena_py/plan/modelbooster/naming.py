@@ -17,7 +17,7 @@ from typing import Any
 
 from kthena_py.api.common import API_VERSION, MODEL_BOOSTER_KIND
 from kthena_py.api.modelbooster import ModelBooster
-from kthena_py.plan.modelserving.revision import encode_hash
+from kthena_py.plan.modelserving.core.revision import encode_hash
 from kthena_py.vocab.labels import (
     BOOSTER_BACKEND_NAME,
     BOOSTER_MANAGED_BY,

@@ -143,17 +143,18 @@ def _packages(loaded: list[str]) -> set[str]:
 def test_modelserving_alone_never_imports_the_other_controllers() -> None:
     got = register(["modelserving"], eviction_budget=True)
     assert got["names"] == ["modelserving", "modelserving-rollout", "modelserving-gang", "eviction-budget"]
-    assert _packages(got["loaded"]) == {"modelserving", "eviction", "components", "resources", "selection"}
+    shared = {"servingview", "components", "resources", "selection"}
+    assert _packages(got["loaded"]) == {"modelserving", "eviction"} | shared
     assert "numpy" not in got["loaded"]
 
 
 def test_each_controller_registers_only_its_own_reconcilers() -> None:
     autoscaler = register(["autoscaler"], eviction_budget=True)  # the eviction budget belongs to modelserving
     assert autoscaler["names"] == ["autoscaling", "autoscaling-heterogeneous"]
-    assert not _packages(autoscaler["loaded"]) & {"modelserving", "modelbooster", "eviction"}
+    assert not _packages(autoscaler["loaded"]) & {"modelserving", "modelbooster", "eviction", "servingview"}
     booster = register(["modelbooster"])
     assert booster["names"] == ["modelbooster"]
-    assert not _packages(booster["loaded"]) & {"modelserving", "autoscaling", "eviction"}
+    assert not _packages(booster["loaded"]) & {"modelserving", "autoscaling", "eviction", "servingview"}
 
 
 def test_all_controllers_by_default() -> None:

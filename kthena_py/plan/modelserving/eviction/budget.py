@@ -41,10 +41,10 @@ from typing import Final, Literal
 
 from kthena_py.api.intstr import IntOrString, resolve_scaled
 from kthena_py.api.modelserving import EvictionStrategySpec, ProtectionLevelType
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.groups import GroupState, PodState
-from kthena_py.plan.modelserving.state import PlanningState
-from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.groups import GroupState, PodState
+from kthena_py.plan.modelserving.core.state import PlanningState
+from kthena_py.plan.modelserving.core.types import KubeObject
 from kthena_py.vocab.pods import is_terminating, running_and_ready
 
 from .tracker import (

@@ -13,9 +13,9 @@ from kthena_py.api.modelserving import ModelServing
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES, ResourceType
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.status import format_time
-from kthena_py.plan.modelserving.types import MSRef, Observed, PodGroupSupport
+from kthena_py.plan.modelserving.core.types import MSRef, Observed, PodGroupSupport
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.groups.status import format_time
 from kthena_py.runtime.webhook import AdmissionRequest
 from kthena_py.testing.fake import FakeKube
 

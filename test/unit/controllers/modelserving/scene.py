@@ -8,7 +8,7 @@ from kthena_py.controllers.modelserving.observe import register_informers
 from kthena_py.controllers.modelserving.servinggroups import ServingGroupReconciler
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube.resources import PODS
-from kthena_py.plan.modelserving.status import format_time
+from kthena_py.plan.modelserving.groups.status import format_time
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.reconcile import Request
 from kthena_py.testing.fake import Call, FakeKube, RecordedEvents

@@ -16,7 +16,7 @@ from kthena_py.controllers.modelserving.failures import FailureTracker
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import Invalid
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
-from kthena_py.plan.modelserving.types import Delete, Plan
+from kthena_py.plan.modelserving.core.types import Delete, Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.clock import FakeClock
 from kthena_py.testing.fake import Call, FakeKube, RecordedEvents

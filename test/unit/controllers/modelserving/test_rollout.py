@@ -11,9 +11,9 @@ from kthena_py.controllers.modelserving.rollout import RolloutReconciler
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import ServerError
 from kthena_py.kube.resources import CONFIGMAPS, PODS
-from kthena_py.plan.modelserving import naming
+from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.eviction import ENTRIES_KEY, tracker_name
-from kthena_py.plan.modelserving.status import format_time
+from kthena_py.plan.modelserving.groups.status import format_time
 from kthena_py.testing.fake import Call, FakeKube
 
 from .scene import NOW, REQUEST, make_ready, ms_doc, scene

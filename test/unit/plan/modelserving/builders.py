@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kthena_py.api.modelserving import ModelServing
-from kthena_py.plan.modelserving.podgroups import plan_podgroups
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.simulate import merge_patch
-from kthena_py.plan.modelserving.status import format_time
-from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, Plan, PodGroupSupport
+from kthena_py.plan.modelserving.core.types import KubeObject, MSRef, Observed, Plan, PodGroupSupport
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.groups.status import format_time
+from kthena_py.plan.modelserving.offline.simulate import merge_patch
+from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 
 NOW = 1_700_000_000.0
 MS_UID = "ms-uid-1"

@@ -16,14 +16,14 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.podgroups import plan_podgroups
-from kthena_py.plan.modelserving.revision import revision_data, role_template_hash
-from kthena_py.plan.modelserving.rollout import UPDATE_IN_PROGRESS, plan_rollout
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.simulate import merge_status
-from kthena_py.plan.modelserving.status import format_time
-from kthena_py.plan.modelserving.types import Plan
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.revision import revision_data, role_template_hash
+from kthena_py.plan.modelserving.core.types import Plan
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.groups.status import format_time
+from kthena_py.plan.modelserving.offline.simulate import merge_status
+from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
+from kthena_py.plan.modelserving.rollout.rollout import UPDATE_IN_PROGRESS, plan_rollout
 
 from .builders import NOW, VOLCANO, Cluster, parse, ref_of
 

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.coordination import (
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.revision import revision_data, role_template_hash
+from kthena_py.plan.modelserving.rollout.coordination import (
     REASON_DEPENDENCY,
     REASON_RETAINED,
     REASON_SKEW,
     RoleCounts,
     coordinate,
 )
-from kthena_py.plan.modelserving.revision import revision_data, role_template_hash
-from kthena_py.plan.modelserving.rollout import plan_rollout
+from kthena_py.plan.modelserving.rollout.rollout import plan_rollout
 
 from .builders import VOLCANO, ms_doc, parse, ref_of, role_doc
 from .fleet import Fleet, merge_status

@@ -9,6 +9,7 @@ import pytest
 
 from kthena_py.api.intstr import IntOrString
 from kthena_py.api.modelserving import ModelServing
+from kthena_py.plan.modelserving.core.state import PlanningState, build_state
 from kthena_py.plan.modelserving.eviction import (
     ENTRIES_KEY,
     IN_FLIGHT_SECONDS,
@@ -37,8 +38,7 @@ from kthena_py.plan.modelserving.eviction import (
     unit_disrupted,
     unit_index,
 )
-from kthena_py.plan.modelserving.state import PlanningState, build_state
-from kthena_py.plan.modelserving.status import format_time
+from kthena_py.plan.modelserving.groups.status import format_time
 
 from .builders import NOW, VOLCANO, Cluster, ms_doc, parse, ref_of, role_doc
 

@@ -28,6 +28,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kthena_py.api.modelserving import EvictionStrategySpec, ModelServing
+from kthena_py.plan.modelserving.core.state import build_state
+from kthena_py.plan.modelserving.core.types import Observed
 from kthena_py.plan.modelserving.eviction import (
     IN_FLIGHT_SECONDS,
     TrackerEntry,
@@ -40,9 +42,7 @@ from kthena_py.plan.modelserving.eviction import (
     target_of,
     unit_index,
 )
-from kthena_py.plan.modelserving.state import build_state
-from kthena_py.plan.modelserving.status import format_time
-from kthena_py.plan.modelserving.types import Observed
+from kthena_py.plan.modelserving.groups.status import format_time
 
 from .builders import NOW, VOLCANO, Cluster, ms_doc, parse, ready_status, ref_of, role_doc
 

@@ -1,11 +1,11 @@
-"""Observed-state parsing (kthena_py.plan.modelserving.groups)."""
+"""Observed-state parsing (kthena_py.plan.modelserving.core.groups)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from kthena_py.plan.modelserving.groups import parse_observed, parse_timestamp
-from kthena_py.plan.modelserving.types import Observed
+from kthena_py.plan.modelserving.core.groups import parse_observed, parse_timestamp
+from kthena_py.plan.modelserving.core.types import Observed
 
 
 def _pod(name: str, group: str, role: str, role_id: str, **extra: Any) -> dict[str, Any]:

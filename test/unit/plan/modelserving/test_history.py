@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from kthena_py.api.modelserving import ModelServing
-from kthena_py.plan.modelserving.history import (
+from kthena_py.plan.modelserving.core.revision import build_controller_revision, revision_data, revision_hash
+from kthena_py.plan.modelserving.rollout.history import (
     HistoryError,
     describe_changes,
     history,
@@ -16,8 +17,7 @@ from kthena_py.plan.modelserving.history import (
     undo_patch,
     undo_target,
 )
-from kthena_py.plan.modelserving.progress import rollout_progress
-from kthena_py.plan.modelserving.revision import build_controller_revision, revision_data, revision_hash
+from kthena_py.plan.modelserving.rollout.progress import rollout_progress
 
 from .builders import MS_UID, merge_patch, ms_doc, parse, ref_of, role_doc
 

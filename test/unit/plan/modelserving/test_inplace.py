@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.groups import parse_observed
-from kthena_py.plan.modelserving.inplace import ineligibility, verified
-from kthena_py.plan.modelserving.inplace_state import (
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.groups import parse_observed
+from kthena_py.plan.modelserving.core.inplace_state import (
     ANNOTATION_INPLACE_STATE,
     InPlaceState,
     excused_restarts,
     parse_state,
 )
-from kthena_py.plan.modelserving.revision import revision_data
-from kthena_py.plan.modelserving.rollout import plan_rollout
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.core.revision import revision_data
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.rollout.inplace import ineligibility, verified
+from kthena_py.plan.modelserving.rollout.rollout import plan_rollout
 
 from .builders import VOLCANO, ms_doc, parse, ref_of, role_doc
 from .fleet import Fleet

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving.rollout import plan_rollout
+from kthena_py.plan.modelserving.rollout.rollout import plan_rollout
 
 from .builders import VOLCANO, ms_doc, parse, ref_of, role_doc
 from .fleet import Fleet, merge_status

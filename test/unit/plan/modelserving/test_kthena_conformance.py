@@ -25,13 +25,13 @@ from kthena_py.controllers.modelserving.apply import PlanApplier
 from kthena_py.controllers.modelserving.notify import RunningNotifier
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube.resources import EVENTS, PODS
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving import status as ms_status
-from kthena_py.plan.modelserving.events import KTHENA_ROLE_REASONS
-from kthena_py.plan.modelserving.pods import RenderContext, build_pod
-from kthena_py.plan.modelserving.revision import revision_data
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.types import MSRef, Plan
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.revision import revision_data
+from kthena_py.plan.modelserving.core.types import MSRef, Plan
+from kthena_py.plan.modelserving.groups import status as ms_status
+from kthena_py.plan.modelserving.groups.events import KTHENA_ROLE_REASONS
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.render.pods import RenderContext, build_pod
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.manager import Manager

@@ -1,4 +1,4 @@
-"""Names, labels and ordinal parsing (kthena_py.plan.modelserving.naming)."""
+"""Names, labels and ordinal parsing (kthena_py.plan.modelserving.core.naming)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.types import MSRef, PodGroupSupport
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.types import MSRef, PodGroupSupport
 
 
 @pytest.mark.parametrize(

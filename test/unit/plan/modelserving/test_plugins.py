@@ -1,4 +1,4 @@
-"""Built-in plugins, scopes and configuration errors (kthena_py.plan.modelserving.plugins)."""
+"""Built-in plugins, scopes and configuration errors (kthena_py.plan.modelserving.core.plugins)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from kthena_py.api.modelserving import PluginSpec
-from kthena_py.plan.modelserving.plugins import (
+from kthena_py.plan.modelserving.core.plugins import (
     KNOWN_PLUGINS,
     PluginContext,
     PluginError,
@@ -166,6 +166,6 @@ def test_lws_standard_labels_only_with_lws_owner() -> None:
 
 def test_admission_knows_exactly_the_registered_plugins() -> None:
     from kthena_py.api.plugins import BUILTIN_PLUGINS
-    from kthena_py.plan.modelserving.plugins import KNOWN_PLUGINS
+    from kthena_py.plan.modelserving.core.plugins import KNOWN_PLUGINS
 
     assert BUILTIN_PLUGINS == KNOWN_PLUGINS

@@ -1,4 +1,4 @@
-"""Volcano PodGroups (kthena_py.plan.modelserving.podgroups)."""
+"""Volcano PodGroups (kthena_py.plan.modelserving.render.podgroups)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from kthena_py.plan.modelserving.podgroups import plan_podgroups
-from kthena_py.plan.modelserving.types import PodGroupSupport
+from kthena_py.plan.modelserving.core.types import PodGroupSupport
+from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 
 from .builders import NO_VOLCANO, VOLCANO, VOLCANO_OLD, Cluster, is_noop, ms_doc, names, parse, ref_of, role_doc
 

@@ -1,4 +1,4 @@
-"""Pod and headless Service rendering (kthena_py.plan.modelserving.pods)."""
+"""Pod and headless Service rendering (kthena_py.plan.modelserving.render.pods)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,15 @@ from typing import Any
 import pytest
 
 from kthena_py.api.modelserving import Role
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.pods import RenderContext, build_pod, build_role_pods, build_service, needs_service
-from kthena_py.plan.modelserving.revision import revision_data
-from kthena_py.plan.modelserving.types import MSRef
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.revision import revision_data
+from kthena_py.plan.modelserving.core.types import MSRef
+from kthena_py.plan.modelserving.render.pods import (
+    RenderContext,
+    build_pod,
+    build_role_pods,
+    build_service,
+)
 
 REF = MSRef("llama", "ns", "uid-1")
 
@@ -170,9 +175,9 @@ def test_headless_service() -> None:
 
 
 def test_service_only_with_worker_template() -> None:
-    assert needs_service(_role())
-    assert needs_service(_role(workerReplicas=0))
-    assert not needs_service(_role(workerReplicas=0, workerTemplate=None))
+    assert naming.needs_service(_role())
+    assert naming.needs_service(_role(workerReplicas=0))
+    assert not naming.needs_service(_role(workerReplicas=0, workerTemplate=None))
 
 
 def test_plugins_cannot_break_controller_labels_or_env() -> None:

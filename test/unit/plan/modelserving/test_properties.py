@@ -7,11 +7,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.podgroups import plan_podgroups
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.state import build_state
-from kthena_py.plan.modelserving.types import PodGroupSupport
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.state import build_state
+from kthena_py.plan.modelserving.core.types import PodGroupSupport
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 
 from .builders import NO_VOLCANO, NOW, VOLCANO, VOLCANO_OLD, Cluster, is_noop, ms_doc, parse, ref_of, role_doc
 

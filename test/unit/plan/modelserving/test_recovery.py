@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from kthena_py.plan.modelserving.podgroups import plan_podgroups
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.types import Plan
+from kthena_py.plan.modelserving.core.types import Plan
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 
 from .builders import NOW, VOLCANO, Cluster, created, deleted, ms_doc, parse, ref_of, role_doc
 

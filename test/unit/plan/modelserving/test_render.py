@@ -1,4 +1,4 @@
-"""Offline rendering (kthena_py.plan.modelserving.render)."""
+"""Offline rendering (kthena_py.plan.modelserving.offline.render)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,8 @@ from typing import Any
 import pydantic
 import pytest
 
-from kthena_py.plan.modelserving import render
-from kthena_py.plan.modelserving.render import PLACEHOLDER_UID
-from kthena_py.plan.modelserving.types import PodGroupSupport
+from kthena_py.plan.modelserving.core.types import PodGroupSupport
+from kthena_py.plan.modelserving.offline.render import PLACEHOLDER_UID, render
 
 from .builders import role_doc
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kthena_py.plan.modelserving.revision import (
+from kthena_py.plan.modelserving.core.revision import (
     HASH_ALPHABET,
     build_controller_revision,
     parse_controller_revision,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kthena_py.api.intstr import IntOrString
-from kthena_py.plan.modelserving.rolling import Budget, UnitView, choose_updates, plan_units, resolve_budget
+from kthena_py.plan.modelserving.core.rolling import Budget, UnitView, choose_updates, plan_units, resolve_budget
 
 from .builders import ms_doc, role_doc
 from .fleet import Fleet
@@ -291,7 +291,7 @@ def test_taking_over_groups_of_kthenas_go_controller_rolls_nothing() -> None:
 
 def test_units_an_eviction_disrupted_count_against_the_rollout_budget() -> None:
     from kthena_py.plan.modelserving.eviction.tracker import group_key
-    from kthena_py.plan.modelserving.rollout import plan_rollout
+    from kthena_py.plan.modelserving.rollout.rollout import plan_rollout
 
     from .builders import VOLCANO, parse, ref_of
 

@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving.rollout import _plan_in_full, plan_rollout, settled
-from kthena_py.plan.modelserving.simulate import merge_status
-from kthena_py.plan.modelserving.types import Plan
+from kthena_py.plan.modelserving.core.types import Plan
+from kthena_py.plan.modelserving.offline.simulate import merge_status
+from kthena_py.plan.modelserving.rollout.rollout import _plan_in_full, plan_rollout, settled
 
 from .builders import VOLCANO, ms_doc, parse, ready_status, ref_of, role_doc
 from .fleet import Fleet

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving.groups import deletion_cost
-from kthena_py.plan.modelserving.scaling import OrdinalPlan, UnitScore, missing_ordinals, plan_ordinals
+from kthena_py.plan.modelserving.core.groups import deletion_cost
+from kthena_py.plan.modelserving.core.scaling import OrdinalPlan, UnitScore, missing_ordinals, plan_ordinals
 
 SETTINGS = settings(max_examples=200, deadline=None, database=None)
 

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 
 from kthena_py.plan.modelserving import PluginError
-from kthena_py.plan.modelserving.revision import revision_data, revision_hash
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.types import Observed, Plan, PodGroupSupport
+from kthena_py.plan.modelserving.core.revision import revision_data, revision_hash
+from kthena_py.plan.modelserving.core.types import Observed, Plan, PodGroupSupport
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
 
 from .builders import NO_VOLCANO, NOW, VOLCANO, Cluster, created, deleted, ms_doc, parse, ref_of, role_doc
 

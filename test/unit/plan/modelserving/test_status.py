@@ -1,13 +1,13 @@
-"""ModelServing status and conditions (kthena_py.plan.modelserving.status, through plan_servinggroups)."""
+"""ModelServing status and conditions (kthena_py.plan.modelserving.groups.status, through plan_servinggroups)."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.status import format_time, label_selector
-from kthena_py.plan.modelserving.types import PodGroupSupport
+from kthena_py.plan.modelserving.core.types import PodGroupSupport
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.groups.status import format_time, label_selector
 
 from .builders import NO_VOLCANO, NOW, VOLCANO, Cluster, ms_doc, parse, ref_of, role_doc
 

@@ -14,7 +14,7 @@ Guarantees:
   revision's role template hash (or their revision records the same role template), each role uses its own
   ``maxUnavailable`` / ``maxSurge`` / ``partition`` in every group, and the roles of every group are the spec's
   (roles no longer in the spec are scaled away).
-* Wanted ordinals come from :func:`~kthena_py.plan.modelserving.rolling.plan_units` (surge and partition
+* Wanted ordinals come from :func:`~kthena_py.plan.modelserving.core.rolling.plan_units` (surge and partition
   included) at both levels.
 * Where a missing unit is created from: the update revision, unless it is partition-protected while a rollout is
   in progress, in which case it comes back on the current revision (``status.currentRevision``) as it was before.
@@ -31,10 +31,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from kthena_py.api.modelserving import ModelServing, Role
-from kthena_py.plan.modelserving.groups import GroupState, InstanceState, ObservedGroups
-from kthena_py.plan.modelserving.pods import needs_service
-from kthena_py.plan.modelserving.revision import RevisionData, revision_hash, role_template_hash
-from kthena_py.plan.modelserving.rolling import Budget, UnitPlan, UnitView, plan_units, resolve_budget
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.groups import GroupState, InstanceState, ObservedGroups
+from kthena_py.plan.modelserving.core.revision import RevisionData, revision_hash, role_template_hash
+from kthena_py.plan.modelserving.core.rolling import Budget, UnitPlan, UnitView, plan_units, resolve_budget
 
 __all__ = [
     "Disrupted",
@@ -205,7 +205,7 @@ def _role_targets(
             live=inst.live,
             updated=ctx.instance_updated(inst) if ctx.role_level else True,
             ready=inst.complete_and_ready(_workers(ctx, inst, role))
-            and (inst.service is not None or not needs_service(role))
+            and (inst.service is not None or not naming.needs_service(role))
             and not (group is not None and ctx.disrupted(group.name, f"{role.name}-{r}")),
             terminating=inst.terminating,
             cost=inst.cost,

@@ -4,7 +4,7 @@ Guarantees:
 
 * :func:`build_state` is a pure function of ``(ms, ref, observed, support)``; every ModelServing planner calls it,
   so they always agree on the update revision, on the resolvable revisions and on the targets of every group and
-  role instance (:mod:`kthena_py.plan.modelserving.targets`: wanted ordinals with surge and partition, the revision
+  role instance (:mod:`kthena_py.plan.modelserving.core.targets`: wanted ordinals with surge and partition, the revision
   each unit is rendered from, readiness, updated-ness).
 * Revision resolution: a revision string resolves to the current spec when it is the update revision, else to
   the data of the observed ControllerRevision ``<ms>-<revision>`` owned by this ModelServing. Nothing that cannot
@@ -20,17 +20,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kthena_py.api.modelserving import ModelServing, Role
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.groups import GroupState, ObservedGroups, parse_observed
-from kthena_py.plan.modelserving.revision import (
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.groups import GroupState, ObservedGroups, parse_observed
+from kthena_py.plan.modelserving.core.revision import (
     RevisionData,
     parse_controller_revision,
     revision_data,
     revision_hash,
     spec_revision_hash,
 )
-from kthena_py.plan.modelserving.targets import Disrupted, GroupTarget, Targets, build_targets, effective_roles
-from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, PodGroupSupport
+from kthena_py.plan.modelserving.core.targets import Disrupted, GroupTarget, Targets, build_targets, effective_roles
+from kthena_py.plan.modelserving.core.types import KubeObject, MSRef, Observed, PodGroupSupport
 from kthena_py.vocab.owners import controlled_by
 
 __all__ = ["PlanningState", "build_state"]

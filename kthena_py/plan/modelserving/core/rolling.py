@@ -1,6 +1,6 @@
 """The arithmetic of a rolling update over one set of units (ServingGroups, or one role's instances in a group).
 
-The same rules apply at both granularities; :mod:`kthena_py.plan.modelserving.targets` applies them to groups
+The same rules apply at both granularities; :mod:`kthena_py.plan.modelserving.core.targets` applies them to groups
 (``ServingGroupRollingUpdate``) or to each role of each group (``RoleRollingUpdate``).
 
 Guarantees:
@@ -8,7 +8,7 @@ Guarantees:
 * :func:`resolve_budget`: ``maxUnavailable`` rounds down, ``maxSurge`` and ``partition`` round up, all against
   ``replicas``; a malformed value resolves to its default (admission rejects it first). Budgets never go negative.
 * :func:`plan_units` decides which ordinals should exist. Without a rollout it is exactly
-  :func:`~kthena_py.plan.modelserving.scaling.plan_ordinals` for ``replicas``. While an outdated unit outside the
+  :func:`~kthena_py.plan.modelserving.core.scaling.plan_ordinals` for ``replicas``. While an outdated unit outside the
   partition is live, ``maxSurge`` extra ordinals are wanted (the lowest missing ones), created on the new
   revision. Once nothing outdated is left, the extra units stay until every ordinal below ``replicas`` that has no
   ready unit has one again (so the last replaced unit is re-created at its own ordinal while the surge still
@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from kthena_py.api.intstr import IntOrString, resolve_scaled
-from kthena_py.plan.modelserving.scaling import (
+from kthena_py.plan.modelserving.core.scaling import (
     OrdinalPlan,
     UnitScore,
     missing_ordinals,

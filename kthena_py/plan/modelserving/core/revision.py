@@ -31,9 +31,9 @@ from pydantic import ValidationError
 
 from kthena_py.api.common import to_dict
 from kthena_py.api.modelserving import ModelServingSpec, PluginSpec, Role
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.plugins import plugin_applies
-from kthena_py.plan.modelserving.types import KubeObject, MSRef
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.plugins import plugin_applies
+from kthena_py.plan.modelserving.core.types import KubeObject, MSRef
 
 __all__ = [
     "HASH_ALPHABET",

@@ -13,9 +13,9 @@ import copy
 from typing import Any
 
 from kthena_py.api.modelserving import ModelServing
-from kthena_py.plan.modelserving.podgroups import plan_podgroups
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, PodGroupSupport
+from kthena_py.plan.modelserving.core.types import KubeObject, MSRef, Observed, PodGroupSupport
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 
 __all__ = ["PLACEHOLDER_UID", "render"]
 

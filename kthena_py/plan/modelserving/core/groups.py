@@ -10,7 +10,7 @@ Guarantees:
   iteration helpers return them sorted, so every planner built on this is deterministic.
 * Liveness is level-based: a unit is *live* when it has at least one pod that is not terminating. A pod is
   *healthy-ready* when it is ``Running``, its ``Ready`` condition is ``True``, it is not terminating and no in-place
-  update of it is waiting to be verified (:mod:`kthena_py.plan.modelserving.inplace_state`): a pod patched in place
+  update of it is waiting to be verified (:mod:`kthena_py.plan.modelserving.core.inplace_state`): a pod patched in place
   counts as unavailable until the rollout has seen it Ready on its new image.
 * ``restarts`` leaves out the container restarts an in-place update explains, so recovery never acts on them.
 """
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kthena_py.api.intstr import IntOrStringError, go_atoi
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.inplace_state import (
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.inplace_state import (
     PHASE_FAILED,
     PHASE_PATCHED,
     InPlaceState,
@@ -32,7 +32,7 @@ from kthena_py.plan.modelserving.inplace_state import (
     excused_restarts,
     parse_state,
 )
-from kthena_py.plan.modelserving.types import KubeObject, Observed
+from kthena_py.plan.modelserving.core.types import KubeObject, Observed
 from kthena_py.vocab.pods import PHASE_RUNNING, ready_condition
 from kthena_py.vocab.times import parse_time
 

@@ -6,11 +6,11 @@ fleet the planner unit tests drive.
 Guarantees:
 
 * The controller's own planners decide everything: every reconcile pass runs
-  :func:`~kthena_py.plan.modelserving.podgroups.plan_podgroups`,
-  :func:`~kthena_py.plan.modelserving.servinggroups.plan_servinggroups` and
-  :func:`~kthena_py.plan.modelserving.rollout.plan_rollout`, in that order, each plan applied before the next
+  :func:`~kthena_py.plan.modelserving.render.podgroups.plan_podgroups`,
+  :func:`~kthena_py.plan.modelserving.groups.servinggroups.plan_servinggroups` and
+  :func:`~kthena_py.plan.modelserving.rollout.rollout.plan_rollout`, in that order, each plan applied before the next
   planner reads the cluster (the decisions reported per step come from
-  :func:`~kthena_py.plan.modelserving.rollout.rollout_step` on the same state). No I/O and no clock: time moves
+  :func:`~kthena_py.plan.modelserving.rollout.rollout.rollout_step` on the same state). No I/O and no clock: time moves
   only when ``now`` is advanced.
 * :class:`MemoryCluster` applies plans as the API server would for these planners: creations get fresh UIDs
   (an existing name is AlreadyExists and skipped), pods start ``Pending``; deletions need the observed UID and take
@@ -36,14 +36,14 @@ from typing import Any, Literal
 
 from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelserving import ModelServing
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.podgroups import plan_podgroups
-from kthena_py.plan.modelserving.rolling import Budget
-from kthena_py.plan.modelserving.rollout import REASON_PARTITION, UPDATE_IN_PROGRESS, plan_rollout, rollout_step
-from kthena_py.plan.modelserving.servinggroups import plan_servinggroups
-from kthena_py.plan.modelserving.state import PlanningState, build_state
-from kthena_py.plan.modelserving.status import format_time
-from kthena_py.plan.modelserving.types import KubeObject, MSRef, Observed, Plan, PodGroupSupport
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.rolling import Budget
+from kthena_py.plan.modelserving.core.state import PlanningState, build_state
+from kthena_py.plan.modelserving.core.types import KubeObject, MSRef, Observed, Plan, PodGroupSupport
+from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.groups.status import format_time
+from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
+from kthena_py.plan.modelserving.rollout.rollout import REASON_PARTITION, UPDATE_IN_PROGRESS, plan_rollout, rollout_step
 from kthena_py.vocab.conditions import POD_READY
 from kthena_py.vocab.pods import PHASE_PENDING, PHASE_RUNNING
 

@@ -31,10 +31,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from kthena_py.api.common import Condition
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.groups import GroupState
-from kthena_py.plan.modelserving.state import PlanningState
-from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.groups import GroupState
+from kthena_py.plan.modelserving.core.state import PlanningState
+from kthena_py.plan.modelserving.core.types import KubeObject
 from kthena_py.vocab.conditions import (
     AVAILABLE,
     PROGRESSING,

@@ -3,9 +3,9 @@
 Guarantees:
 
 * PodGroups exist iff gang scheduling applies (``schedulerName: volcano`` and the CRD served): then exactly one
-  per desired ServingGroup (the same ordinals as :func:`~kthena_py.plan.modelserving.servinggroups.plan_servinggroups`
-  uses, from :func:`~kthena_py.plan.modelserving.state.build_state`), named like the group. Otherwise every
-  observed PodGroup is deleted.
+  per desired ServingGroup (the same ordinals as the ServingGroup planner uses, from
+  :func:`~kthena_py.plan.modelserving.core.state.build_state`), named like the group. Otherwise every observed
+  PodGroup is deleted.
 * Shape: labels ``name`` + ``group-name``, annotation ``scheduling.k8s.io/group-name``, a controller
   ownerReference *without* ``blockOwnerDeletion``; spec ``minMember`` = Σ_roles (1+W)·m, ``minResources`` =
   Σ_roles m·(entry requests + W·worker requests) with m = min(gangPolicy.minRoleReplicas[role], replicas) when the
@@ -30,9 +30,9 @@ from kthena_py.api.modelserving import ModelServing, PodTemplateSpec, Role
 from kthena_py.api.networktopology import NetworkTopologySpec
 from kthena_py.api.podspec import template_containers
 from kthena_py.api.quantity import Quantity, QuantityError, QuantityFormat, format_quantity, parse_quantity
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.state import PlanningState, build_state
-from kthena_py.plan.modelserving.types import Delete, KubeObject, MSRef, Observed, Plan, PodGroupSupport, Update
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.state import PlanningState, build_state
+from kthena_py.plan.modelserving.core.types import Delete, KubeObject, MSRef, Observed, Plan, PodGroupSupport, Update
 
 __all__ = ["build_podgroup", "gang_members", "plan_podgroups", "role_resources"]
 

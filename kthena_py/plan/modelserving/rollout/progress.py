@@ -19,7 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kthena_py.api.modelserving import ModelServing
-from kthena_py.plan.modelserving.rollout import REASON_COMPLETE, REASON_PARTITION, REASON_STALLED, UPDATE_IN_PROGRESS
+from kthena_py.plan.modelserving.rollout.rollout import (
+    REASON_COMPLETE,
+    REASON_PARTITION,
+    REASON_STALLED,
+    UPDATE_IN_PROGRESS,
+)
 
 __all__ = ["Progress", "rollout_progress"]
 

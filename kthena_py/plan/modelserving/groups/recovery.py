@@ -11,7 +11,7 @@ Policies (as the API reference documents them):
 A pod is *unhealthy* when it is not terminating and its phase is terminal (``Failed``/``Succeeded``) or, under
 the two Recreate policies, when it has restarted (``restartCount`` > 0 in a container or init container) and is
 not Ready, or when an in-place update of it missed ``progressDeadlineSeconds`` (under every policy: ``None`` replaces
-the pod alone). Restarts an in-place update explains are never counted (:mod:`kthena_py.plan.modelserving.groups`).
+the pod alone). Restarts an in-place update explains are never counted (:mod:`kthena_py.plan.modelserving.core.groups`).
 It becomes a *failure* only once it has been unhealthy for ``restartGracePeriodSeconds``, measured
 from its ``Ready`` condition's ``lastTransitionTime`` (else its creation time; with neither, immediately). A pod
 that recovers within the grace period is left alone; ``requeue_after`` is the shortest remaining grace.
@@ -44,9 +44,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from kthena_py.api.modelserving import RecoveryPolicy
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.groups import GroupState, InstanceState, PodState
-from kthena_py.plan.modelserving.types import PlannedEvent
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.groups import GroupState, InstanceState, PodState
+from kthena_py.plan.modelserving.core.types import PlannedEvent
 from kthena_py.vocab.pods import TERMINAL_PHASES
 
 __all__ = [

@@ -10,7 +10,7 @@ Guarantees:
 * Plugins see the pod with the controller's labels and environment variables already set, so a variable a
   plugin appends may refer to ``$(GROUP_SIZE)``, ``$(ENTRY_ADDRESS)`` or ``$(WORKER_INDEX)``. The pod planner
   re-asserts controller-owned labels and those variables (in place) after the plugins, so a plugin cannot
-  break the labelling contract (see :mod:`kthena_py.plan.modelserving.pods`).
+  break the labelling contract (see :mod:`kthena_py.plan.modelserving.render.pods`).
 
 Built-ins: ``demo-pod-tweaks`` (alias ``pod-tweaks``), ``host-network-ports`` and ``lws-standard-labels``.
 """
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.api.modelserving import PluginSpec
-from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.plan.modelserving.core.types import KubeObject
 from kthena_py.vocab.labels import LWS_GROUP_INDEX, LWS_GROUP_KEY, LWS_NAME, LWS_WORKER_INDEX
 
 __all__ = [

@@ -1,14 +1,14 @@
 """Plan one step of a ModelServing's rolling update: which outdated units to take down now, and its condition.
 
 The rollout planner only ever *takes units down*; the ServingGroup planner re-creates every missing unit at its
-target revision (:mod:`kthena_py.plan.modelserving.targets`). Both read the same targets, so a unit taken down
+target revision (:mod:`kthena_py.plan.modelserving.core.targets`). Both read the same targets, so a unit taken down
 here always comes back on the update revision (or, when partition-protected, on the revision it had).
 
 Guarantees:
 
 * Granularity: whole ServingGroups (``ServingGroupRollingUpdate``: every pod and headless Service of the group is
   deleted) or role instances (``RoleRollingUpdate``: the instance's pods and Service; other roles keep their pods).
-* Budget: :func:`~kthena_py.plan.modelserving.rolling.choose_updates` at the rollout's granularity. Units that are
+* Budget: :func:`~kthena_py.plan.modelserving.core.rolling.choose_updates` at the rollout's granularity. Units that are
   not ready for any reason (failed, still starting, taken down before, recorded as disrupted by an eviction) count
   as unavailable, so recovery, eviction and rollout draw on one budget, and a rollout never takes a ready unit down
   while that would leave fewer than ``replicas - maxUnavailable`` ready units.
@@ -21,13 +21,13 @@ Guarantees:
   never causes a status write.
 * Events: ``ServingGroupUpdating`` / ``RoleUpdating`` per unit taken down, ``RolloutComplete`` once when the
   condition turns to complete. ``RevisionUnresolved`` is left to the ServingGroup planner.
-* ``updateMethod: InPlace`` (:mod:`kthena_py.plan.modelserving.inplace`): a chosen unit whose revisions differ
+* ``updateMethod: InPlace`` (:mod:`kthena_py.plan.modelserving.rollout.inplace`): a chosen unit whose revisions differ
   only in regular-container images is patched in place (same pods, same UIDs) instead of deleted, within the same
   budget (a patched unit counts as unavailable until it is verified Ready on its new images); any other unit is
   recreated and an ``InPlaceUpdateFallback`` Warning says why. Patched pods are followed every step: verified,
   or past ``progressDeadlineSeconds`` marked failed for recovery (a ``requeue_after`` brings the step back when
   the deadline comes). ``UpdateInProgress`` then says ``InPlaceVerifying`` or ``ProgressDeadlineExceeded``.
-* ``roleCoordination`` (:mod:`kthena_py.plan.modelserving.coordination`): under ``RoleRollingUpdate`` the
+* ``roleCoordination`` (:mod:`kthena_py.plan.modelserving.rollout.coordination`): under ``RoleRollingUpdate`` the
   candidates of participating roles in each group are further limited by ``maxSkew`` and the dependencies. The
   condition ``CoordinatedRoleRolloutBlocked`` (owned by this reconciler too) is ``True`` while coordination holds
   back a role that its own budget would move (reason ``SkewLimit``, ``DependencyNotReady`` or
@@ -47,17 +47,14 @@ from kthena_py.api.common import Condition
 from kthena_py.api.modelserving import ModelServing, RoleCoordination
 from kthena_py.api.validation.modelserving_update import COORDINATION_BLOCKED_CONDITION
 from kthena_py.api.validation.rollout import selected_roles
-from kthena_py.plan.modelserving import inplace, naming
-from kthena_py.plan.modelserving.coordination import RoleCounts, coordinate, parse_skew
-from kthena_py.plan.modelserving.eviction.tracker import group_key, role_key, unit_disrupted
-from kthena_py.plan.modelserving.groups import GroupState, InstanceState
-from kthena_py.plan.modelserving.inplace_state import ANNOTATION_INPLACE_STATE
-from kthena_py.plan.modelserving.revision import spec_revision_hash
-from kthena_py.plan.modelserving.rolling import UnitView, choose_updates
-from kthena_py.plan.modelserving.state import PlanningState, build_state
-from kthena_py.plan.modelserving.status import rollout_complete, set_condition
-from kthena_py.plan.modelserving.targets import Disrupted, RoleTargets
-from kthena_py.plan.modelserving.types import (
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.groups import GroupState, InstanceState
+from kthena_py.plan.modelserving.core.inplace_state import ANNOTATION_INPLACE_STATE
+from kthena_py.plan.modelserving.core.revision import spec_revision_hash
+from kthena_py.plan.modelserving.core.rolling import UnitView, choose_updates
+from kthena_py.plan.modelserving.core.state import PlanningState, build_state
+from kthena_py.plan.modelserving.core.targets import Disrupted, RoleTargets
+from kthena_py.plan.modelserving.core.types import (
     Delete,
     KubeObject,
     MSRef,
@@ -67,6 +64,10 @@ from kthena_py.plan.modelserving.types import (
     PodGroupSupport,
     Update,
 )
+from kthena_py.plan.modelserving.eviction.tracker import group_key, role_key, unit_disrupted
+from kthena_py.plan.modelserving.groups.status import rollout_complete, set_condition
+from kthena_py.plan.modelserving.rollout import inplace
+from kthena_py.plan.modelserving.rollout.coordination import RoleCounts, coordinate, parse_skew
 from kthena_py.vocab.conditions import (
     REASON_COMPLETE,
     REASON_COORDINATION,
@@ -444,7 +445,7 @@ def _coordination_condition(state: PlanningState, step: RolloutStep) -> tuple[bo
 
 
 def disruption_check(ms: ModelServing, disrupted: frozenset[str]) -> Disrupted:
-    """A :data:`~kthena_py.plan.modelserving.targets.Disrupted` over the unit keys an eviction tracker records."""
+    """A :data:`~kthena_py.plan.modelserving.core.targets.Disrupted` over the unit keys an eviction tracker records."""
 
     def check(group: str, role_id: str | None) -> bool:
         if not disrupted:

@@ -1,6 +1,6 @@
 """In-place updates (``rolloutStrategy.updateMethod: InPlace``): eligibility, the pod patches, verification.
 
-The rollout planner (:mod:`kthena_py.plan.modelserving.rollout`) chooses the units to move within the
+The rollout planner (:mod:`kthena_py.plan.modelserving.rollout.rollout`) chooses the units to move within the
 ``maxUnavailable`` budget, exactly as for a recreate; this module decides how: in place when only images differ,
 else by recreating the unit with an ``InPlaceUpdateFallback`` Warning saying why.
 
@@ -14,7 +14,7 @@ Guarantees:
   (deterministic: fields in sorted order).
 * :func:`patch_unit` patches every live pod of the unit that is not already on the update revision: the images,
   the ``revision`` and ``role-template-hash`` labels and the state annotation
-  (:mod:`kthena_py.plan.modelserving.inplace_state`) in one JSON merge patch guarded by the pod's UID. The images
+  (:mod:`kthena_py.plan.modelserving.core.inplace_state`) in one JSON merge patch guarded by the pod's UID. The images
   come from rendering the pod at the update revision (plugins included), so a patched pod is what a new one
   would be. The annotation is written in the same patch, so a pod is never patched twice for one revision, and
   a restarted manager resumes a half-patched unit by patching only the pods it had not reached.
@@ -33,9 +33,9 @@ from typing import Any
 
 from kthena_py.api.common import to_dict
 from kthena_py.api.modelserving import Role
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.groups import InstanceState, PodState
-from kthena_py.plan.modelserving.inplace_state import (
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.groups import InstanceState, PodState
+from kthena_py.plan.modelserving.core.inplace_state import (
     ANNOTATION_INPLACE_STATE,
     PHASE_FAILED,
     PHASE_PATCHED,
@@ -43,12 +43,12 @@ from kthena_py.plan.modelserving.inplace_state import (
     container_restarts,
     excused_restarts,
 )
-from kthena_py.plan.modelserving.plugins import plugin_applies
-from kthena_py.plan.modelserving.pods import RenderContext, build_pod
-from kthena_py.plan.modelserving.revision import RevisionData, role_template_hash
-from kthena_py.plan.modelserving.state import PlanningState
-from kthena_py.plan.modelserving.status import format_time
-from kthena_py.plan.modelserving.types import KubeObject, PlannedEvent, Update
+from kthena_py.plan.modelserving.core.plugins import plugin_applies
+from kthena_py.plan.modelserving.core.revision import RevisionData, role_template_hash
+from kthena_py.plan.modelserving.core.state import PlanningState
+from kthena_py.plan.modelserving.core.types import KubeObject, PlannedEvent, Update
+from kthena_py.plan.modelserving.groups.status import format_time
+from kthena_py.plan.modelserving.render.pods import RenderContext, build_pod
 from kthena_py.vocab.conditions import REASON_DEADLINE
 from kthena_py.vocab.pods import running_and_ready
 

@@ -6,7 +6,7 @@ Inputs per participating role (one ServingGroup): its formal replica count ``N``
 included, as the API reference says), its target-version Ready instances ``R``, the instances already *started*
 towards the target ``S`` (updated live instances plus unprotected slots that will come back on the target: taken
 down, missing, surge), its old-version capacity, and the candidates its own ``maxUnavailable`` budget would take
-now (:func:`~kthena_py.plan.modelserving.rolling.choose_updates`).
+now (:func:`~kthena_py.plan.modelserving.core.rolling.choose_updates`).
 
 Guarantees of :func:`coordinate` (pure, exact rational arithmetic):
 

@@ -6,7 +6,7 @@ Guarantees (pure: ``kthena-py rollout history`` and ``rollout undo`` feed it wha
   owner reference with its UID; any of them when the ModelServing has no UID), ordered by their ``revision`` number
   then name, each with whether it is ``status.currentRevision`` / ``status.updateRevision``, the images of each
   role, the live pods labelled with it, and what changed since the entry before it. A revision whose data cannot be
-  read (:func:`~kthena_py.plan.modelserving.revision.parse_controller_revision` gives ``None``) is listed with
+  read (:func:`~kthena_py.plan.modelserving.core.revision.parse_controller_revision` gives ``None``) is listed with
   ``data=None``; it cannot be the target of an undo.
 * :func:`describe_changes` names, per role, image changes (per container, entry and worker alike), the
   ``workerReplicas`` change, other template changes, roles added or removed, and ``schedulerName`` / plugin
@@ -29,14 +29,14 @@ from typing import Any
 
 from kthena_py.api.common import to_dict
 from kthena_py.api.modelserving import ModelServing, PodTemplateSpec, Role
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.revision import (
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.revision import (
     RevisionData,
     parse_controller_revision,
     revision_data,
     revision_hash,
 )
-from kthena_py.plan.modelserving.types import KubeObject
+from kthena_py.plan.modelserving.core.types import KubeObject
 from kthena_py.vocab.owners import controlled_by
 
 __all__ = [

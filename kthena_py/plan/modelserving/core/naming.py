@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 
 from kthena_py.api.common import API_VERSION, MODEL_SERVING_KIND
-from kthena_py.plan.modelserving.types import KubeObject, MSRef, PodGroupSupport
+from kthena_py.api.modelserving import Role
+from kthena_py.plan.modelserving.core.types import KubeObject, MSRef, PodGroupSupport
 from kthena_py.vocab.labels import (
     ENTRY_VALUE,
     POD_DELETION_COST,
@@ -191,3 +192,8 @@ def gang_applies(scheduler_name: str, support: PodGroupSupport) -> bool:
     whether or not a gang policy is set.
     """
     return support.crd_served and scheduler_name == VOLCANO_SCHEDULER
+
+
+def needs_service(role: Role) -> bool:
+    """Whether a role instance gets a headless Service (Kthena: iff the role has a ``workerTemplate``)."""
+    return role.worker_template is not None

@@ -4,29 +4,29 @@
 
 * Order of ``creates``: the ControllerRevision of the update revision first (when missing), then groups by
   ordinal, roles in spec order, instances by ordinal; per instance its headless Service, then its workers
-  ``1..W``, then its entry pod (the order :mod:`kthena_py.plan.modelserving.recovery` relies on).
-* Scaling follows :mod:`kthena_py.plan.modelserving.scaling` for groups and for the role instances of each
+  ``1..W``, then its entry pod (the order :mod:`kthena_py.plan.modelserving.groups.recovery` relies on).
+* Scaling follows :mod:`kthena_py.plan.modelserving.core.scaling` for groups and for the role instances of each
   group: ordinals are never renumbered, missing ones are filled lowest first, scale-down removes not-ready,
   then cheap, then high ordinals. A removed unit's pods and Service are deleted.
-* Recovery follows :mod:`kthena_py.plan.modelserving.recovery` (``recoveryPolicy`` and the restart grace).
+* Recovery follows :mod:`kthena_py.plan.modelserving.groups.recovery` (``recoveryPolicy`` and the restart grace).
 * Nothing is created for a unit while one of its pods is terminating: names are reused, so the unit is
   re-created once they are gone. Deletions carry observed UIDs and skip objects already terminating.
 * With gang scheduling (``schedulerName: volcano`` and the PodGroup CRD served) no pod of a group is created
   before its PodGroup is observed; the group is skipped and a short requeue asked for (the PodGroup planner
   creates it).
 * Which units exist and what each is rendered from come from the targets
-  (:mod:`kthena_py.plan.modelserving.targets`): wanted ordinals include ``maxSurge`` units during a rollout and
+  (:mod:`kthena_py.plan.modelserving.core.targets`): wanted ordinals include ``maxSurge`` units during a rollout and
   protect the partition; a missing unit is created at its target revision (the update revision, or the revision
   a partition-protected unit had); missing pods of an existing unit come from its own revision. A revision that
   cannot be resolved is reported (``RevisionUnresolved``) and nothing is created from a guess.
 * Outdated units are never taken down here: that is the rollout reconciler's job
-  (:mod:`kthena_py.plan.modelserving.rollout`); this planner re-creates what it took down.
+  (:mod:`kthena_py.plan.modelserving.rollout.rollout`); this planner re-creates what it took down.
 * A ControllerRevision name collision (same name, other data) stops creation for one reconcile while the status
   raises ``collisionCount`` (a ``RevisionCollision`` Warning says so).
 * ControllerRevisions beyond ``revisionHistoryLimit`` that no pod, nor the current or update revision, uses
   are deleted.
 
-Raises :class:`~kthena_py.plan.modelserving.plugins.PluginError` when a plugin is unknown or misconfigured.
+Raises :class:`~kthena_py.plan.modelserving.core.plugins.PluginError` when a plugin is unknown or misconfigured.
 """
 
 from __future__ import annotations
@@ -36,21 +36,17 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from kthena_py.api.modelserving import ModelServing, Role
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.events import role_message
-from kthena_py.plan.modelserving.groups import GroupState, InstanceState
-from kthena_py.plan.modelserving.plugins import validate_plugins
-from kthena_py.plan.modelserving.pods import RenderContext, build_pod, build_service, needs_service
-from kthena_py.plan.modelserving.recovery import DesiredInstance, Recovery, missing_indices, plan_group_recovery
-from kthena_py.plan.modelserving.revision import (
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.groups import GroupState, InstanceState
+from kthena_py.plan.modelserving.core.plugins import validate_plugins
+from kthena_py.plan.modelserving.core.revision import (
     build_controller_revision,
     revisions_to_prune,
     role_template_hash,
 )
-from kthena_py.plan.modelserving.state import PlanningState, build_state
-from kthena_py.plan.modelserving.status import compute_status
-from kthena_py.plan.modelserving.targets import GroupTarget, RoleTargets
-from kthena_py.plan.modelserving.types import (
+from kthena_py.plan.modelserving.core.state import PlanningState, build_state
+from kthena_py.plan.modelserving.core.targets import GroupTarget, RoleTargets
+from kthena_py.plan.modelserving.core.types import (
     Delete,
     KubeObject,
     MSRef,
@@ -59,6 +55,10 @@ from kthena_py.plan.modelserving.types import (
     PlannedEvent,
     PodGroupSupport,
 )
+from kthena_py.plan.modelserving.groups.events import role_message
+from kthena_py.plan.modelserving.groups.recovery import DesiredInstance, Recovery, missing_indices, plan_group_recovery
+from kthena_py.plan.modelserving.groups.status import compute_status
+from kthena_py.plan.modelserving.render.pods import RenderContext, build_pod, build_service
 from kthena_py.vocab.owners import controlled_by
 
 __all__ = ["SHORT_REQUEUE_SECONDS", "plan_servinggroups"]
@@ -135,7 +135,7 @@ def _create_instance(
     skip: Collection[int] = (),
 ) -> int:
     """Create what an instance lacks (Service, then workers, then entry); return the number of pods created."""
-    if needs_service(role) and (instance is None or instance.service is None):
+    if naming.needs_service(role) and (instance is None or instance.service is None):
         b.creates.append(build_service(b.state.ref, group, role.name, ordinal))
     indices = [*range(1, role.worker_replicas + 1), naming.ENTRY_INDEX]
     if instance is not None:
@@ -274,7 +274,7 @@ def _live_group(b: _Builder, group: GroupState, now: float) -> None:
         if instance is not None:
             skip |= {index for index, pod in instance.pods.items() if pod.terminating}
         missing = missing_indices(instance, worker_replicas) if instance is not None else [0]
-        service_missing = needs_service(it.role or rt.role) and (instance is None or instance.service is None)
+        service_missing = naming.needs_service(it.role or rt.role) and (instance is None or instance.service is None)
         if not service_missing and all(index in skip for index in missing):
             continue
         role_id = naming.role_id(rt.role.name, r)

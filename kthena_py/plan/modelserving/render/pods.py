@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.api.modelserving import PodTemplateSpec, Role
-from kthena_py.plan.modelserving import naming
-from kthena_py.plan.modelserving.plugins import PluginContext, apply_plugins
-from kthena_py.plan.modelserving.revision import RevisionData
-from kthena_py.plan.modelserving.types import KubeObject, MSRef
+from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.plugins import PluginContext, apply_plugins
+from kthena_py.plan.modelserving.core.revision import RevisionData
+from kthena_py.plan.modelserving.core.types import KubeObject, MSRef
 
-__all__ = ["RenderContext", "build_pod", "build_role_pods", "build_service", "needs_service"]
+__all__ = ["RenderContext", "build_pod", "build_role_pods", "build_service"]
 
 
 @dataclass(frozen=True)
@@ -45,14 +45,9 @@ class RenderContext:
     revision: str
     data: RevisionData
     gang: bool
-    """Whether Volcano gang scheduling applies (:func:`kthena_py.plan.modelserving.naming.gang_applies`)."""
+    """Whether Volcano gang scheduling applies (:func:`kthena_py.plan.modelserving.core.naming.gang_applies`)."""
     owner_references: tuple[Mapping[str, Any], ...] = ()
     """The ModelServing's own ownerReferences (for plugins)."""
-
-
-def needs_service(role: Role) -> bool:
-    """Whether a role instance gets a headless Service (Kthena: iff the role has a ``workerTemplate``)."""
-    return role.worker_template is not None
 
 
 def _template(role: Role, index: int) -> PodTemplateSpec:
