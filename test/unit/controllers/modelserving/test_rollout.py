@@ -7,7 +7,9 @@ from typing import Any
 
 import pytest
 
+from kthena_py.controllers.modelserving.gang import PodGroupReconciler
 from kthena_py.controllers.modelserving.rollout import RolloutReconciler
+from kthena_py.controllers.modelserving.servinggroups import ServingGroupReconciler
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import ServerError
 from kthena_py.kube.resources import CONFIGMAPS, PODS
@@ -15,7 +17,7 @@ from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.eviction import ENTRIES_KEY, tracker_name
 from kthena_py.plan.modelserving.groups.status import format_time
 from kthena_py.runtime.metrics import REGISTRY
-from kthena_py.testing.fake import Call, FakeKube
+from kthena_py.testing.fake import Call, FakeKube, RecordedEvents
 
 from .scene import NOW, REQUEST, make_ready, ms_doc, scene
 
@@ -220,3 +222,39 @@ async def test_metrics_count_a_recreation_as_a_fallback_only_when_in_place_was_a
     assert moved == (
         {"inplace": 0, "recreate": 0, "fallback": 1} if in_place else {"inplace": 0, "recreate": 1, "fallback": 0}
     )
+
+
+async def test_every_modelserving_reconciler_observes_the_recorded_disruptions_alike() -> None:
+    # The ServingGroup and gang reconcilers read this ModelServing's tracker as the rollout does (one shared
+    # observation): the recorded group is not available in the status, and each looks again when the record expires.
+    kube, servinggroups, rollout = await converged(trackers=True)
+    entry = {"expiresAt": format_time(NOW + 30), "triggerPodName": "llama-0-prefill-0-0", "triggerPodUID": "u"}
+    ms = kube.peek(MODELSERVINGS, "llama", "ns") or {}
+    owner = {"apiVersion": ms["apiVersion"], "kind": "ModelServing", "name": "llama", "uid": ms["metadata"]["uid"]}
+    kube.put(
+        CONFIGMAPS,
+        {
+            "metadata": {
+                "name": tracker_name("llama"),
+                "namespace": "ns",
+                "labels": {naming.LABEL_NAME: "llama"},
+                "ownerReferences": [{**owner, "controller": True}],
+            },
+            "data": {ENTRIES_KEY: json.dumps({"ServingGroup/ns/llama/llama-0": entry})},
+        },
+    )
+    rollout.cache.informer(CONFIGMAPS)
+    kube.attach(rollout.cache)
+    events = RecordedEvents()
+    groups = ServingGroupReconciler(
+        kube, rollout.cache, events, wall_clock=lambda: NOW, podgroup_wait=0.0, trackers=True
+    )
+    gang = PodGroupReconciler(kube, rollout.cache, events, trackers=True, wall_clock=lambda: NOW)
+    before = await servinggroups.reconcile(REQUEST)  # without trackers: nothing recorded, nothing to wait for
+    assert before is None or before.requeue_after is None
+    assert (kube.peek(MODELSERVINGS, "llama", "ns") or {})["status"]["availableReplicas"] == 3
+    result = await groups.reconcile(REQUEST)
+    assert result is not None and result.requeue_after == pytest.approx(30.1)
+    assert (kube.peek(MODELSERVINGS, "llama", "ns") or {})["status"]["availableReplicas"] == 2
+    again = await gang.reconcile(REQUEST)
+    assert again is not None and again.requeue_after == pytest.approx(30.1)
