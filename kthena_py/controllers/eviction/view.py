@@ -26,7 +26,11 @@ __all__ = ["observe_cached", "observe_live", "planning_state"]
 
 
 def planning_state(ms: ModelServing, ref: MSRef, observed: Observed) -> PlanningState:
-    """The planning state of the budget (gang support is irrelevant to readiness)."""
+    """The planning state of the budget (gang support is irrelevant to readiness).
+
+    ``observed.disrupted`` stays empty here: the budget applies the tracker itself (the records it reads and writes
+    back), and a recorded unit must still show whether its pods recovered so that its record can be released.
+    """
     return build_state(ms, ref, observed, PodGroupSupport())
 
 

@@ -28,8 +28,8 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
     Args:
         manager: The manager.
         workers: Concurrent reconciles per controller.
-        eviction_budget: The eviction budget runs (its tracker ConfigMaps are cached): the rollout counts the units
-            it records as disrupted as unavailable.
+        eviction_budget: The eviction budget runs (its tracker ConfigMaps are cached): every ModelServing reconciler
+            observes the units it records as disrupted, and they count as unavailable in every plan.
     """
     cache = manager.cache
     recorder = manager.recorder_for(MODELSERVING)
@@ -41,7 +41,7 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
     groups = (
         Controller(
             "modelserving",
-            ServingGroupReconciler(manager.client, cache, recorder),
+            ServingGroupReconciler(manager.client, cache, recorder, trackers=eviction_budget),
             cache,
             workers=workers,
         )
@@ -55,7 +55,7 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
     gang = (
         Controller(
             "modelserving-gang",
-            PodGroupReconciler(manager.client, cache, recorder),
+            PodGroupReconciler(manager.client, cache, recorder, trackers=eviction_budget),
             cache,
             workers=workers,
         )

@@ -5,10 +5,16 @@ will create pods for, whenever ``schedulerName`` is ``volcano`` and Volcano's Po
 served; they are recreated if deleted and removed with their group. With any other scheduler, or
 without the CRD, this reconciler writes nothing. Refused PodGroup writes are reported on the
 ``PodGroupFailure`` condition (field manager ``kthena-py-gang-failures``) and retried with backoff.
-Decisions come from the pure planner :func:`~kthena_py.plan.modelserving.render.podgroups.plan_podgroups`.
+Decisions come from the pure planner :func:`~kthena_py.plan.modelserving.render.podgroups.plan_podgroups`, planned
+from the same observation as the other ModelServing reconcilers (:func:`~.observe.observe_serving`, disrupted units
+included), so the PodGroups follow the groups the ServingGroup reconciler wants; a reconcile looks again when the
+first eviction record expires.
 """
 
 from __future__ import annotations
+
+import time
+from collections.abc import Callable
 
 import pydantic
 
@@ -22,7 +28,7 @@ from kthena_py.runtime.reconcile import Request, Result, result_of
 from ..resources import MODELSERVINGS
 from .apply import PlanApplier
 from .failures import GANG_FAILURE, FailureCondition
-from .observe import ms_ref, observe, parse_modelserving, podgroup_support
+from .observe import ms_ref, observe_serving, parse_modelserving, podgroup_support
 
 FIELD_MANAGER = "kthena-py-gang"
 FAILURE_FIELD_MANAGER = "kthena-py-gang-failures"
@@ -31,8 +37,18 @@ FAILURE_FIELD_MANAGER = "kthena-py-gang-failures"
 class PodGroupReconciler:
     """Keeps the PodGroups of one ModelServing in line with its spec."""
 
-    def __init__(self, client: KubeApi, cache: SharedCache, recorder: EventSink) -> None:
+    def __init__(
+        self,
+        client: KubeApi,
+        cache: SharedCache,
+        recorder: EventSink,
+        *,
+        trackers: bool = False,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
         self.cache = cache
+        self.trackers = trackers
+        self._now = wall_clock
         self.applier = PlanApplier(
             client,
             recorder,
@@ -51,6 +67,8 @@ class PodGroupReconciler:
         except pydantic.ValidationError:
             return None  # reported by the ServingGroup reconciler
         ref = ms_ref(obj)
-        plan = plan_podgroups(ms, ref, observe(self.cache, ref), podgroup_support(self.cache))
+        seen = observe_serving(self.cache, ref, self._now(), trackers=self.trackers)
+        plan = plan_podgroups(ms, ref, seen.observed, podgroup_support(self.cache))
         outcome = await self.applier.apply(plan, obj, defer_observation=True)
-        return result_of(plan.requeue_after, outcome.retry_after, settle=outcome.settle)
+        # A disruption record that expires can change which groups are wanted: look again then.
+        return result_of(plan.requeue_after, seen.disruption_ends_in, outcome.retry_after, settle=outcome.settle)

@@ -9,7 +9,9 @@ reconciler re-creates every missing unit at its target revision. Nothing is reme
 restarted manager resumes a rollout from the cluster alone (in-place progress lives in pod annotations); the
 key is held (the result's ``settle``, with the worker released) until the cache shows its writes, so the next step
 is planned from a cache that already counts them as unavailable. A requeue brings the next step back when an
-in-place update's deadline comes.
+in-place update's deadline comes, or (while a rollout condition is written) when the first eviction record of
+the observation (:func:`~.observe.observe_serving`, the one the ServingGroup and gang reconcilers plan from too)
+expires. The metrics count the plan's typed :class:`~kthena_py.plan.modelserving.rollout.rollout.RolloutStep`.
 """
 
 from __future__ import annotations
@@ -24,23 +26,20 @@ from prometheus_client import Counter
 
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
-from kthena_py.kube.resources import CONFIGMAPS, PODS
+from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelserving.core.plugins import PluginError
-from kthena_py.plan.modelserving.core.types import Plan
-from kthena_py.plan.modelserving.eviction.tracker import disrupted_units, tracker_entries, tracker_name
-from kthena_py.plan.modelserving.rollout.rollout import plan_rollout
+from kthena_py.plan.modelserving.rollout.rollout import RolloutStep, plan_rollout
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request, Result, result_of
-from kthena_py.vocab.conditions import REASON_DEADLINE
 from kthena_py.vocab.owners import controller_uid
 
 from ..resources import MODELSERVINGS
 from .apply import PlanApplier
 from .notify import GROUP, ROLE_ID, pod_ready
-from .observe import ms_ref, observe, parse_modelserving, podgroup_support
+from .observe import ms_ref, observe_serving, parse_modelserving, podgroup_support
 
 FIELD_MANAGER = "kthena-py-rollout"
 
@@ -101,18 +100,6 @@ class RolloutReconciler:
         self.trackers = trackers
         self._now = wall_clock
 
-    def _disruptions(self, name: str, namespace: str, uid: str, now: float) -> tuple[frozenset[str], float | None]:
-        """Units this ModelServing's eviction tracker records as disrupted, and when the first record expires.
-
-        A tracker controlled by another UID (left by a deleted ModelServing of the same name) records nothing.
-        """
-        if not self.trackers:
-            return frozenset(), None
-        tracker = self.cache.get(CONFIGMAPS, tracker_name(name), namespace)
-        entries = tracker_entries(tracker, uid)
-        live = [entry.expires_at - now for entry in entries.values() if entry.expires_at > now]
-        return disrupted_units(tracker, now, uid), (min(live) + 0.1 if live else None)
-
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply one rollout step."""
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
@@ -124,32 +111,32 @@ class RolloutReconciler:
             return None  # reported by the ServingGroup reconciler
         ref = ms_ref(obj)
         now = self._now()
-        disrupted, expiry = self._disruptions(ref.name, ref.namespace, ref.uid, now)
+        seen = observe_serving(self.cache, ref, now, trackers=self.trackers)
         try:
-            plan = plan_rollout(ms, ref, observe(self.cache, ref), podgroup_support(self.cache), now, disrupted)
+            plan = plan_rollout(ms, ref, seen.observed, podgroup_support(self.cache), now)
         except PluginError:
             return None  # reported by the ServingGroup reconciler
         outcome = await self.applier.apply(plan, obj, defer_observation=True)
         if outcome.writes:
             log.info("rollout step", writes=outcome.writes, reasons=list(plan.reasons))
-        _count(plan, ref.namespace, ref.name)
+        if plan.step is not None:
+            _count(plan.step, ref.namespace, ref.name)
         # A disruption record that expires frees budget: look again then (as for in-place deadlines); a refused write
         # is tried again when its backoff ends, as in the other ModelServing reconcilers.
         return result_of(
             plan.requeue_after,
-            expiry if plan.status is not None else None,
+            seen.disruption_ends_in if plan.status is not None else None,
             outcome.retry_after,
             settle=outcome.settle,
         )
 
 
-def _count(plan: Plan, namespace: str, name: str) -> None:
-    fallback = sum(1 for e in plan.events if e.reason == "InPlaceUpdateFallback")
-    patched = sum(1 for r in plan.reasons if r.startswith("rolling update: patch "))
-    recreated = sum(1 for r in plan.reasons if r.startswith("rolling update: take down ")) - fallback
+def _count(step: RolloutStep, namespace: str, name: str) -> None:
+    """Count the units one step moved, by how, and the in-place updates it found past their deadline."""
+    patched, fallback = len(step.in_place), len(step.fallbacks)
+    recreated = len(step.take_down) - patched - fallback
     for method, count in (("inplace", patched), ("recreate", recreated), ("fallback", fallback)):
         if count > 0:
             UNITS_UPDATED.labels(namespace, name, method).inc(count)
-    exceeded = sum(1 for e in plan.events if e.reason == REASON_DEADLINE)
-    if exceeded:
-        DEADLINES_EXCEEDED.labels(namespace, name).inc(exceeded)
+    if step.missed_deadline:
+        DEADLINES_EXCEEDED.labels(namespace, name).inc(len(step.missed_deadline))

@@ -4,7 +4,9 @@ Guarantees: each reconcile reads only the informer cache, calls the pure planner
 :func:`~kthena_py.plan.modelserving.groups.servinggroups.plan_servinggroups` and applies its plan; it
 keeps no state between reconciles (beyond the pacing of refused writes), so a restarted manager
 continues exactly where the cluster is. An invalid spec (which admission should have rejected) is
-reported as a Warning event and a terminal error, never retried in a loop.
+reported as a Warning event and a terminal error, never retried in a loop. It plans from the same observation as the
+rollout and gang reconcilers (:func:`~.observe.observe_serving`: with the eviction budget running, the units its
+tracker records as disrupted count as not ready), and looks again when the first such record expires.
 
 Refused child writes (:mod:`.failures`) are reported on the ``ReplicaFailure`` condition (field
 manager ``kthena-py-servinggroups-failures``) and retried when their backoff ends; the planner is told
@@ -45,7 +47,7 @@ from kthena_py.vocab.owners import controller_uid
 from ..resources import MODELSERVINGS
 from .apply import ApplyOutcome, PlanApplier
 from .failures import REPLICA_FAILURE, ChildFailure, FailureCondition, refused_pods
-from .observe import foreign_pods, ms_ref, observe, parse_modelserving, podgroup_support
+from .observe import foreign_pods, ms_ref, observe_serving, parse_modelserving, podgroup_support
 
 FIELD_MANAGER = "kthena-py-servinggroups"
 FAILURE_FIELD_MANAGER = "kthena-py-servinggroups-failures"
@@ -66,6 +68,7 @@ class ServingGroupReconciler:
         *,
         wall_clock: Callable[[], float] = time.time,
         podgroup_wait: float = PODGROUP_WAIT_SECONDS,
+        trackers: bool = False,
     ) -> None:
         self.cache = cache
         self.recorder = recorder
@@ -79,21 +82,23 @@ class ServingGroupReconciler:
         )
         self._now = wall_clock
         self.podgroup_wait = podgroup_wait
+        self.trackers = trackers
 
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply one ModelServing (twice when its new groups' PodGroups appear meanwhile)."""
-        outcome, plan = await self._pass(request, last=False)
+        outcome, plan, expiry = await self._pass(request, last=False)
         if plan is None or outcome is None:
             return None
         if plan.awaiting_podgroups and await self._podgroups_observed(plan.awaiting_podgroups, request.namespace):
             # The gang reconciler created them meanwhile: create the pods now rather than a queue round trip later.
-            again, replanned = await self._pass(request, last=True)
+            again, replanned, expiry = await self._pass(request, last=True)
             if replanned is None or again is None:
                 return None
             outcome, plan = again, replanned
-        return result_of(plan.requeue_after, outcome.retry_after, settle=outcome.settle)
+        # A disruption record that expires changes readiness (status, scale-down order, surge): look again then.
+        return result_of(plan.requeue_after, expiry, outcome.retry_after, settle=outcome.settle)
 
-    async def _pass(self, request: Request, *, last: bool) -> tuple[ApplyOutcome | None, Plan | None]:
+    async def _pass(self, request: Request, *, last: bool) -> tuple[ApplyOutcome | None, Plan | None, float | None]:
         """One plan-and-apply from the cache (``(None, None)``: nothing to do for this object).
 
         The wait for the cache to show the writes is left to the controller (the outcome's ``settle``) unless
@@ -104,7 +109,7 @@ class ServingGroupReconciler:
         if obj is None or is_deleting(obj):
             if obj is not None:
                 self.applier.tracker.forget_owner(uid_of(obj))
-            return None, None  # children are garbage-collected through their ownerReferences
+            return None, None, None  # children are garbage-collected through their ownerReferences
         try:
             ms = parse_modelserving(obj)
         except pydantic.ValidationError as exc:
@@ -113,13 +118,15 @@ class ServingGroupReconciler:
         ref = ms_ref(obj)
         support = podgroup_support(self.cache)
         held = foreign_pods(self.cache, ref)
+        now = self._now()
+        seen = observe_serving(self.cache, ref, now, trackers=self.trackers)
         observed = dataclasses.replace(
-            observe(self.cache, ref),
+            seen.observed,
             refused_pods=refused_pods(obj) | self.applier.tracker.refused_names(ref.uid, "Pod"),
             foreign_pods=frozenset(str(meta(p).get("name", "")) for p in held),
         )
         try:
-            plan = plan_servinggroups(ms, ref, observed, support, self._now())
+            plan = plan_servinggroups(ms, ref, observed, support, now)
         except PluginError as exc:
             self.recorder.event(obj, "Warning", "PluginFailed", str(exc))
             raise TerminalError(str(exc)) from exc
@@ -135,7 +142,7 @@ class ServingGroupReconciler:
         outcome = await self.applier.apply(plan, obj, waiting=[_held(p) for p in held], defer_observation=defer)
         if outcome.writes:
             log.info("applied plan", writes=outcome.writes, reasons=list(plan.reasons))
-        return outcome, plan
+        return outcome, plan, seen.disruption_ends_in
 
     async def _podgroups_observed(self, names: tuple[str, ...], namespace: str) -> bool:
         """Wait (at most ``podgroup_wait`` seconds) until the cache holds every PodGroup in ``names``."""

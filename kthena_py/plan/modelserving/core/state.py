@@ -6,6 +6,10 @@ Guarantees:
   so they always agree on the update revision, on the resolvable revisions and on the targets of every group and
   role instance (:mod:`kthena_py.plan.modelserving.core.targets`: wanted ordinals with surge and partition, the revision
   each unit is rendered from, readiness, updated-ness).
+* The units an eviction recorded as disrupted are part of the observed state (``Observed.disrupted``), not a
+  separate argument: a unit recorded there is not ready in the targets of every planner that is given it (the
+  ModelServing reconcilers all fill it the same way; the eviction budget leaves it empty and applies the tracker
+  itself).
 * Revision resolution: a revision string resolves to the current spec when it is the update revision, else to
   the data of the observed ControllerRevision ``<ms>-<revision>`` owned by this ModelServing. Nothing that cannot
   be resolved is silently replaced by the current spec (see the targets module).
@@ -21,6 +25,7 @@ from dataclasses import dataclass, field
 
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.disruption import disruption_check
 from kthena_py.plan.modelserving.core.groups import GroupState, ObservedGroups, parse_observed
 from kthena_py.plan.modelserving.core.revision import (
     RevisionData,
@@ -29,7 +34,7 @@ from kthena_py.plan.modelserving.core.revision import (
     revision_hash,
     spec_revision_hash,
 )
-from kthena_py.plan.modelserving.core.targets import Disrupted, GroupTarget, Targets, build_targets, effective_roles
+from kthena_py.plan.modelserving.core.targets import GroupTarget, Targets, build_targets, effective_roles
 from kthena_py.plan.modelserving.core.types import KubeObject, MSRef, Observed, PodGroupSupport
 from kthena_py.vocab.owners import controlled_by
 
@@ -78,17 +83,14 @@ def _owned(obj: KubeObject, uid: str) -> bool:
     return controlled_by(obj, uid)
 
 
-def build_state(
-    ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport, disrupted: Disrupted | None = None
-) -> PlanningState:
+def build_state(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport) -> PlanningState:
     """Derive the planning state.
 
     Args:
         ms: The ModelServing (parsed, defaulted).
         ref: Its identity.
-        observed: The objects it owns.
+        observed: The objects it owns and the units recorded as disrupted (they count as not ready).
         support: PodGroup support of the cluster.
-        disrupted: Units recorded as disrupted by evictions (the rollout passes them: they count as not ready).
 
     Returns:
         The state every planner works from.
@@ -125,7 +127,9 @@ def build_state(
         revisions=revisions,
         revision_objects=objects,
         groups=groups,
-        targets=build_targets(ms, revision, data, revisions, groups, *(() if disrupted is None else (disrupted,))),
+        targets=build_targets(
+            ms, revision, data, revisions, groups, disruption_check(ms.namespace, ms.name, observed.disrupted)
+        ),
         gang=naming.gang_applies(ms.spec.scheduler_name, support),
         collision=collision,
         raw_pods={str(p.get("metadata", {}).get("name")): p for p in observed.pods},

@@ -27,11 +27,12 @@ Guarantees:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.disruption import Disrupted
 from kthena_py.plan.modelserving.core.groups import GroupState, InstanceState, ObservedGroups
 from kthena_py.plan.modelserving.core.revision import RevisionData, revision_hash, role_template_hash
 from kthena_py.plan.modelserving.core.rolling import Budget, UnitPlan, UnitView, plan_units, resolve_budget
@@ -45,9 +46,6 @@ __all__ = [
     "build_targets",
     "effective_roles",
 ]
-
-Disrupted = Callable[[str, str | None], bool]
-"""Whether a unit is recorded as disrupted by an eviction: ``(group name, role id or None for the group)``."""
 
 
 def _never(_group: str, _role_id: str | None) -> bool:

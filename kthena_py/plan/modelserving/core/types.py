@@ -5,7 +5,8 @@ can be compared in tests, printed by ``kthena-py render`` and applied by a thin 
 no decisions of its own.
 
 The controller builds an :class:`Observed` snapshot from its informer cache (pods, Services,
-PodGroups and ControllerRevisions owned by one ModelServing), calls a planner with the parsed
+PodGroups and ControllerRevisions owned by one ModelServing, and the units its eviction tracker records as
+disrupted), calls a planner with the parsed
 ModelServing, the snapshot and ``now`` (epoch seconds, passed in: planners never read a clock),
 and applies the returned plan: creations in order, deletions with UID preconditions, the status,
 events, and a requeue if asked for.
@@ -56,6 +57,9 @@ class Observed:
     foreign_pods: frozenset[str] = frozenset()
     """Names the controller would give pods that are held by pods of another owner (a same-named
     predecessor's pods that have not gone yet); nothing is created under them until they go."""
+    disrupted: frozenset[str] = frozenset()
+    """Unit keys this ModelServing's eviction tracker records as disrupted now (its unexpired entries, Kthena's
+    keys: :mod:`kthena_py.plan.modelserving.core.disruption`): those units count as not ready in every planner."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 The tracker is ConfigMap ``kthena-eviction-tracker-<ms>`` in the ModelServing's namespace, with one data key,
 ``entries``: a JSON object mapping a *unit key* to ``{"expiresAt", "triggerPodUID", "triggerPodName"}``. Unit keys
-are Kthena's:
+are Kthena's (built and matched in :mod:`kthena_py.plan.modelserving.core.disruption`, re-exported here):
 
 * ``ServingGroup/<namespace>/<ms>/<group>`` for a ServingGroup (``<group>`` is its name, ``<ms>-<ordinal>``);
 * ``Role/<namespace>/<ms>/<group>/<role>/<roleID>`` for one role instance (``<roleID>`` is ``<role>-<ordinal>``).
@@ -36,6 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kthena_py.plan.modelserving.core.disruption import GROUP_PREFIX, ROLE_PREFIX, group_key, role_key, unit_disrupted
 from kthena_py.vocab.owners import controller_uid
 from kthena_py.vocab.times import format_time, parse_time
 
@@ -64,23 +65,11 @@ __all__ = [
 
 TRACKER_PREFIX = "kthena-eviction-tracker-"
 ENTRIES_KEY = "entries"
-GROUP_PREFIX = "ServingGroup/"
-ROLE_PREFIX = "Role/"
 
 
 def tracker_name(ms: str) -> str:
     """The tracker ConfigMap's name for ModelServing ``ms``."""
     return f"{TRACKER_PREFIX}{ms}"
-
-
-def group_key(namespace: str, ms: str, group: str) -> str:
-    """The unit key of ServingGroup ``group`` (its name, e.g. ``llm-0``)."""
-    return f"{GROUP_PREFIX}{namespace}/{ms}/{group}"
-
-
-def role_key(namespace: str, ms: str, group: str, role: str, role_id: str) -> str:
-    """The unit key of role instance ``role_id`` (e.g. ``decode-1``) of ``role`` in ServingGroup ``group``."""
-    return f"{ROLE_PREFIX}{namespace}/{ms}/{group}/{role}/{role_id}"
 
 
 @dataclass(frozen=True)
@@ -230,23 +219,6 @@ def disrupted_units(tracker: Mapping[str, Any] | None, now: float, owner_uid: st
         Keys in Kthena's format, ``ServingGroup/<ns>/<ms>/<group>`` and ``Role/<ns>/<ms>/<group>/<role>/<roleID>``.
     """
     return frozenset(key for key, entry in tracker_entries(tracker, owner_uid).items() if now < entry.expires_at)
-
-
-def unit_disrupted(key: str, disrupted: frozenset[str] | set[str]) -> bool:
-    """Whether unit ``key`` counts as disrupted given the disrupted keys.
-
-    A ServingGroup counts as disrupted when its own key or the key of any of its role instances is recorded (a
-    group missing a role instance is not whole); a role instance when its own key or its group's key is.
-    """
-    if key in disrupted:
-        return True
-    if key.startswith(GROUP_PREFIX):
-        prefix = ROLE_PREFIX + key[len(GROUP_PREFIX) :] + "/"
-        return any(other.startswith(prefix) for other in disrupted)
-    if key.startswith(ROLE_PREFIX):
-        parts = key[len(ROLE_PREFIX) :].split("/")
-        return len(parts) == 5 and GROUP_PREFIX + "/".join(parts[:3]) in disrupted
-    return False
 
 
 def expire(entries: Mapping[str, TrackerEntry], now: float) -> dict[str, TrackerEntry]:

@@ -389,15 +389,14 @@ class Simulation:
         changed = self._run(ms, plan) or changed
         if rollout:
             ms = self.parse()
-            observed = self.cluster.observed()
-            if self._acc is not None:
-                step = rollout_step(build_state(ms, self.ref(ms), observed, self.support), self.now)
+            plan = plan_rollout(ms, self.ref(ms), self.cluster.observed(), self.support, self.now)
+            step = plan.step
+            if self._acc is not None and step is not None:
                 for unit in step.take_down:
                     chosen = self._acc.patched if unit in step.in_place else self._acc.take_down
                     if unit not in chosen:
                         chosen.append(unit)
                 self._acc.held.extend(what for what in step.held if what not in self._acc.held)
-            plan = plan_rollout(ms, self.ref(ms), observed, self.support, self.now)
             changed = self._run(ms, plan) or changed
         return changed
 

@@ -324,6 +324,8 @@ class Maintenance:
     """Units patched in place and waiting to be Ready on their new images (with their deadline)."""
     exceeded: list[str] = field(default_factory=list)
     """Units that missed ``progressDeadlineSeconds`` and are being handled by ``recoveryPolicy``."""
+    missed: list[str] = field(default_factory=list)
+    """The units of ``exceeded`` marked failed by this pass (one ``ProgressDeadlineExceeded`` event each)."""
     requeue_after: float | None = None
 
 
@@ -387,6 +389,7 @@ def maintain(
                 )
             )
             out.exceeded.append(f"{unit} (handled by recoveryPolicy {policy})")
+            out.missed.append(unit)
             continue
         problems = sorted({p.problem for p in unfinished if p.problem})
         detail = f"; {', '.join(problems)}" if problems else ""

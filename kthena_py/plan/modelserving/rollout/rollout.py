@@ -21,6 +21,11 @@ Guarantees:
   never causes a status write.
 * Events: ``ServingGroupUpdating`` / ``RoleUpdating`` per unit taken down, ``RolloutComplete`` once when the
   condition turns to complete. ``RevisionUnresolved`` is left to the ServingGroup planner.
+* The plan is a :class:`RolloutPlan`: it carries the typed :class:`RolloutStep` its writes come from (units
+  patched in place, recreated, recreated as an in-place fallback, past their deadline), so callers (metrics, the
+  offline simulation) read the decision, never the plan's reasons or events.
+* Units an eviction recorded as disrupted come with the observed state (``Observed.disrupted``), as for every
+  other ModelServing planner.
 * ``updateMethod: InPlace`` (:mod:`kthena_py.plan.modelserving.rollout.inplace`): a chosen unit whose revisions differ
   only in regular-container images is patched in place (same pods, same UIDs) instead of deleted, within the same
   budget (a patched unit counts as unavailable until it is verified Ready on its new images); any other unit is
@@ -53,7 +58,7 @@ from kthena_py.plan.modelserving.core.inplace_state import ANNOTATION_INPLACE_ST
 from kthena_py.plan.modelserving.core.revision import spec_revision_hash
 from kthena_py.plan.modelserving.core.rolling import UnitView, choose_updates
 from kthena_py.plan.modelserving.core.state import PlanningState, build_state
-from kthena_py.plan.modelserving.core.targets import Disrupted, RoleTargets
+from kthena_py.plan.modelserving.core.targets import RoleTargets
 from kthena_py.plan.modelserving.core.types import (
     Delete,
     KubeObject,
@@ -64,7 +69,6 @@ from kthena_py.plan.modelserving.core.types import (
     PodGroupSupport,
     Update,
 )
-from kthena_py.plan.modelserving.eviction.tracker import group_key, role_key, unit_disrupted
 from kthena_py.plan.modelserving.groups.status import rollout_complete, set_condition
 from kthena_py.plan.modelserving.rollout import inplace
 from kthena_py.plan.modelserving.rollout.coordination import RoleCounts, coordinate, parse_skew
@@ -93,6 +97,7 @@ __all__ = [
     "REASON_STALLED",
     "REASON_VERIFYING",
     "UPDATE_IN_PROGRESS",
+    "RolloutPlan",
     "RolloutStep",
     "plan_rollout",
     "rollout_step",
@@ -130,6 +135,12 @@ class RolloutStep:
     """Units patched in place, waiting to be Ready on their new images (with their deadline)."""
     exceeded: tuple[str, ...] = ()
     """Units that missed ``progressDeadlineSeconds`` (their pods are handed to recovery)."""
+    fallbacks: tuple[str, ...] = ()
+    """The units of ``take_down`` recreated although ``InPlace`` was asked for (one ``InPlaceUpdateFallback``
+    Warning each)."""
+    missed_deadline: tuple[str, ...] = ()
+    """Units whose in-place update this step marks as past ``progressDeadlineSeconds`` (one
+    ``ProgressDeadlineExceeded`` Warning each; ``exceeded`` also keeps listing them on later steps)."""
     held: tuple[str, ...] = ()
     """Coordination holds: ``<group>: <reason>: <message>``."""
     hold_reasons: tuple[str, ...] = ()
@@ -137,6 +148,14 @@ class RolloutStep:
     coordinated: bool = False
     """``roleCoordination`` applies."""
     requeue_after: float | None = None
+
+
+@dataclass(frozen=True)
+class RolloutPlan(Plan):
+    """A rollout plan with the typed decision it was built from, so nothing reads the decision back from text."""
+
+    step: RolloutStep | None = None
+    """The step whose deletes, patches and events the plan carries (``None``: nothing planned, see :func:`settled`)."""
 
 
 def _unit_problem(instances: list[InstanceState]) -> str:
@@ -168,6 +187,7 @@ class _Acc:
     events: list[PlannedEvent] = field(default_factory=list)
     unprotected_done: bool = True
     in_place: list[str] = field(default_factory=list)
+    fallbacks: list[str] = field(default_factory=list)
     patches: list[Update] = field(default_factory=list)
     held: list[str] = field(default_factory=list)
     hold_reasons: list[str] = field(default_factory=list)
@@ -183,6 +203,7 @@ class _Acc:
             return "in place"
         self.deletes.extend(_delete_pods(instances, "rolling update"))
         if inplace.in_place_enabled(state):
+            self.fallbacks.append(name)
             self.events.append(
                 PlannedEvent(
                     "Warning",
@@ -382,6 +403,8 @@ def rollout_step(state: PlanningState, now: float | None = None) -> RolloutStep:
         updates=tuple(updates[name] for name in sorted(updates)),
         verifying=tuple(follow.verifying),
         exceeded=tuple(follow.exceeded),
+        fallbacks=tuple(acc.fallbacks),
+        missed_deadline=tuple(follow.missed),
         held=tuple(acc.held),
         hold_reasons=tuple(acc.hold_reasons),
         coordinated=_coordination(state) is not None,
@@ -444,21 +467,7 @@ def _coordination_condition(state: PlanningState, step: RolloutStep) -> tuple[bo
     return False, REASON_NOT_BLOCKED, f"Coordinated rollout to revision {state.revision} is not blocked"
 
 
-def disruption_check(ms: ModelServing, disrupted: frozenset[str]) -> Disrupted:
-    """A :data:`~kthena_py.plan.modelserving.core.targets.Disrupted` over the unit keys an eviction tracker records."""
-
-    def check(group: str, role_id: str | None) -> bool:
-        if not disrupted:
-            return False
-        if role_id is None:
-            return unit_disrupted(group_key(ms.namespace, ms.name, group), disrupted)
-        role = role_id.rsplit("-", 1)[0]
-        return unit_disrupted(role_key(ms.namespace, ms.name, group, role, role_id), disrupted)
-
-    return check
-
-
-def settled(ms: ModelServing, observed: Observed, disrupted: frozenset[str] = frozenset()) -> bool:
+def settled(ms: ModelServing, observed: Observed) -> bool:
     """Whether there is no rollout to plan at all, decided without building the planning state.
 
     True when no rollout condition was ever written, the recorded ``currentRevision`` (if any) is the update
@@ -467,7 +476,7 @@ def settled(ms: ModelServing, observed: Observed, disrupted: frozenset[str] = fr
     (a fleet being created or scaled, every pod on the current spec) costs a revision hash and one pass over the pods
     instead of a full plan.
     """
-    if disrupted:
+    if observed.disrupted:
         return False
     conditions = ms.status.conditions if ms.status is not None else None
     if any(c.type in (UPDATE_IN_PROGRESS, COORDINATION_BLOCKED) for c in conditions or []):
@@ -492,33 +501,32 @@ def plan_rollout(
     observed: Observed,
     support: PodGroupSupport,
     now: float,
-    disrupted: frozenset[str] = frozenset(),
-) -> Plan:
+) -> RolloutPlan:
     """Plan one rollout step for a ModelServing (see the module docstring); nothing at all when :func:`settled`.
 
     Args:
         ms: The ModelServing (parsed, defaulted).
         ref: Its identity.
-        observed: The objects it owns, as cached.
+        observed: The objects it owns, as cached, with the units its eviction tracker records as disrupted
+            (``Observed.disrupted``): they count as unavailable.
         support: PodGroup support of the cluster.
         now: The current time (epoch seconds), for in-place deadlines and the conditions' transition times.
-        disrupted: Unit keys an eviction tracker records as disrupted
-            (:func:`~kthena_py.plan.modelserving.eviction.tracker.disrupted_units`): they count as unavailable.
 
     Returns:
         Deletes of the units taken down, patches of the units updated in place, their events, and the
         ``UpdateInProgress`` (and, with coordination, ``CoordinatedRoleRolloutBlocked``) conditions as the status
-        share of the rollout reconciler (``None`` while no rollout has ever started).
+        share of the rollout reconciler (``None`` while no rollout has ever started); ``step`` is the decision they
+        come from (``None`` when :func:`settled`: nothing was planned).
     """
-    if settled(ms, observed, disrupted):
-        return Plan()
-    return _plan_in_full(ms, ref, observed, support, now, disrupted)
+    if settled(ms, observed):
+        return RolloutPlan()
+    return _plan_in_full(ms, ref, observed, support, now)
 
 
 def _plan_in_full(
-    ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport, now: float, disrupted: frozenset[str]
-) -> Plan:
-    state = build_state(ms, ref, observed, support, disruption_check(ms, disrupted))
+    ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport, now: float
+) -> RolloutPlan:
+    state = build_state(ms, ref, observed, support)
     step = rollout_step(state, now)
     events = list(step.events)
     built: list[KubeObject] = []
@@ -539,11 +547,12 @@ def _plan_in_full(
         conditions, old = _previous(ms, COORDINATION_BLOCKED)
         built.append(set_condition(conditions, COORDINATION_BLOCKED, value, reason, message, generation, now))
     reasons = [f"rolling update: {'patch' if n in step.in_place else 'take down'} {n}" for n in step.take_down]
-    return Plan(
+    return RolloutPlan(
         updates=step.updates,
         deletes=step.deletes,
         status={"conditions": built} if built else None,
         events=tuple(events),
         requeue_after=step.requeue_after,
         reasons=tuple(reasons),
+        step=step,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from kthena_py.api.intstr import IntOrString
@@ -301,7 +302,7 @@ def test_units_an_eviction_disrupted_count_against_the_rollout_budget() -> None:
     free = plan_rollout(ms, ref_of(ms), fleet.cluster.observed(), VOLCANO, fleet.now)
     assert {d.name.rsplit("-", 3)[0] for d in free.deletes if d.kind == "Pod"} == {"llama-3"}
     evicted = frozenset({group_key("ns", "llama", "llama-0")})
-    held = plan_rollout(ms, ref_of(ms), fleet.cluster.observed(), VOLCANO, fleet.now, evicted)
+    held = plan_rollout(ms, ref_of(ms), replace(fleet.cluster.observed(), disrupted=evicted), VOLCANO, fleet.now)
     # The disrupted group already uses the budget: no ready group is taken down; the disrupted (outdated) one is
     # replaced instead, at no further cost.
     assert {d.name.rsplit("-", 3)[0] for d in held.deletes if d.kind == "Pod"} == {"llama-0"}

@@ -8,14 +8,14 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving.core.types import Plan
 from kthena_py.plan.modelserving.offline.simulate import merge_status
-from kthena_py.plan.modelserving.rollout.rollout import _plan_in_full, plan_rollout, settled
+from kthena_py.plan.modelserving.rollout.rollout import RolloutPlan, _plan_in_full, plan_rollout, settled
 
 from .builders import VOLCANO, ms_doc, parse, ready_status, ref_of, role_doc
 from .fleet import Fleet
@@ -136,9 +136,9 @@ def test_a_settled_modelserving_has_nothing_to_roll(
         ms = parse(fleet.doc)
         observed = fleet.cluster.observed()
         if settled(ms, observed):
-            full = _plan_in_full(ms, ref_of(ms), observed, VOLCANO, fleet.now, frozenset())
+            full = _plan_in_full(ms, ref_of(ms), observed, VOLCANO, fleet.now)
             assert (full.deletes, full.updates, full.events, full.status) == ((), (), (), None)
-            assert plan_rollout(ms, ref_of(ms), observed, VOLCANO, fleet.now) == Plan()
+            assert plan_rollout(ms, ref_of(ms), observed, VOLCANO, fleet.now) == RolloutPlan()
         fleet.reconcile()
         _tick_some(fleet, chosen)
 
@@ -149,7 +149,7 @@ def test_settled_cases() -> None:
     fleet.settle()
     ms = parse(fleet.doc)
     assert settled(ms, fleet.cluster.observed())
-    assert not settled(ms, fleet.cluster.observed(), frozenset({"unit"}))  # an eviction is recorded
+    assert not settled(ms, replace(fleet.cluster.observed(), disrupted=frozenset({"unit"})))  # an eviction is recorded
     fleet.set_image("img:2")  # every pod is now on an outdated revision
     assert not settled(parse(fleet.doc), fleet.cluster.observed())
     fleet.settle()  # the rollout ran and recorded UpdateInProgress (complete): no longer the shortcut's case

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from kthena_py.plan.modelserving import PluginError
+from kthena_py.plan.modelserving.core.disruption import group_key, role_key
 from kthena_py.plan.modelserving.core.revision import revision_data, revision_hash
+from kthena_py.plan.modelserving.core.state import build_state
 from kthena_py.plan.modelserving.core.types import Observed, Plan, PodGroupSupport
 from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
+from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 
 from .builders import NO_VOLCANO, NOW, VOLCANO, Cluster, created, deleted, ms_doc, parse, ref_of, role_doc
 
@@ -235,3 +239,41 @@ def test_plan_is_deterministic() -> None:
     cluster.fail("llama-1-prefill-1-2", NOW - 5)
     cluster.remove("llama-2-decode-0-0")
     assert _plan(cluster, doc) == _plan(cluster, doc)
+
+
+def test_a_unit_an_eviction_disrupted_is_wanted_or_not_as_every_planner_sees_it() -> None:
+    # Behaviour change (issue 24): the disrupted units come with the observed state, so the ServingGroup and
+    # PodGroup planners see a recorded unit as not ready, as the rollout always did. Scaling down 3 -> 2 with
+    # llama-0 recorded as disrupted takes llama-0 away (not ready first) instead of llama-2 (highest ordinal).
+    cluster = Cluster()
+    cluster.converge(parse(ms_doc(replicas=3)), VOLCANO)
+    ms = parse(ms_doc(replicas=2))
+    plain = cluster.observed()
+    evicted = replace(plain, disrupted=frozenset({group_key("ns", "llama", "llama-0")}))
+    assert deleted(plan_servinggroups(ms, ref_of(ms), plain, VOLCANO, NOW)) == ["llama-2-prefill-0-0"]
+    assert deleted(plan_servinggroups(ms, ref_of(ms), evicted, VOLCANO, NOW)) == ["llama-0-prefill-0-0"]
+    assert deleted(plan_podgroups(ms, ref_of(ms), plain, VOLCANO), "PodGroup") == ["llama-2"]
+    assert deleted(plan_podgroups(ms, ref_of(ms), evicted, VOLCANO), "PodGroup") == ["llama-0"]
+    state = build_state(ms, ref_of(ms), evicted, VOLCANO)
+    assert state.targets.plan.desired == (1, 2)
+
+
+def test_status_counts_a_group_an_eviction_disrupted_as_not_available() -> None:
+    # Behaviour change (issue 24): the status reads readiness from the same targets as the rollout, so a group that
+    # is recorded as disrupted (its own record, or one of a role instance of it) is not available (and the rollout
+    # is not complete) until the record ends, as the rollout planner already judged it.
+    cluster = Cluster()
+    doc = ms_doc(replicas=3)
+    cluster.converge(parse(doc), VOLCANO)
+    ms = parse(doc)
+    plain = cluster.observed()
+    role = replace(plain, disrupted=frozenset({role_key("ns", "llama", "llama-1", "prefill", "prefill-0")}))
+    group = replace(plain, disrupted=frozenset({group_key("ns", "llama", "llama-1")}))
+
+    def available(observed: Observed) -> tuple[int, str]:
+        status = plan_servinggroups(ms, ref_of(ms), observed, VOLCANO, NOW).status or {}
+        condition = next(c for c in status["conditions"] if c["type"] == "Available")
+        return status["availableReplicas"], condition["status"]
+
+    assert available(plain) == (3, "True")
+    assert available(role) == available(group) == (2, "False")
