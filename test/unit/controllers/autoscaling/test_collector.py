@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -30,10 +31,9 @@ def pod_source(port: int, name: str | None = None, **extra: object) -> MetricSou
     return MetricSource.model_validate({"pod": body})
 
 
-def backend(pods: list[dict[str, object]], sources: dict[str, MetricSource], **kw: object) -> Backend:
-    args: dict[str, object] = {"namespace": "ns", "name": "ms", "role": None, "replicas": len(pods), "pods": pods}
-    args.update(kw)
-    return Backend(sources=sources, **args)  # type: ignore[arg-type]
+def backend(pods: list[dict[str, Any]], sources: dict[str, MetricSource], *, replicas: int | None = None) -> Backend:
+    """The whole ModelServing ``ns/ms`` with ``pods`` (as many replicas as pods unless ``replicas`` says)."""
+    return Backend("ns", "ms", None, len(pods) if replicas is None else replicas, pods, sources)
 
 
 VLLM = """# HELP vllm:num_requests_waiting Number of requests waiting.
