@@ -21,7 +21,7 @@ from kthena_py.controllers.autoscaling.collector import (
 )
 from kthena_py.plan.autoscaling import ExternalSample, HistogramSample, MetricTarget, PodSample, parse_exposition
 
-from .conftest import FakePrometheus, MetricsServers, counter, gauge, pod
+from .conftest import MetricsServers, PrometheusServer, counter, gauge, pod
 
 
 def pod_source(port: int, name: str | None = None, **extra: object) -> MetricSource:
@@ -226,7 +226,7 @@ async def test_histograms_give_the_increase(servers: MetricsServers) -> None:
     assert sample.buckets == ((0.5, 0.0), (1.0, 0.0), (math.inf, 4.0))
 
 
-async def test_prometheus_sources_and_heterogeneous_aggregation(prometheus: FakePrometheus) -> None:
+async def test_prometheus_sources_and_heterogeneous_aggregation(prometheus: PrometheusServer) -> None:
     prometheus.answers.update({"q_a": 100, "q_b": 200, "u_a": 60, "u_b": 70})
     url = prometheus.url
 
