@@ -92,12 +92,14 @@ async def test_owns_maps_children_to_their_controller(kube: KubeClient, namespac
     cache = SharedCache(kube, namespace=namespace)
     seen: list[Request] = []
 
-    class Recorder:
+    class RequestLog:
+        """A reconciler that only logs the requests it is given."""
+
         async def reconcile(self, request: Request) -> Result | None:
             seen.append(request)
             return None
 
-    ctrl = Controller("test-owner", Recorder(), cache).owns(SECRETS, CONFIGMAPS)
+    ctrl = Controller("test-owner", RequestLog(), cache).owns(SECRETS, CONFIGMAPS)
     await cache.start()
     await ctrl.start()
     try:

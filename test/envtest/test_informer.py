@@ -27,7 +27,9 @@ pytestmark = pytest.mark.envtest
 PODTEMPLATES = ResourceType("", "v1", "PodTemplate", "podtemplates")
 
 
-class Recorder:
+class HandlerLog:
+    """An informer event handler that logs what it is called with (not an event sink: no Kubernetes Events)."""
+
     def __init__(self) -> None:
         self.events: list[tuple[str, str]] = []
 
@@ -68,7 +70,7 @@ def compact_etcd(env: EnvTest) -> int:
 async def test_sync_and_events(kube: KubeClient, namespace: str) -> None:
     await kube.create(CONFIGMAPS, {"metadata": {"name": "before"}}, namespace)
     inf = Informer(kube, CONFIGMAPS, namespace=namespace)
-    rec = Recorder()
+    rec = HandlerLog()
     inf.add_handler(rec)
     task = asyncio.create_task(inf.run())
     try:
@@ -89,7 +91,7 @@ async def test_gone_relists_without_missing_deletes(kube: KubeClient, namespace:
     for n in ("keep", "doomed"):
         await kube.create(PODTEMPLATES, _template(n), namespace)
     inf = Informer(kube, PODTEMPLATES, namespace=namespace)
-    rec = Recorder()
+    rec = HandlerLog()
     inf.add_handler(rec)
     task = asyncio.create_task(inf.run())
     assert await inf.wait_for_sync(30)
@@ -125,7 +127,7 @@ async def test_dropped_connection_reconnects(kubeconfig: Path, namespace: str, k
     proxied_path.write_text(yaml.safe_dump(cfg))
     proxied = await KubeClient.from_kubeconfig(str(proxied_path))
     inf = Informer(proxied, CONFIGMAPS, namespace=namespace)
-    rec = Recorder()
+    rec = HandlerLog()
     inf.add_handler(rec)
     task = asyncio.create_task(inf.run())
     try:

@@ -6,7 +6,9 @@ is ``<domain>/<name>`` (or a bare ``<domain>/`` prefix) under a domain whose key
 Volcano's, LeaderWorkerSet's, ours, and the Kubernetes controller/kubectl annotations); apiVersions such as
 ``workload.serving.volcano.sh/v1alpha1`` are not keys (their name part is a version). A constant is a
 *condition type* (or reason) when it is one of :data:`kthena_py.vocab.conditions.CONDITION_TYPES`
-(or ``CONDITION_REASONS``).
+(or ``CONDITION_REASONS``). A literal in a condition's place (the ``type`` or ``reason`` of a dict literal that
+also has a ``status``, or of a ``ConditionUpdate``/``set_condition`` call) must be registered there, so a new
+condition type or reason cannot escape the check by not being listed.
 """
 
 from __future__ import annotations
@@ -88,6 +90,40 @@ def spellings(root: Path = PACKAGE) -> tuple[dict[str, set[str]], dict[str, set[
     return keys, conditions
 
 
+_IDENTIFIER = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+"""What a condition type or reason looks like (CamelCase); prose in the same place (a schema's description) is not."""
+
+_CONDITION_CALLS = {"ConditionUpdate": (0, 2), "set_condition": (1, 3)}
+"""Functions taking a condition's type and reason: their positions (type, reason) among the arguments."""
+
+
+def _literal(node: ast.expr | None) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def condition_literals(root: Path = PACKAGE) -> dict[str, set[str]]:
+    """Return the string literals in a condition's type or reason place, with the modules spelling them."""
+    found: dict[str, set[str]] = defaultdict(set)
+    for path in sorted(root.rglob("*.py")):
+        module = path.relative_to(root.parent).as_posix()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+            places: list[ast.expr | None] = []
+            if isinstance(node, ast.Dict):
+                fields = {_literal(k): v for k, v in zip(node.keys, node.values, strict=True)}
+                if "status" in fields:
+                    places += [fields.get("type"), fields.get("reason")]
+            elif isinstance(node, ast.Call):
+                name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+                if name in _CONDITION_CALLS:
+                    places += [node.args[i] for i in _CONDITION_CALLS[name] if i < len(node.args)]
+                    places += [kw.value for kw in node.keywords if kw.arg in ("type", "type_", "reason")]
+            for place in places:
+                value = _literal(place)
+                if value is not None and _IDENTIFIER.match(value) and (module, value) not in ALLOWED:
+                    found[value].add(module)
+    return found
+
+
 def test_every_label_and_annotation_key_is_spelled_only_in_the_vocabulary() -> None:
     keys, _ = spellings()
     assert keys, "the scan found no key at all: the pattern is broken"
@@ -100,6 +136,29 @@ def test_every_condition_type_and_reason_is_spelled_only_in_the_vocabulary() -> 
     assert set(conditions) == _CONDITION_WORDS
     misplaced = {kind: sorted(modules) for kind, modules in conditions.items() if modules != {CONDITIONS}}
     assert misplaced == {}
+
+
+def test_no_condition_type_or_reason_is_spelled_in_a_conditions_place() -> None:
+    """Outside the vocabulary, conditions name their type and reason by constant, never by literal."""
+    found = condition_literals()
+    assert {value: sorted(modules) for value, modules in found.items() if modules != {CONDITIONS}} == {}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        'def f():\n    return {"type": "Unlisted", "status": "True"}\n',
+        'def f():\n    return {"type": "X", "status": "True", "reason": "Unlisted"}\n',
+        'def f(c):\n    return c.ConditionUpdate("X", "True", "Unlisted", "")\n',
+        'def f(c):\n    return c.set_condition([], "Unlisted", True, "R", "")\n',
+        'def f(c):\n    return c.ConditionUpdate(type="X", status="True", reason="Unlisted", message="")\n',
+    ],
+)
+def test_an_unlisted_condition_literal_is_found(tmp_path: Path, source: str) -> None:
+    package = tmp_path / "kthena_py"
+    package.mkdir()
+    (package / "stray.py").write_text(source, encoding="utf-8")
+    assert condition_literals(package)["Unlisted"] == {"kthena_py/stray.py"}
 
 
 @pytest.mark.parametrize(

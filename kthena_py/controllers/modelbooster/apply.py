@@ -125,6 +125,8 @@ class ChildApplier:
                     log.info("child exists already; waiting for the cache", kind=step.kind, child=step.name)
                     return
             obj = await self.client.apply(rt, step.body, field_manager=FIELD_MANAGER, namespace=namespace)
+        except ChildWriteError:
+            raise  # already reported (a foreign object of the child's name)
         except ApiError as exc:
             raise self._failed(booster, step.kind, action, step.name, exc) from exc
         CHILD_WRITES.labels(step.kind, action, "success").inc()

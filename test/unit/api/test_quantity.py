@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -151,8 +152,10 @@ def test_quantity_value_semantics() -> None:
     assert Quantity("9223372036854775807").milli_value() == 9223372036854775807000
     assert str(Quantity("1.5Gi")) == "1536Mi"
     assert repr(Quantity(3)) == "Quantity(3)"
-    with pytest.raises(QuantityError):
-        Quantity(1.5)  # type: ignore[arg-type]
+    decoded = json.loads('{"cpu": 1.5}')  # a float reaches the constructor only as untyped decoded JSON
+    with pytest.raises(QuantityError) as rejected:
+        Quantity(decoded["cpu"])
+    assert str(rejected.value) == ERR_FORMAT_WRONG
 
 
 class _Holder(BaseModel):

@@ -15,19 +15,14 @@ from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.fake import Call, FakeKube
 
 
-class Server:
-    """FakeKube as these tests read it: the Event bodies created and the counts patched, in order."""
+def created(kube: FakeKube) -> list[dict[str, Any]]:
+    """The Event bodies created, in order."""
+    return [obj for kind, obj in kube.changes(EVENTS) if kind == "ADDED"]
 
-    def __init__(self) -> None:
-        self.kube = FakeKube()
 
-    @property
-    def created(self) -> list[dict[str, Any]]:
-        return [obj for kind, obj in self.kube.changes(EVENTS) if kind == "ADDED"]
-
-    @property
-    def patched(self) -> list[tuple[str, dict[str, Any]]]:
-        return [(obj["metadata"]["name"], obj) for kind, obj in self.kube.changes(EVENTS) if kind == "MODIFIED"]
+def patched(kube: FakeKube) -> list[tuple[str, dict[str, Any]]]:
+    """The Events changed (their counts raised), in order: (name, the Event then)."""
+    return [(obj["metadata"]["name"], obj) for kind, obj in kube.changes(EVENTS) if kind == "MODIFIED"]
 
 
 def subject(name: str = "ms", uid: str = "u1") -> dict[str, Any]:
@@ -38,20 +33,20 @@ def subject(name: str = "ms", uid: str = "u1") -> dict[str, Any]:
     }
 
 
-def recorder(client: Server, window: float = 60.0) -> EventRecorder:
-    return EventRecorder(client.kube, "test", coalesce_seconds=window)
+def recorder(kube: FakeKube, window: float = 60.0) -> EventRecorder:
+    return EventRecorder(kube, "test", coalesce_seconds=window)
 
 
 async def test_same_reason_is_joined_into_one_event() -> None:
-    client = Server()
-    rec = recorder(client)
+    kube = FakeKube()
+    rec = recorder(kube)
     rec.event(subject(), "Normal", "RoleCreating", "Role a/a-0 in ServingGroup ms-0 is now Creating")
     rec.event(subject(), "Normal", "RoleCreating", "Role b/b-0 in ServingGroup ms-0 is now Creating")
     rec.event(subject(), "Normal", "RoleCreating", "Role a/a-0 in ServingGroup ms-0 is now Creating")
     rec.event(subject(), "Normal", "ServingGroupCreating", "ServingGroup ms-0 is now Creating")
-    assert client.created == []  # waiting for the window
+    assert created(kube) == []  # waiting for the window
     await rec.flush()
-    by_reason = {c["reason"]: c["message"] for c in client.created}
+    by_reason = {c["reason"]: c["message"] for c in created(kube)}
     assert by_reason == {
         "RoleCreating": "Role a/a-0 in ServingGroup ms-0 is now Creating; "
         "Role b/b-0 in ServingGroup ms-0 is now Creating",
@@ -60,8 +55,8 @@ async def test_same_reason_is_joined_into_one_event() -> None:
 
 
 async def test_events_recorded_without_join_are_one_event_per_message() -> None:
-    client = Server()
-    rec = recorder(client)
+    kube = FakeKube()
+    rec = recorder(kube)
     a0 = "Role a/a-0 in ServingGroup ms-0 is now Creating"
     a1 = "Role a/a-1 in ServingGroup ms-0 is now Creating"
     rec.event(subject(), "Normal", "RoleCreating", a0, join=False)
@@ -70,21 +65,21 @@ async def test_events_recorded_without_join_are_one_event_per_message() -> None:
     rec.event(subject(), "Normal", "RoleCreating", "joinable one")
     rec.event(subject(), "Normal", "RoleCreating", "joinable two")
     await rec.flush()
-    assert sorted(c["message"] for c in client.created) == sorted([a0, a1, "joinable one; joinable two"])
-    assert all(c["count"] == 1 for c in client.created) and client.patched == []
+    assert sorted(c["message"] for c in created(kube)) == sorted([a0, a1, "joinable one; joinable two"])
+    assert all(c["count"] == 1 for c in created(kube)) and patched(kube) == []
     rec.event(subject(), "Normal", "RoleCreating", a0, join=False)  # later: counted on its own Event
     await rec.flush()
-    assert len(client.created) == 3 and [body["count"] for _, body in client.patched] == [2]
+    assert len(created(kube)) == 3 and [body["count"] for _, body in patched(kube)] == [2]
 
 
 async def test_different_objects_and_types_are_not_joined() -> None:
-    client = Server()
-    rec = recorder(client)
+    kube = FakeKube()
+    rec = recorder(kube)
     rec.event(subject("a", "u1"), "Normal", "R", "one")
     rec.event(subject("b", "u2"), "Normal", "R", "two")
     rec.event(subject("a", "u1"), "Warning", "R", "three")
     await rec.flush()
-    assert sorted((c["involvedObject"]["name"], c["type"], c["message"]) for c in client.created) == [
+    assert sorted((c["involvedObject"]["name"], c["type"], c["message"]) for c in created(kube)) == [
         ("a", "Normal", "one"),
         ("a", "Warning", "three"),
         ("b", "Normal", "two"),
@@ -92,70 +87,68 @@ async def test_different_objects_and_types_are_not_joined() -> None:
 
 
 async def test_window_expiry_writes_without_flush() -> None:
-    client = Server()
-    rec = recorder(client, window=0.0)
+    kube = FakeKube()
+    rec = recorder(kube, window=0.0)
     rec.event(subject(), "Normal", "R", "one")
     for _ in range(20):
-        if client.created:
+        if created(kube):
             break
         await asyncio.sleep(0.01)
-    assert [c["message"] for c in client.created] == ["one"]
+    assert [c["message"] for c in created(kube)] == ["one"]
     rec.event(subject(), "Normal", "R", "two")  # a new window: a separate Event
     await rec.flush()
-    assert [c["message"] for c in client.created] == ["one", "two"]
+    assert [c["message"] for c in created(kube)] == ["one", "two"]
 
 
 async def test_a_message_that_does_not_fit_starts_a_new_event() -> None:
-    client = Server()
-    rec = recorder(client)
+    kube = FakeKube()
+    rec = recorder(kube)
     long = "x" * (MAX_MESSAGE - 10)
     rec.event(subject(), "Normal", "R", long)
     rec.event(subject(), "Normal", "R", "y" * 20)
     await rec.flush()
-    assert [c["message"] for c in client.created] == [long, "y" * 20]
-    assert all(len(c["message"]) <= MAX_MESSAGE for c in client.created)
+    assert [c["message"] for c in created(kube)] == [long, "y" * 20]
+    assert all(len(c["message"]) <= MAX_MESSAGE for c in created(kube))
 
 
 async def test_a_repeated_event_is_counted_on_the_same_object() -> None:
-    client = Server()
-    rec = recorder(client)
+    kube = FakeKube()
+    rec = recorder(kube)
     rec.event(subject(), "Warning", "Odd", "same")
     await rec.flush()
     rec.event(subject(), "Warning", "Odd", "same")
     await rec.flush()
-    assert len(client.created) == 1
-    assert [body["count"] for _, body in client.patched] == [2]
+    assert len(created(kube)) == 1
+    assert [body["count"] for _, body in patched(kube)] == [2]
 
 
 async def test_too_many_waiting_events_are_dropped() -> None:
-    client = Server()
-    rec = EventRecorder(client.kube, "test", max_pending=2, coalesce_seconds=60.0)
+    kube = FakeKube()
+    rec = EventRecorder(kube, "test", max_pending=2, coalesce_seconds=60.0)
     for i in range(5):
         rec.event(subject(f"o{i}", f"u{i}"), "Normal", "R", "m")
     await rec.flush()
-    assert [c["involvedObject"]["name"] for c in client.created] == ["o0", "o1"]
+    assert [c["involvedObject"]["name"] for c in created(kube)] == ["o0", "o1"]
 
 
 async def test_discard_drops_waiting_events() -> None:
-    client = Server()
-    rec = recorder(client)
+    kube = FakeKube()
+    rec = recorder(kube)
     rec.event(subject(), "Normal", "R", "one")
     await rec.discard()
     await rec.flush()
     await asyncio.sleep(0)
-    assert client.created == []
+    assert created(kube) == []
 
 
-class SlowServer(Server):
-    """Answers creates after a pause; remembers the most creates it had in flight at once."""
+class SlowCreates:
+    """A FakeKube interceptor: creates are answered after a pause; remembers the most it had in flight at once."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.in_flight = 0
         self.most = 0
-        self.kube.intercept(self._slow)
 
-    async def _slow(self, call: Call) -> None:
+    async def __call__(self, call: Call) -> None:
         if call.verb != "create":
             return
         self.in_flight += 1
@@ -167,23 +160,25 @@ class SlowServer(Server):
 
 
 async def test_event_writes_in_flight_are_capped_and_all_are_written() -> None:
-    client = SlowServer()
-    rec = EventRecorder(client.kube, "test", coalesce_seconds=0.0, max_in_flight=3)
+    kube = FakeKube()
+    slow = SlowCreates()
+    kube.intercept(slow)
+    rec = EventRecorder(kube, "test", coalesce_seconds=0.0, max_in_flight=3)
     for i in range(20):
         rec.event(subject(f"ms-{i}", f"u{i}"), "Normal", "RoleCreating", f"role {i}", join=False)
     await rec.flush()
-    assert len(client.created) == 20
-    assert client.most == 3
+    assert len(created(kube)) == 20
+    assert slow.most == 3
 
 
 async def test_an_event_names_its_object_by_its_reference_fields() -> None:
-    client = Server()
-    rec = recorder(client)
+    kube = FakeKube()
+    rec = recorder(kube)
     big = {**subject(), "spec": {"template": {"roles": [{"name": "r" * 1000}]}}, "status": {"replicas": 1}}
     big["metadata"] = {**big["metadata"], "resourceVersion": "7", "labels": {"a": "b"}}
     rec.event(big, "Normal", "RoleCreating", "m")
     await rec.flush()
-    assert client.created[0]["involvedObject"] == {
+    assert created(kube)[0]["involvedObject"] == {
         "apiVersion": "workload.serving.volcano.sh/v1alpha1",
         "kind": "ModelServing",
         "name": "ms",
@@ -213,8 +208,8 @@ def written(component: str, outcome: str, type_: str = "Normal") -> float:
 
 
 async def test_every_write_is_counted_by_outcome() -> None:
-    client = Server()
-    rec = EventRecorder(client.kube, "count-outcomes", coalesce_seconds=60.0)
+    kube = FakeKube()
+    rec = EventRecorder(kube, "count-outcomes", coalesce_seconds=60.0)
     rec.event(subject(), "Normal", "R", "one")
     rec.event(subject(), "Normal", "R", "two")  # joined: one write
     rec.event(subject(), "Warning", "W", "bad")
@@ -241,16 +236,14 @@ async def test_refused_dropped_and_discarded_events_are_counted() -> None:
     assert written("count-crowded", "dropped") == 2 and written("count-crowded", "created") == 0
 
 
-class StuckServer(Server):
-    """Never answers a create; says how many it holds."""
+class StuckCreates:
+    """A FakeKube interceptor: creates are never answered; says how many it holds."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.holding = 0
         self.first = asyncio.Event()
-        self.kube.intercept(self._stuck)
 
-    async def _stuck(self, call: Call) -> None:
+    async def __call__(self, call: Call) -> None:
         if call.verb == "create":
             self.holding += 1
             self.first.set()
@@ -259,11 +252,13 @@ class StuckServer(Server):
 
 
 async def test_writes_waiting_for_a_slot_or_in_flight_when_discarded_are_counted_as_dropped() -> None:
-    client = StuckServer()
-    rec = EventRecorder(client.kube, "count-discarded", coalesce_seconds=0.0, max_in_flight=1)
+    kube = FakeKube()
+    stuck = StuckCreates()
+    kube.intercept(stuck)
+    rec = EventRecorder(kube, "count-discarded", coalesce_seconds=0.0, max_in_flight=1)
     for i in range(3):
         rec.event(subject(f"ms-{i}", f"u{i}"), "Normal", "R", "m")
-    await asyncio.wait_for(client.first.wait(), 10)  # the first is sent; the other two wait for its slot
+    await asyncio.wait_for(stuck.first.wait(), 10)  # the first is sent; the other two wait for its slot
     await rec.discard()
-    assert client.holding == 1
+    assert stuck.holding == 1
     assert written("count-discarded", "dropped") == 3 and written("count-discarded", "created") == 0

@@ -9,24 +9,24 @@ from kthena_py.runtime.leader import LeaderElector
 from kthena_py.testing.fake import Call, FakeKube
 
 
-class LeaseServer:
-    """FakeKube as a Lease endpoint whose answers can be made to hang (a stalled connection)."""
+class Stall:
+    """A FakeKube interceptor: once :attr:`on`, no call is ever answered (a stalled connection)."""
 
     def __init__(self) -> None:
-        self.kube = FakeKube()
-        self.hang = False
-        self.kube.intercept(self._maybe_hang)
+        self.on = False
 
-    async def _maybe_hang(self, call: Call) -> None:
-        if self.hang:
+    async def __call__(self, call: Call) -> None:
+        if self.on:
             await asyncio.Event().wait()  # never answers
 
 
 async def test_leading_ends_at_the_renew_deadline_while_a_renew_hangs() -> None:
     clock = FakeClock()
-    server = LeaseServer()
+    kube = FakeKube()
+    stall = Stall()
+    kube.intercept(stall)
     elector = LeaderElector(
-        server.kube,
+        kube,
         name="l",
         namespace="ns",
         identity="a",
@@ -52,7 +52,7 @@ async def test_leading_ends_at_the_renew_deadline_while_a_renew_hangs() -> None:
     task = asyncio.create_task(elector.run(started, stopped))
     await clock.run_for(7.0)  # renews at 2, 4, 6 succeed while the leader work is still starting
     assert events == [("started", 0.0)] and elector.is_leader
-    server.hang = True  # from now on every request hangs; the last renew started at t=6
+    stall.on = True  # from now on every request hangs; the last renew started at t=6
     await clock.run_for(20.0)
     assert task.done()
     assert events == [("started", 0.0), ("stopped", 16.0)]  # 6 + renew deadline, before 6 + lease duration

@@ -309,8 +309,15 @@ async def test_waits_for_a_certificate_and_reads_files(tmp_path: Path) -> None:
 
 
 def test_add_handler_needs_an_absolute_path() -> None:
+    async def allow(request: AdmissionRequest) -> AdmissionResponse:
+        return AdmissionResponse.allow()
+
+    server = WebhookServer(lambda: None)
     with pytest.raises(ValueError, match="must start with"):
-        WebhookServer(lambda: None).add_handler("validate", WebhookServer.run)  # type: ignore[arg-type]
+        server.add_handler("validate", allow)
+    assert "validate" not in server.handlers
+    server.add_handler("/validate", allow)
+    assert server.handlers["/validate"] is allow
 
 
 # -- certificates -----------------------------------------------------------------------------------------

@@ -1,27 +1,37 @@
-"""Helpers for the autoscaling glue tests: loopback /metrics servers, pods, policies, a cluster on FakeKube."""
+"""Helpers for the autoscaling glue tests: loopback /metrics and Prometheus servers, objects, the reconcilers' scene."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from aiohttp import web
 
+from kthena_py.controllers.autoscaling.base import Deps, Settings
+from kthena_py.controllers.autoscaling.collector import NAME_LABEL, PodScraper
 from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELSERVINGS
-from kthena_py.kube.resources import PODS
+from kthena_py.kube.resources import PODS, ResourceType
 from kthena_py.runtime.cache import SharedCache
-from kthena_py.testing.fake import Call as FakeCall
-from kthena_py.testing.fake import FakeKube
-
-GROUP = "modelserving.volcano.sh"
+from kthena_py.runtime.metrics import REGISTRY
+from kthena_py.testing.fake import Call, FakeKube, RecordedEvents
+from kthena_py.vocab.labels import (
+    ENTRY_VALUE,
+    SERVING_ENTRY,
+    SERVING_GROUP_NAME,
+    SERVING_NAME,
+    SERVING_ROLE,
+    SERVING_ROLE_ID,
+)
 
 
 class MetricsServers:
-    """aiohttp apps on several loopback addresses, one port: per address a body, a status or a hang."""
+    """Real ``/metrics`` HTTP servers on several loopback addresses, one port: per address a body, a status or a hang.
+
+    Not a fake of a seam: the production scraper talks HTTP to them, as it talks to the pods of a cluster.
+    """
 
     def __init__(self) -> None:
         self.bodies: dict[str, str] = {}
@@ -66,8 +76,12 @@ async def servers() -> AsyncIterator[MetricsServers]:
     await s.stop()
 
 
-class FakePrometheus:
-    """A loopback stand-in for Prometheus' /api/v1/query: answers from a dict keyed by query."""
+class PrometheusServer:
+    """A real HTTP server on loopback speaking Prometheus' ``/api/v1/query``, answering from a dict keyed by query.
+
+    Not a fake of a seam: the production query client (:func:`~kthena_py.controllers.autoscaling.prometheus.
+    instant_query`, through :class:`~kthena_py.controllers.autoscaling.collector.PodScraper`) talks HTTP to it.
+    """
 
     def __init__(self) -> None:
         self.answers: dict[str, Any] = {}
@@ -101,8 +115,8 @@ class FakePrometheus:
 
 
 @pytest.fixture
-async def prometheus() -> AsyncIterator[FakePrometheus]:
-    p = FakePrometheus()
+async def prometheus() -> AsyncIterator[PrometheusServer]:
+    p = PrometheusServer()
     await p.start()
     yield p
     await p.stop()
@@ -131,12 +145,12 @@ def pod(
     extra_labels: dict[str, str] | None = None,
     deleting: bool = False,
 ) -> dict[str, Any]:
-    labels = {f"{GROUP}/name": ms, f"{GROUP}/group-name": group or f"{ms}-0"}
+    labels = {SERVING_NAME: ms, SERVING_GROUP_NAME: group or f"{ms}-0"}
     if entry:
-        labels[f"{GROUP}/entry"] = "true"
+        labels[SERVING_ENTRY] = ENTRY_VALUE
     if role is not None:
-        labels[f"{GROUP}/role"] = role
-        labels[f"{GROUP}/role-id"] = role_id or f"{role}-0"
+        labels[SERVING_ROLE] = role
+        labels[SERVING_ROLE_ID] = role_id or f"{role}-0"
     labels.update(extra_labels or {})
     md: dict[str, Any] = {"name": name, "namespace": namespace, "uid": f"uid-{name}", "labels": labels}
     if deleting:
@@ -188,59 +202,143 @@ UNLIMITED = {
 """A behaviour without rate limits or stabilization (Kthena's controller test vectors use no behaviour)."""
 
 
-@dataclass
-class Written:
-    """A write of the autoscaler: ``scale`` (body: the replicas) or ``patch``, with the plural of its type."""
+class Scene:
+    """The autoscaling reconcilers' world: FakeKube with a cache attached, the real scraper, a virtual wall clock.
 
-    verb: str
-    rt: str
-    name: str
-    namespace: str
-    body: Any
-    kwargs: dict[str, Any] = field(default_factory=dict)
-
-
-class Cluster:
-    """FakeKube with a cache attached (its writes reach the next pass, as through a synced informer).
-
-    ``fail`` maps ``scale`` or ``patch`` to the error those writes get while it is set.
+    The API server is :class:`FakeKube` (its writes reach the cache at once, as a synced informer's watch would;
+    faults come through its interceptors). Pod metrics come from real ``/metrics`` servers on loopback
+    (:class:`MetricsServers`, one address per pod: :data:`IPS`), scraped by the production
+    :class:`~kthena_py.controllers.autoscaling.collector.PodScraper`, whose sample times follow :attr:`now`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, servers: MetricsServers) -> None:
+        self.now = 1_000_000.0
+        self.servers = servers
         self.kube = FakeKube()
         self.cache = SharedCache(self.kube)
         for rt in (AUTOSCALINGPOLICIES, MODELSERVINGS, PODS):
             self.cache.informer(rt)
+        self.cache.index_label(PODS, NAME_LABEL)
         self.kube.attach(self.cache)
-        self.fail: dict[str, Exception] = {}
-        self.kube.intercept(self._fail)
-
-    def _fail(self, call: FakeCall) -> None:
-        if call.verb == "patch":
-            error = self.fail.get("scale" if call.subresource == "scale" else "patch")
-            if error is not None:
-                raise error
+        self.events = RecordedEvents()
+        self.scraper = PodScraper(wall_clock=lambda: self.now)
+        self.deps = Deps(
+            self.kube, self.cache, self.events, self.scraper, Settings(sync_period=15.0), wall_clock=lambda: self.now
+        )
 
     @property
-    def calls(self) -> list[Written]:
-        """The writes, in order."""
-        out: list[Written] = []
-        for c in self.kube.calls_of("patch"):
-            if c.subresource == "scale":
-                out.append(Written("scale", c.rt.plural, c.name, c.namespace or "", c.body["spec"]["replicas"]))
-            else:
-                kwargs = {"patch_type": c.options.get("patch_type"), "subresource": c.subresource}
-                out.append(Written("patch", c.rt.plural, c.name, c.namespace or "", c.body, kwargs))
-        return out
+    def port(self) -> int:
+        """The port of every pod's ``/metrics`` server."""
+        return self.servers.port
 
-    def writes(self, verb: str | None = None) -> list[Written]:
-        return [c for c in self.calls if verb is None or c.verb == verb]
+    def tick(self, seconds: float = 15.0) -> None:
+        """Move the wall clock on (one sync period by default)."""
+        self.now += seconds
+
+    def put(self, rt: ResourceType, *objs: dict[str, Any]) -> None:
+        """Store objects as given (status included), as if someone else had written them."""
+        for obj in objs:
+            self.kube.put(rt, obj)
+
+    def get(self, rt: ResourceType, name: str) -> dict[str, Any]:
+        """The stored object ``ns/name``."""
+        obj = self.kube.peek(rt, name, "ns")
+        assert obj is not None, f"no {rt.kind} ns/{name}"
+        return obj
+
+    def replicas(self, name: str = "ms") -> int:
+        """``spec.replicas`` of the stored ModelServing."""
+        return int(self.get(MODELSERVINGS, name)["spec"]["replicas"])
+
+    def status(self, name: str = "p") -> dict[str, Any]:
+        """The stored policy's status."""
+        return self.get(AUTOSCALINGPOLICIES, name).get("status") or {}
+
+    def condition(self, type_: str, name: str = "p") -> tuple[str, str]:
+        """(status, reason) of one condition of the stored policy."""
+        for c in self.status(name).get("conditions") or []:
+            if c["type"] == type_:
+                return c["status"], c["reason"]
+        raise AssertionError(f"no condition {type_}")
+
+    def message(self, type_: str, name: str = "p") -> str:
+        """The message of one condition of the stored policy."""
+        return str(next(c for c in self.status(name).get("conditions") or [] if c["type"] == type_)["message"])
+
+    def recorded(self) -> list[tuple[str, str, str]]:
+        """The events recorded, as (type, reason, message)."""
+        return [(e.type, e.reason, e.message) for e in self.events.events]
+
+    def scales(self) -> list[tuple[str, int]]:
+        """The ``scale`` subresource writes asked for, in order: (ModelServing, replicas)."""
+        return [
+            (c.name, c.body["spec"]["replicas"])
+            for c in self.kube.calls_of("patch", MODELSERVINGS)
+            if c.subresource == "scale"
+        ]
+
+    def writes(self) -> list[Call]:
+        """Every write asked for, in order."""
+        return [c for c in self.kube.calls if c.verb in ("create", "replace", "patch", "delete")]
 
 
-def put(cluster: Cluster, rt: Any, *objs: dict[str, Any]) -> None:
-    """Store objects as given (status included), as if someone else had written them."""
-    for obj in objs:
-        cluster.kube.put(rt, obj)
+IPS = [f"127.0.0.{n}" for n in range(41, 47)]
+"""The loopback addresses the pods of :class:`Scene` may have (each serves its own ``/metrics`` body)."""
 
 
-Clock = Callable[[], float]
+@pytest.fixture
+async def scene(servers: MetricsServers) -> AsyncIterator[Scene]:
+    await servers.start(IPS)
+    world = Scene(servers)
+    try:
+        yield world
+    finally:
+        await world.scraper.close()
+
+
+def homogeneous_spec(port: int, **overrides: Any) -> dict[str, Any]:
+    """A homogeneous policy on ``ns/ms``: ``load`` from the pods' ``/metrics`` at ``port``, target 1, [1, 10]."""
+    spec: dict[str, Any] = {
+        "tolerancePercent": 0,
+        "metrics": [{"name": "load", "targetValue": "1"}],
+        "behavior": UNLIMITED,
+        "homogeneousTarget": {
+            "minReplicas": 1,
+            "maxReplicas": 10,
+            "target": {"targetRef": {"name": "ms"}, "metricSources": {"load": {"pod": {"port": port}}}},
+        },
+    }
+    spec.update(overrides)
+    return spec
+
+
+def disaggregated_spec(port: int) -> dict[str, Any]:
+    """A disaggregated policy on ``ns/pd``: prefill [1, 8] and decode [2, 16], prefill/decode within [1/4, 1]."""
+
+    def role(metric: str, low: int, high: int) -> dict[str, Any]:
+        return {
+            "minReplicas": low,
+            "maxReplicas": high,
+            "metrics": [{"name": metric, "targetValue": "1"}],
+            "metricSources": {metric: {"pod": {"port": port}}},
+        }
+
+    return {
+        "tolerancePercent": 0,
+        "behavior": UNLIMITED,
+        "disaggregatedTarget": {
+            "targetRef": {"name": "pd"},
+            "roles": {"prefill": role("prefill_load", 1, 8), "decode": role("decode_load", 2, 16)},
+            "ratioConstraint": {
+                "numeratorRole": "prefill",
+                "denominatorRole": "decode",
+                "minRatio": "250m",
+                "maxRatio": "1",
+            },
+        },
+    }
+
+
+def sample(name: str, labels: dict[str, str]) -> float | None:
+    """The value of one series of the process's metrics registry."""
+    return REGISTRY.get_sample_value(name, labels)

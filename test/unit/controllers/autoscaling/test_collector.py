@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -20,7 +21,7 @@ from kthena_py.controllers.autoscaling.collector import (
 )
 from kthena_py.plan.autoscaling import ExternalSample, HistogramSample, MetricTarget, PodSample, parse_exposition
 
-from .conftest import FakePrometheus, MetricsServers, counter, gauge, pod
+from .conftest import MetricsServers, PrometheusServer, counter, gauge, pod
 
 
 def pod_source(port: int, name: str | None = None, **extra: object) -> MetricSource:
@@ -30,10 +31,9 @@ def pod_source(port: int, name: str | None = None, **extra: object) -> MetricSou
     return MetricSource.model_validate({"pod": body})
 
 
-def backend(pods: list[dict[str, object]], sources: dict[str, MetricSource], **kw: object) -> Backend:
-    args: dict[str, object] = {"namespace": "ns", "name": "ms", "role": None, "replicas": len(pods), "pods": pods}
-    args.update(kw)
-    return Backend(sources=sources, **args)  # type: ignore[arg-type]
+def backend(pods: list[dict[str, Any]], sources: dict[str, MetricSource], *, replicas: int | None = None) -> Backend:
+    """The whole ModelServing ``ns/ms`` with ``pods`` (as many replicas as pods unless ``replicas`` says)."""
+    return Backend("ns", "ms", None, len(pods) if replicas is None else replicas, pods, sources)
 
 
 VLLM = """# HELP vllm:num_requests_waiting Number of requests waiting.
@@ -226,7 +226,7 @@ async def test_histograms_give_the_increase(servers: MetricsServers) -> None:
     assert sample.buckets == ((0.5, 0.0), (1.0, 0.0), (math.inf, 4.0))
 
 
-async def test_prometheus_sources_and_heterogeneous_aggregation(prometheus: FakePrometheus) -> None:
+async def test_prometheus_sources_and_heterogeneous_aggregation(prometheus: PrometheusServer) -> None:
     prometheus.answers.update({"q_a": 100, "q_b": 200, "u_a": 60, "u_b": 70})
     url = prometheus.url
 

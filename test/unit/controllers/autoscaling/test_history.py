@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from kthena_py.controllers.autoscaling.history import (
     HISTORY_ANNOTATION,
@@ -15,11 +16,11 @@ from kthena_py.plan.autoscaling import ScalingHistory, WindowState
 from .conftest import policy
 
 
-def obj(annotation: str | None = None, uid: str = "uid-p") -> dict[str, object]:
+def obj(annotation: str | None = None, uid: str = "uid-p") -> dict[str, Any]:
     o = policy("p", {})
-    o["metadata"]["uid"] = uid  # type: ignore[index]
+    o["metadata"]["uid"] = uid
     if annotation is not None:
-        o["metadata"]["annotations"] = {HISTORY_ANNOTATION: annotation}  # type: ignore[index]
+        o["metadata"]["annotations"] = {HISTORY_ANNOTATION: annotation}
     return o
 
 

@@ -11,8 +11,9 @@ from kthena_py.controllers.autoscaling.status import (
     write_status,
 )
 from kthena_py.controllers.resources import AUTOSCALINGPOLICIES
+from kthena_py.testing.fake import FakeKube
 
-from .conftest import Cluster, policy, put
+from .conftest import policy
 
 
 def test_transition_time_moves_only_with_the_status() -> None:
@@ -61,12 +62,20 @@ def test_scaling_entry_keeps_last_scale_time() -> None:
 
 
 async def test_write_status_only_on_change() -> None:
-    client = Cluster()
+    kube = FakeKube()
     obj = policy("p", {})
     obj["status"] = {"observedGeneration": 1, "homogeneousStatus": {"currentReplicas": 1}}
-    put(client, AUTOSCALINGPOLICIES, obj)
-    assert not await write_status(client.kube, obj, dict(obj["status"]), "fm")
-    assert await write_status(client.kube, obj, {"observedGeneration": 2}, "fm")
-    [call] = client.calls
-    assert call.kwargs["subresource"] == "status"
+    kube.put(AUTOSCALINGPOLICIES, obj)
+    assert not await write_status(kube, obj, dict(obj["status"]), "fm")
+    assert await write_status(kube, obj, {"observedGeneration": 2}, "fm")
+    [call] = kube.calls
+    assert (call.verb, call.subresource, call.options["field_manager"]) == ("patch", "status", "fm")
     assert call.body == {"metadata": {"uid": "uid-p"}, "status": {"homogeneousStatus": None, "observedGeneration": 2}}
+    assert (kube.peek(AUTOSCALINGPOLICIES, "p", "ns") or {})["status"] == {"observedGeneration": 2}
+
+
+async def test_write_status_of_a_deleted_policy_is_no_write() -> None:
+    kube = FakeKube()
+    obj = policy("p", {})
+    assert not await write_status(kube, obj, {"observedGeneration": 1}, "fm")  # NotFound: the policy is gone
+    assert [c.verb for c in kube.calls] == ["patch"]

@@ -202,3 +202,34 @@ async def test_grants_are_decided_on_live_pods_not_the_cache() -> None:
     kube.put(PODS, pod)
     denied = await webhook(eviction(first))
     assert not denied.allowed and denied.code == 429
+
+
+async def test_a_tracker_replaced_meanwhile_meets_a_conflict_and_the_retry_honours_the_other_grant() -> None:
+    """The tracker exists; another replica grants between our read and our replace: the stale replace is a
+    Conflict (the API server's resourceVersion precondition), and the decision made again denies."""
+    kube, webhook, _ = await scene(replicas=4)
+    first, second, third, _ = pod_names(kube)
+    assert (await webhook(eviction(first))).allowed
+    raced: list[int] = []
+
+    def other_replica_grants_third(call: Call) -> None:
+        if call.verb == "replace" and call.rt == CONFIGMAPS and not raced:
+            raced.append(1)
+            tracker = kube.peek(CONFIGMAPS, TRACKER, "ns") or {}
+            entries = json.loads(tracker["data"][ENTRIES_KEY])
+            (entry,) = entries.values()
+            pod = kube.peek(PODS, third, "ns") or {}
+            entries["ServingGroup/ns/llama/llama-2"] = {
+                **entry,
+                "triggerPodName": third,
+                "triggerPodUID": pod["metadata"]["uid"],
+            }
+            kube.put(CONFIGMAPS, {**tracker, "data": {ENTRIES_KEY: json.dumps(entries)}})
+
+    kube.intercept(other_replica_grants_third)
+    denied = await webhook(eviction(second))
+    assert raced == [1]
+    replaces = kube.calls_of("replace", CONFIGMAPS)
+    assert len(replaces) == 1  # the stale one; the second decision spends nothing
+    assert not denied.allowed and denied.code == 429
+    assert granted(kube) == [first, third]

@@ -16,11 +16,13 @@ from kthena_py.controllers.modelbooster import Settings
 from kthena_py.controllers.modelbooster.reconciler import BoosterReconciler
 from kthena_py.controllers.modelbooster.settings import ImageSource
 from kthena_py.controllers.resources import MODELBOOSTERS, MODELROUTES, MODELSERVERS, MODELSERVINGS
+from kthena_py.kube import ApiError, ServerError
 from kthena_py.kube.resources import CRDS
 from kthena_py.plan.modelbooster.naming import ANNOTATION_MIGRATED
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.reconcile import Request, TerminalError
 from kthena_py.testing.fake import FakeKube, RecordedEvents
+from kthena_py.testing.fake.faults import refuse
 
 
 def _booster(type_: str, **metadata: Any) -> dict[str, Any]:
@@ -91,3 +93,63 @@ async def test_a_booster_creates_its_modelserving_reports_progress_and_then_stay
     client.calls.clear()
     await reconciler.reconcile(Request("ns", "mb"))  # converged: reads only
     assert [c.verb for c in client.calls if c.verb not in ("get", "list")] == []
+
+
+def failed_condition(client: FakeKube) -> tuple[str, str, str] | None:
+    status = (client.peek(MODELBOOSTERS, "mb", "ns") or {}).get("status") or {}
+    for c in status.get("conditions") or []:
+        if c["type"] == "Failed":
+            return c["status"], c["reason"], c["message"]
+    return None
+
+
+async def test_a_refused_child_write_sets_failed_and_raises_for_a_retry() -> None:
+    reconciler, client, events = _reconciler(_booster("vLLM"))
+    refusal = refuse(ServerError(500, "InternalError", "etcd is down"), "patch", MODELSERVINGS)
+    remove = client.intercept(refusal)
+    with pytest.raises(ApiError):  # the engine retries it with backoff
+        await reconciler.reconcile(Request("ns", "mb"))
+    (call,) = refusal.refused
+    message = f"cannot create ModelServing {call.name}: etcd is down"
+    assert ("Warning", "ModelServingFailed", message) in recorded(events)
+    failed = failed_condition(client)
+    assert failed is not None and failed[0] == "True" and failed[2] == message
+    assert client.objects(MODELSERVINGS, "ns") == []
+    remove()
+    await reconciler.reconcile(Request("ns", "mb"))
+    assert len(client.objects(MODELSERVINGS, "ns")) == 1
+    failed = failed_condition(client)
+    assert failed is None or failed[0] == "False"
+
+
+async def test_a_foreign_child_the_cache_has_not_seen_is_never_adopted() -> None:
+    """The live read before a create finds a ModelServing of the child's name that another owner controls."""
+    reconciler, client, events = _reconciler(_booster("vLLM"))
+    await reconciler.reconcile(Request("ns", "mb"))
+    (ms,) = client.objects(MODELSERVINGS, "ns")
+    name = ms["metadata"]["name"]
+    await client.delete(MODELSERVINGS, name, "ns")
+    client.hold()  # the cache saw the child go, and will not see the newcomer
+    owner = {"apiVersion": "v1", "kind": "ConfigMap", "name": "x", "uid": "someone-else", "controller": True}
+    foreign = {"metadata": {"name": name, "namespace": "ns", "ownerReferences": [owner]}, "spec": {"replicas": 7}}
+    await client.create(MODELSERVINGS, foreign)
+    client.calls.clear()
+    with pytest.raises(ApiError):
+        await reconciler.reconcile(Request("ns", "mb"))
+    message = f"ModelServing {name} already exists and is not controlled by this ModelBooster"
+    assert [e for e in recorded(events) if e[1] == "ModelServingFailed"] == [("Warning", "ModelServingFailed", message)]
+    assert [c.verb for c in client.calls if c.rt == MODELSERVINGS] == ["get"]  # read, never written
+    assert (client.peek(MODELSERVINGS, name, "ns") or {})["spec"] == {"replicas": 7}
+    failed = failed_condition(client)
+    assert failed is not None and failed[0] == "True" and failed[2] == message
+
+
+async def test_a_refused_status_write_raises_after_the_children() -> None:
+    reconciler, client, _ = _reconciler(_booster("vLLM"))
+    client.intercept(
+        refuse(ServerError(500, "InternalError", "injected"), "patch", MODELBOOSTERS, subresource="status")
+    )
+    with pytest.raises(ServerError):
+        await reconciler.reconcile(Request("ns", "mb"))
+    assert len(client.objects(MODELSERVINGS, "ns")) == 1
+    assert "status" not in (client.peek(MODELBOOSTERS, "mb", "ns") or {})

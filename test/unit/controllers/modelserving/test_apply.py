@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections.abc import Callable
 from typing import Any
 
 from kthena_py.controllers.modelserving.apply import PlanApplier
@@ -19,29 +20,39 @@ from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
 from kthena_py.plan.modelserving.core.types import Delete, Plan
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.clock import FakeClock
-from kthena_py.testing.fake import Call, FakeKube, RecordedEvents
+from kthena_py.testing.fake import FakeKube, RecordedEvents
+from kthena_py.testing.fake.faults import refuse
 
 
-class Server:
-    """FakeKube as these tests use it: refused names, and every call as (verb, kind or kind/subresource, name)."""
+def calls(kube: FakeKube) -> list[tuple[str, str, str]]:
+    """Every call to the fake, in order, as (verb, kind or kind/subresource, name)."""
+    return [
+        (c.verb, f"{c.rt.kind}/{c.subresource or ''}" if c.verb == "patch" else c.rt.kind, c.name) for c in kube.calls
+    ]
 
-    def __init__(self, kube: FakeKube) -> None:
-        self.kube = kube
-        self.refuse: set[str] = set()
-        self.calls: list[tuple[str, str, str]] = []
-        kube.intercept(self._intercept)
 
-    def _intercept(self, call: Call) -> None:
-        if call.verb == "patch":
-            self.calls.append(("patch", f"{call.rt.kind}/{call.subresource or ''}", call.name))
-        else:
-            self.calls.append((call.verb, call.rt.kind, call.name))
-        if call.verb == "create" and call.name in self.refuse:
-            message = f'{call.rt.kind} "{call.name}" is invalid: spec.containers[0].image: Required value'
-            raise Invalid(422, "Invalid", message)
+def refuse_creates(kube: FakeKube, *names: str) -> Callable[[], None]:
+    """Creates of objects named ``names`` are refused as invalid (422) until the returned function is called."""
+    removers = [
+        kube.intercept(
+            refuse(
+                Invalid(422, "Invalid", f'"{name}" is invalid: spec.containers[0].image: Required value'),
+                "create",
+                name=name,
+            )
+        )
+        for name in names
+    ]
 
-    def uid(self, kind: str, name: str) -> str:
-        return str(((self.kube.peek(KINDS[kind], name, "ns") or {}).get("metadata") or {}).get("uid"))
+    def free() -> None:
+        for remove in removers:
+            remove()
+
+    return free
+
+
+def uid(kube: FakeKube, kind: str, name: str) -> str:
+    return str(((kube.peek(KINDS[kind], name, "ns") or {}).get("metadata") or {}).get("uid"))
 
 
 def recorded(events: RecordedEvents) -> list[tuple[str, str, str]]:
@@ -66,9 +77,9 @@ def obj(kind: str, name: str) -> dict[str, Any]:
     return {"apiVersion": api, "kind": kind, "metadata": {"name": name, "namespace": "ns", "ownerReferences": [owner]}}
 
 
-def setup(**kw: Any) -> tuple[PlanApplier, Server]:
-    applier, client, _ = setup_with_events(**kw)
-    return applier, client
+def setup(**kw: Any) -> tuple[PlanApplier, FakeKube]:
+    applier, kube, _ = setup_with_events(**kw)
+    return applier, kube
 
 
 def setup_with_events(
@@ -76,7 +87,7 @@ def setup_with_events(
     *,
     exists: frozenset[str] = frozenset(),
     owner_of_existing: str = "someone-else",
-) -> tuple[PlanApplier, Server, RecordedEvents]:
+) -> tuple[PlanApplier, FakeKube, RecordedEvents]:
     kube = FakeKube()
     kube.put(MODELSERVINGS, MS)
     for name in exists:  # pods of that name already exist, controlled by ``owner_of_existing``
@@ -89,59 +100,59 @@ def setup_with_events(
     events = RecordedEvents()
     tracker = FailureTracker(clock or FakeClock())
     applier = PlanApplier(kube, events, "test", cache, sync_timeout=1.0, tracker=tracker)
-    return applier, Server(kube), events
+    return applier, kube, events
 
 
 async def test_revision_first_then_everything_else() -> None:
-    applier, client = setup()
+    applier, kube = setup()
     plan = Plan(creates=(obj("ControllerRevision", "ms-r"), obj("Service", "s"), obj("Pod", "w"), obj("Pod", "e")))
     assert (await applier.apply(plan, MS)).writes == 4
-    assert client.calls[0] == ("create", "ControllerRevision", "ms-r")
-    assert {c[2] for c in client.calls[1:]} == {"s", "w", "e"}
+    assert calls(kube)[0] == ("create", "ControllerRevision", "ms-r")
+    assert {c[2] for c in calls(kube)[1:]} == {"s", "w", "e"}
 
 
 async def test_status_waits_for_the_reconcile_that_creations_trigger() -> None:
-    applier, client = setup()
+    applier, kube = setup()
     await applier.apply(Plan(creates=(obj("Pod", "w"),), status=STATUS), MS)
-    assert [c[0] for c in client.calls] == ["create"]
+    assert [c[0] for c in calls(kube)] == ["create"]
 
 
 async def test_status_waits_for_the_reconcile_that_deletions_trigger() -> None:
-    applier, client = setup()
+    applier, kube = setup()
     await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
-    client.calls.clear()
-    await applier.apply(Plan(deletes=(Delete("Pod", "w", client.uid("Pod", "w")),), status=STATUS), MS)
-    assert [c[0] for c in client.calls] == ["delete"]
+    kube.calls.clear()
+    await applier.apply(Plan(deletes=(Delete("Pod", "w", uid(kube, "Pod", "w")),), status=STATUS), MS)
+    assert [c[0] for c in calls(kube)] == ["delete"]
 
 
 async def test_status_is_written_by_a_quiet_reconcile() -> None:
-    applier, client = setup()
+    applier, kube = setup()
     assert (await applier.apply(Plan(status=STATUS), MS)).writes == 1
-    assert client.calls == [("patch", "ModelServing/status", "ms")]
+    assert calls(kube) == [("patch", "ModelServing/status", "ms")]
 
 
 async def test_status_is_written_when_no_write_took_effect() -> None:
     # Nothing created or deleted means no watch event, hence no follow-up reconcile: write it now.
-    applier, client = setup(exists=frozenset({"w"}))  # and no pod "x": its delete finds it gone
+    applier, kube = setup(exists=frozenset({"w"}))  # and no pod "x": its delete finds it gone
     await applier.apply(Plan(creates=(obj("Pod", "w"),), deletes=(Delete("Pod", "x", "uid-x"),), status=STATUS), MS)
-    assert client.calls[-1] == ("patch", "ModelServing/status", "ms")
+    assert calls(kube)[-1] == ("patch", "ModelServing/status", "ms")
 
 
 async def test_unchanged_status_is_not_written() -> None:
-    applier, client = setup()
+    applier, kube = setup()
     assert (await applier.apply(Plan(status=dict(MS["status"])), MS)).writes == 0
-    assert client.calls == []
+    assert calls(kube) == []
 
 
 # -- refused writes ------------------------------------------------------------------------------------------
 
 
 async def test_a_refused_create_fails_nothing_else_and_the_status_is_still_written() -> None:
-    applier, client, events = setup_with_events()
-    client.refuse = {"w", "e"}
+    applier, kube, events = setup_with_events()
+    refuse_creates(kube, "w", "e")
     outcome = await applier.apply(Plan(creates=(obj("Pod", "w"), obj("Pod", "e")), status=STATUS), MS)
     assert [f.name for f in sorted(outcome.failures, key=lambda f: f.name)] == ["e", "w"]
-    assert client.calls[-1] == ("patch", "ModelServing/status", "ms")  # every write refused: status now
+    assert calls(kube)[-1] == ("patch", "ModelServing/status", "ms")  # every write refused: status now
     assert outcome.retry_after == 1.0
     assert sorted(r for _, r, _ in recorded(events)) == ["FailedCreate", "FailedCreate"]
     assert all(t == "Warning" and "is invalid" in m for t, _, m in recorded(events))
@@ -149,14 +160,14 @@ async def test_a_refused_create_fails_nothing_else_and_the_status_is_still_writt
 
 async def test_refused_creates_back_off_exponentially_whatever_triggers_the_reconcile() -> None:
     clock = FakeClock()
-    applier, client, _ = setup_with_events(clock)
-    client.refuse = {"w"}
+    applier, kube, _ = setup_with_events(clock)
+    refuse_creates(kube, "w")
     plan = Plan(creates=(obj("Pod", "w"),))
     attempts: list[float] = []
     for _ in range(400):  # a reconcile every 0.5 s (pod updates, deletes it caused, ...) for 200 s
-        before = len([c for c in client.calls if c[0] == "create"])
+        before = len([c for c in calls(kube) if c[0] == "create"])
         outcome = await applier.apply(plan, MS)
-        if len([c for c in client.calls if c[0] == "create"]) > before:
+        if len([c for c in calls(kube) if c[0] == "create"]) > before:
             attempts.append(clock.now())
         assert outcome.failures and outcome.retry_after is not None
         clock.advance(0.5)
@@ -167,30 +178,30 @@ async def test_refused_creates_back_off_exponentially_whatever_triggers_the_reco
 
 async def test_a_refused_create_is_retried_once_its_backoff_ends_and_then_forgotten() -> None:
     clock = FakeClock()
-    applier, client, _ = setup_with_events(clock)
-    client.refuse = {"w"}
+    applier, kube, _ = setup_with_events(clock)
+    free = refuse_creates(kube, "w")
     plan = Plan(creates=(obj("Pod", "w"),))
     for _ in range(5):
         outcome = await applier.apply(plan, MS)
         assert outcome.retry_after is not None
         clock.advance(outcome.retry_after)
-    client.refuse = set()  # the quota was freed
+    free()  # the quota was freed
     outcome = await applier.apply(plan, MS)
     assert outcome.failures == () and outcome.retry_after is None
-    assert client.calls[-1] == ("create", "Pod", "w")
+    assert calls(kube)[-1] == ("create", "Pod", "w")
 
 
 async def test_a_changed_body_is_tried_at_once() -> None:
     clock = FakeClock()
-    applier, client, _ = setup_with_events(clock)
-    client.refuse = {"w"}
+    applier, kube, _ = setup_with_events(clock)
+    free = refuse_creates(kube, "w")
     await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
     fixed = obj("Pod", "w")
     fixed["spec"] = {"containers": [{"name": "c", "image": "fixed"}]}
-    client.refuse = set()
+    free()
     outcome = await applier.apply(Plan(creates=(fixed,)), MS)
     assert outcome.failures == ()
-    assert [c for c in client.calls if c[0] == "create"] == [("create", "Pod", "w")] * 2
+    assert [c for c in calls(kube) if c[0] == "create"] == [("create", "Pod", "w")] * 2
 
 
 async def test_already_exists_of_our_own_object_is_success() -> None:
@@ -200,36 +211,36 @@ async def test_already_exists_of_our_own_object_is_success() -> None:
 
 
 async def test_already_exists_of_another_owners_object_waits_for_it() -> None:
-    applier, client, events = setup_with_events(exists=frozenset({"w"}))
+    applier, kube, events = setup_with_events(exists=frozenset({"w"}))
     outcome = await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
     assert [(f.verb, f.name) for f in outcome.failures] == [("create", "w")]
     assert "not controlled by this ModelServing" in outcome.failures[0].cause
     assert recorded(events)[0][1] == "FailedCreate"
     again = await applier.apply(Plan(creates=(obj("Pod", "w"),)), MS)
     assert again.failures == outcome.failures  # still backing off: no second request
-    assert [c for c in client.calls if c[0] == "create"] == [("create", "Pod", "w")]
+    assert [c for c in calls(kube) if c[0] == "create"] == [("create", "Pod", "w")]
 
 
 async def test_a_refused_revision_creates_no_pod() -> None:
-    applier, client, _ = setup_with_events()
-    client.refuse = {"ms-r"}
+    applier, kube, _ = setup_with_events()
+    refuse_creates(kube, "ms-r")
     outcome = await applier.apply(Plan(creates=(obj("ControllerRevision", "ms-r"), obj("Pod", "w"))), MS)
     assert [f.name for f in outcome.failures] == ["ms-r"]
-    assert [c for c in client.calls if c[0] == "create"] == [("create", "ControllerRevision", "ms-r")]
+    assert [c for c in calls(kube) if c[0] == "create"] == [("create", "ControllerRevision", "ms-r")]
 
 
 async def test_deferred_observation_hands_the_wait_to_the_caller() -> None:
-    applier, client = setup()
+    applier, kube = setup()
     assert applier.cache is not None
-    client.kube.hold()  # writes that the informer has not delivered yet, until the test delivers them
+    kube.hold()  # writes that the informer has not delivered yet, until the test delivers them
     plan = Plan(creates=(obj("Pod", "w"),))
 
     outcome = await applier.apply(plan, MS, defer_observation=True)  # returns although the cache lags
     assert outcome.writes == 1 and outcome.settle is not None
-    settling = asyncio.create_task(outcome.settle())
+    settling = asyncio.ensure_future(outcome.settle())
     await asyncio.sleep(0.05)
     assert not settling.done()  # the cache does not show the pod yet
-    client.kube.release()  # the informer delivers it
+    kube.release()  # the informer delivers it
     await asyncio.wait_for(settling, 1)
 
     # A plan whose writes the cache already shows leaves nothing to wait for.
@@ -237,10 +248,10 @@ async def test_deferred_observation_hands_the_wait_to_the_caller() -> None:
 
 
 async def test_a_status_write_is_read_back_at_once_and_leaves_nothing_to_wait_for() -> None:
-    applier, client = setup()
+    applier, kube = setup()
     assert applier.cache is not None
     stored = applier.cache.informer(MODELSERVINGS).store.get("ns/ms")
-    client.kube.hold()  # status writes the informer has not delivered yet: answered, but kept out of the store
+    kube.hold()  # status writes the informer has not delivered yet: answered, but kept out of the store
     outcome = await applier.apply(Plan(status=STATUS), MS, defer_observation=True)
     assert outcome.writes == 1
     assert outcome.settle is None  # the next reconcile need not wait for the watch to deliver the write

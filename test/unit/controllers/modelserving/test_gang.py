@@ -101,3 +101,32 @@ async def test_a_refused_podgroup_create_is_reported_on_its_condition() -> None:
     conditions = ((kube.peek(MODELSERVINGS, "llama", "ns") or {}).get("status") or {}).get("conditions") or []
     (failure,) = [c for c in conditions if c["type"] == GANG_FAILURE]
     assert failure["status"] == "True" and "no RBAC" in failure["message"]
+
+
+async def test_an_update_of_a_podgroup_replaced_meanwhile_is_left_to_the_next_event() -> None:
+    """The cache shows the ModelServing's new worker count but not that its PodGroup was replaced: the update's UID
+    precondition fails (Conflict), which is no failure; the replacement is updated once the cache shows it."""
+    kube, reconciler = scene(ms_doc(replicas=1))
+    await reconciler.reconcile(REQUEST)
+    old = kube.peek(PODGROUPS, "llama-0", "ns") or {}
+    assert old["spec"]["minMember"] == 1
+    kube.hold()
+    roles = ms_doc()["spec"]["template"]["roles"]
+    roles[0]["workerReplicas"] = 1
+    roles[0]["workerTemplate"] = roles[0]["entryTemplate"]
+    await kube.patch(MODELSERVINGS, "llama", {"spec": {"template": {"roles": roles}}}, "ns")
+    await kube.delete(PODGROUPS, "llama-0", "ns")
+    replacement = {k: v for k, v in old.items() if k != "status"}
+    replacement["metadata"] = {k: v for k, v in old["metadata"].items() if k not in ("uid", "resourceVersion")}
+    await kube.create(PODGROUPS, replacement, "ns")
+    assert kube.deliver_held(1) == 2  # the ModelServing's change only
+    result = await reconciler.reconcile(REQUEST)
+    (update,) = [c for c in kube.calls_of("patch", PODGROUPS)]
+    assert update.body["metadata"]["uid"] == old["metadata"]["uid"]
+    assert (kube.peek(PODGROUPS, "llama-0", "ns") or {})["spec"]["minMember"] == 1  # the replacement is untouched
+    conditions = ((kube.peek(MODELSERVINGS, "llama", "ns") or {}).get("status") or {}).get("conditions") or []
+    assert [c for c in conditions if c["type"] == GANG_FAILURE and c["status"] == "True"] == []
+    assert result is None or result.requeue_after is None  # not retried as a refusal: the watch brings the news
+    kube.release()
+    await reconciler.reconcile(REQUEST)
+    assert (kube.peek(PODGROUPS, "llama-0", "ns") or {})["spec"]["minMember"] == 2

@@ -7,10 +7,11 @@ import pytest
 from kthena_py.controllers.modelserving.failures import REPLICA_FAILURE
 from kthena_py.controllers.modelserving.servinggroups import FIELD_MANAGER
 from kthena_py.controllers.resources import MODELSERVINGS
-from kthena_py.kube import Forbidden
+from kthena_py.kube import Conflict, Forbidden
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
 from kthena_py.runtime.reconcile import TerminalError
 from kthena_py.testing.fake import Call
+from kthena_py.testing.fake.faults import refuse
 
 from .scene import REQUEST, ms_doc, names, scene, writes
 
@@ -98,3 +99,30 @@ async def test_a_deleted_modelserving_writes_nothing() -> None:
     kube.calls.clear()
     assert await reconciler.reconcile(REQUEST) is None
     assert kube.calls == []
+
+
+async def test_a_refused_status_write_fails_the_reconcile_for_a_retry() -> None:
+    kube, reconciler, _ = scene(ms_doc(replicas=1))
+    await reconciler.reconcile(REQUEST)  # the children; the status is left to the reconcile their events bring
+    refusal = refuse(Conflict(409, "Conflict", "injected"), "patch", MODELSERVINGS, subresource="status")
+    remove = kube.intercept(refusal)
+    with pytest.raises(Conflict):  # the engine retries it with backoff
+        await reconciler.reconcile(REQUEST)
+    assert len(refusal.refused) == 1
+    assert names(kube, PODS) == ["llama-0-prefill-0-0"]
+    assert "status" not in (kube.peek(MODELSERVINGS, "llama", "ns") or {})
+    remove()
+    for _ in range(3):
+        await reconciler.reconcile(REQUEST)
+    assert (kube.peek(MODELSERVINGS, "llama", "ns") or {})["status"]["replicas"] == 1
+    assert names(kube, PODS) == ["llama-0-prefill-0-0"]  # nothing created twice
+
+
+async def test_a_modelserving_deleted_while_the_cache_lags_is_not_an_error() -> None:
+    kube, reconciler, _ = scene(ms_doc(replicas=1))
+    await reconciler.reconcile(REQUEST)  # the children
+    kube.hold()
+    await kube.delete(MODELSERVINGS, "llama", "ns")
+    await reconciler.reconcile(REQUEST)  # its status write meets NotFound: nothing to report, nothing raised
+    status_writes = [c for c in kube.calls_of("patch", MODELSERVINGS) if c.subresource == "status"]
+    assert status_writes and kube.peek(MODELSERVINGS, "llama", "ns") is None

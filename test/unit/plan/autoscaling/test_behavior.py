@@ -11,10 +11,14 @@ applies (with ``And``, Kthena could never leave zero outside panic mode).
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
+from kthena_py.api import AutoscalingPolicyStablePolicy
 from kthena_py.plan.autoscaling import (
     Behavior,
     ExternalSample,
@@ -23,6 +27,7 @@ from kthena_py.plan.autoscaling import (
     ScaleUpPolicy,
     ScalingHistory,
     ScalingSpec,
+    SelectPolicy,
     StablePolicy,
     correct,
     decide,
@@ -34,9 +39,13 @@ LONG = 1800.0
 NOW = 10_000.0
 
 
-def behavior(down: tuple[int, int, str], up: tuple[int, int, str], panic_percent: int) -> Behavior:
-    def stable(inst: int, pct: int, sel: str) -> StablePolicy:
-        return StablePolicy(inst, pct, LONG, sel, LONG)  # type: ignore[arg-type]
+Limit = tuple[int, int, SelectPolicy]
+"""One direction's stable policy in a vector: instances, percent, selectPolicy."""
+
+
+def behavior(down: Limit, up: Limit, panic_percent: int) -> Behavior:
+    def stable(inst: int, pct: int, sel: SelectPolicy) -> StablePolicy:
+        return StablePolicy(inst, pct, LONG, sel, LONG)
 
     return Behavior(
         ScaleUpPolicy(stable(*up), PanicPolicy(panic_percent, LONG, 200, LONG)),
@@ -44,9 +53,9 @@ def behavior(down: tuple[int, int, str], up: tuple[int, int, str], panic_percent
     )
 
 
-DEFAULT = ((2, 20, "Or"), (2, 100, "Or"), 1000)
+DEFAULT: tuple[Limit, Limit, int] = ((2, 20, "Or"), (2, 100, "Or"), 1000)
 
-VECTORS = [
+VECTORS: list[tuple[str, bool, list[int], list[int], tuple[Limit, Limit, int], int, int, int, int, int]] = [
     # name, panic, recs, replicas, (down, up, panic%), min, max, current, recommendation, expected
     ("equal", False, [], [], DEFAULT, 1, 20, 7, 7, 7),
     ("sd Or", False, [], [], ((1, 40, "Or"), (2, 100, "Or"), 1000), 1, 20, 10, 5, 6),
@@ -78,7 +87,7 @@ def test_kthena_correction_vectors(
     panic: bool,
     recs: list[int],
     replicas: list[int],
-    beh: tuple[tuple[int, int, str], tuple[int, int, str], int],
+    beh: tuple[Limit, Limit, int],
     low: int,
     high: int,
     current: int,
@@ -92,8 +101,11 @@ def test_kthena_correction_vectors(
 
 
 def test_unknown_select_policy_is_rejected() -> None:
-    with pytest.raises(ValueError):
-        StablePolicy(select_policy="Unknown")  # type: ignore[arg-type]
+    with pytest.raises(ValidationError, match="selectPolicy"):  # the API's enum
+        AutoscalingPolicyStablePolicy.model_validate({"selectPolicy": "Unknown"})
+    decoded = json.loads('{"selectPolicy": "Unknown"}')  # untyped data that skipped the API model
+    with pytest.raises(ValueError, match="selectPolicy must be Or or And"):
+        StablePolicy(select_policy=decoded["selectPolicy"])
 
 
 def test_status_wiring_vector() -> None:

@@ -31,16 +31,18 @@ from kthena_py.plan.autoscaling import (
 UNLIMITED = Behavior(ScaleUpPolicy(StablePolicy(period=0)), StablePolicy(period=0))
 
 
-def spec(**changes: object) -> ScalingSpec:
-    base: dict[str, object] = {
-        "metrics": (MetricTarget("rps", 10),),
-        "min_replicas": 0,
-        "max_replicas": 20,
-        "tolerance_percent": 0,
-        "behavior": UNLIMITED,
-    }
-    base.update(changes)
-    return ScalingSpec(**base)  # type: ignore[arg-type]
+def spec(
+    *,
+    metrics: tuple[MetricTarget, ...] = (MetricTarget("rps", 10),),
+    min_replicas: int = 0,
+    max_replicas: int = 20,
+    tolerance_percent: int = 0,
+    behavior: Behavior = UNLIMITED,
+    stable_window: float = 60.0,
+    panic_window: float = 6.0,
+) -> ScalingSpec:
+    """A target on ``rps`` (10 per replica) in [0, 20] without tolerance or limits, unless told otherwise."""
+    return ScalingSpec(metrics, min_replicas, max_replicas, tolerance_percent, behavior, stable_window, panic_window)
 
 
 def test_kthena_controller_vector() -> None:

@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from kthena_py.api import ModelServing
 from kthena_py.api.validation import validate_modelserving
 from kthena_py.plan.modelbooster import Observed, Remove, Write, expand, plan_children
-from kthena_py.plan.modelbooster.children import contains
+from kthena_py.plan.modelbooster.children import Kind, contains
 from kthena_py.plan.modelbooster.naming import ANNOTATION_REPLICAS
 
 from .builders import UID, booster_doc, parse, worker
 
 SETTINGS = settings(max_examples=80, deadline=None, database=None)
-ALL = frozenset({"ModelServing", "ModelServer", "ModelRoute"})
+ALL: frozenset[Kind] = frozenset({"ModelServing", "ModelServer", "ModelRoute"})
 
 
 def stored(body: dict[str, Any], n: int = 1) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def stored(body: dict[str, Any], n: int = 1) -> dict[str, Any]:
     return obj
 
 
-def observed(*objects: dict[str, Any], served: frozenset[str] = ALL) -> Observed:
+def observed(*objects: dict[str, Any], served: frozenset[Kind] = ALL) -> Observed:
     by_kind: dict[str, list[dict[str, Any]]] = {"ModelServing": [], "ModelServer": [], "ModelRoute": []}
     for obj in objects:
         by_kind[obj["kind"]].append(obj)
@@ -50,7 +50,7 @@ def observed(*objects: dict[str, Any], served: frozenset[str] = ALL) -> Observed
         tuple(by_kind["ModelServing"]),
         tuple(by_kind["ModelServer"]),
         tuple(by_kind["ModelRoute"]),
-        served,  # type: ignore[arg-type]
+        served,
     )
 
 
