@@ -21,9 +21,10 @@ Guarantees:
   writers'); for :meth:`~StatusWriter.replace`, when the cached status equals the new one. A restart on a
   converged cluster therefore writes nothing. A caller that decides for itself whether a write is due (a share
   that gives up fields, which no cached status can show as held) passes ``always=True``.
-* **Never on a replacement.** Both writes carry the cached object's UID, which the API server checks: a write
-  meant for an object that was deleted and re-created under the same name fails with a Conflict instead of
-  landing on the new one.
+* **The UID is carried, not relied on.** Both writes carry the cached object's UID, as the writers always did.
+  FakeKube checks it, but a real kube-apiserver does not on the ``status`` subresource (it keeps only the status
+  of the body): a write made from a stale copy after the object was deleted and re-created under the same name
+  lands on the replacement, whose own next reconcile writes its status anew.
 * **Errors.** NotFound means the object is gone: the outcome says so (:attr:`StatusWrite.gone`) and nothing is
   raised, since there is nothing left to report on. Every other failure (Conflict, Invalid, a 5xx, a transport
   failure) is raised as the :class:`~kthena_py.kube.ApiError` it is, unchanged, for the caller to report, and

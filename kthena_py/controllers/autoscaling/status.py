@@ -24,7 +24,7 @@ Guarantees:
 
 * ``lastTransitionTime`` only moves when a condition's status changes; messages never carry metric values, so
   a steady policy has a steady status.
-* The status is written (merge patch of the ``status`` subresource, guarded by the policy's UID) only when it
+* The status is written (merge patch of the ``status`` subresource, carrying the policy's UID) only when it
   differs from the cached one (:meth:`~kthena_py.runtime.statuswrite.StatusWriter.replace`).
 """
 

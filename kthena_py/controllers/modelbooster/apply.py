@@ -12,7 +12,7 @@ Guarantees:
 * Every write is followed by a Normal Event (``<Kind>Created``/``Updated``/``Deleted``); a failed one by a
   Warning ``<Kind>Failed`` Event and :class:`ChildWriteError`, after which nothing else is written.
 * Read your own writes: before returning, the applier waits (bounded) until the cache shows its writes.
-* The status is written (merge patch of the ``status`` subresource, guarded by the booster's UID) only when
+* The status is written (merge patch of the ``status`` subresource, carrying the booster's UID) only when
   it differs from the cached one (:meth:`~kthena_py.runtime.statuswrite.StatusWriter.replace`).
 """
 
