@@ -5,7 +5,10 @@ Flow of one reconcile (:meth:`PolicyReconciler.reconcile`), for a policy this re
 1. read the policy from the cache; a deleted one drops its memory and gauge series;
 2. parse and validate it (Kthena's webhook rules); an invalid policy gets ``Ready=False/InvalidSpec``, a
    Warning event and is not requeued (its next change triggers a reconcile);
-3. run one pass (:meth:`PolicyReconciler.run_pass`: collect, decide, apply, checkpoint);
+3. run one pass (:meth:`PolicyReconciler.run_pass`: collect, decide, apply, checkpoint), which states only what its
+   target type does differently: the units it collects (:meth:`PolicyReconciler.collect_units` collects, accounts
+   and remembers them alike for every pass), the planner it asks, the writes it makes, and the status it reports
+   (a refused write is reported alike for every pass, by :meth:`PolicyReconciler.scale_refused`);
 4. write the status if it changed, with a Warning event when a condition turns False (not on every pass);
 5. requeue after the sync period minus the time the pass took, so passes are one period apart.
 
@@ -16,10 +19,11 @@ failing target never multiplies the scrapes.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -32,7 +36,7 @@ from kthena_py.api.validation.errors import aggregate_message
 from kthena_py.kube import ApiError, KubeApi
 from kthena_py.kube.objects import KubeObject, annotations_of, is_deleting, meta
 from kthena_py.kube.resources import PODS
-from kthena_py.plan.autoscaling import ExternalReading, Mode, ScalingSpec, WindowState
+from kthena_py.plan.autoscaling import ExternalReading, MetricTarget, Mode, ScalingSpec, WindowState
 from kthena_py.runtime.cache import CacheReader, SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result
@@ -42,17 +46,19 @@ from kthena_py.vocab.conditions import (
     REASON_INVALID_SPEC,
     REASON_NO_METRICS,
     REASON_RECONCILED,
+    REASON_SCALE_FAILED,
     REASON_SOME_METRICS_MISSING,
     REASON_TARGET_INVALID,
     REASON_TARGET_NOT_FOUND,
 )
 
 from ..resources import AUTOSCALINGPOLICIES
-from .collector import NAME_LABEL, Collected, Scraper
+from .collector import NAME_LABEL, Backend, Collected, Scraper, collect
 from .convert import PolicyError, TargetKey, parse_policy, target_refs
 from .history import HISTORY_ANNOTATION, HistoryStore, PolicyMemory
 from .metrics import COLLECT_SECONDS, SCRAPE_ERRORS, PolicySeries
 from .status import (
+    FAILED_RESCALE,
     METRICS_AVAILABLE,
     READY,
     SCALE_FAILED,
@@ -332,6 +338,57 @@ class PolicyReconciler(ABC):
             log.warning("cannot write the policy status", error=str(err))
 
     # -- helpers for subclasses -----------------------------------------------------------------------------
+
+    async def collect_units(
+        self,
+        obj: KubeObject,
+        memory: PolicyMemory,
+        units: Mapping[str, tuple[Sequence[Backend], Sequence[MetricTarget]]],
+    ) -> dict[str, Collected]:
+        """Collect the scaling units of one pass concurrently, each from its backends with its last scrapes.
+
+        Once every collection ended, each is accounted (:meth:`collected`, with the time the whole collection took)
+        and its scrape memory kept for the next pass, in the order of ``units``.
+
+        Args:
+            obj: The policy.
+            memory: The policy's memory.
+            units: ``{history unit: (backends, metric targets)}``.
+
+        Returns:
+            The collection of each unit.
+        """
+        deps = self.deps
+        started = deps.monotonic()
+        results = await asyncio.gather(
+            *(
+                collect(
+                    deps.scraper,
+                    backends,
+                    metrics,
+                    memory.scrapes.get(unit, {}),
+                    deadline=deps.settings.collect_deadline,
+                    query_timeout=deps.settings.query_timeout,
+                )
+                for unit, (backends, metrics) in units.items()
+            )
+        )
+        elapsed = deps.monotonic() - started
+        collections = dict(zip(units, results, strict=True))
+        for unit, collection in collections.items():
+            self.collected(obj, collection, elapsed)
+            memory.scrapes[unit] = collection.memory
+        return collections
+
+    def scale_refused(self, obj: KubeObject, conditions: list[ConditionUpdate], message: str) -> Outcome:
+        """The outcome of a pass whose scale write was refused (the target status stays as it was).
+
+        Records a ``FailedRescale`` Warning event and adds ``Ready=False/ScaleFailed`` to ``conditions``, both with
+        ``message``.
+        """
+        self.deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
+        conditions.append(ConditionUpdate(READY, "False", REASON_SCALE_FAILED, message))
+        return Outcome(conditions, target=None)
 
     def collected(self, obj: KubeObject, collection: Collected, seconds: float) -> None:
         """Account for one collection in the Prometheus metrics and the log."""

@@ -22,7 +22,6 @@ Guarantees:
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,7 +37,7 @@ from kthena_py.plan.autoscaling import (
     decide_disaggregated,
     role_metrics,
 )
-from kthena_py.vocab.conditions import REASON_RATIO_SATISFIED, REASON_RATIO_UNSATISFIABLE, REASON_SCALE_FAILED
+from kthena_py.vocab.conditions import REASON_RATIO_SATISFIED, REASON_RATIO_UNSATISFIABLE
 
 from ..resources import MODELSERVINGS
 from .base import (
@@ -53,10 +52,10 @@ from .base import (
     target_invalid,
     target_missing,
 )
-from .collector import Backend, Collected, collect
+from .collector import Backend, Collected
 from .convert import PolicyError, behavior, metric_targets, ratio_constraint, resolve_target, role_specs
 from .metrics import SCALING_ACTIONS
-from .status import FAILED_RESCALE, RATIO_VIOLATED, READY, ConditionUpdate, rfc3339, scaling_entry
+from .status import RATIO_VIOLATED, ConditionUpdate, rfc3339, scaling_entry
 
 __all__ = ["role_patch", "role_replicas", "scale_disaggregated", "unit_of"]
 
@@ -137,25 +136,13 @@ async def scale_disaggregated(rec: PolicyReconciler, obj: KubeObject, policy: Au
     pods = pods_of(deps.cache, key)
     active = sorted(name for name, role in roles.items() if not role.fixed)
 
-    async def one(name: str) -> Collected:
+    def backends(name: str) -> list[Backend]:
         sources = dict(target.roles[name].metric_sources or {})
-        backend = Backend(key.namespace, key.name, name, current[name], pods, sources)
-        return await collect(
-            deps.scraper,
-            [backend],
-            specs[name].metrics,
-            memory.scrapes.get(unit_of(name), {}),
-            deadline=deps.settings.collect_deadline,
-            query_timeout=deps.settings.query_timeout,
-        )
+        return [Backend(key.namespace, key.name, name, current[name], pods, sources)]
 
-    started = deps.monotonic()
-    results = await asyncio.gather(*(one(name) for name in active))
-    collections = dict(zip(active, results, strict=True))
-    elapsed = deps.monotonic() - started
-    for name, collection in collections.items():
-        rec.collected(obj, collection, elapsed)
-        memory.scrapes[unit_of(name)] = collection.memory
+    units = {unit_of(name): (backends(name), specs[name].metrics) for name in active}
+    collected = await rec.collect_units(obj, memory, units)
+    collections: dict[str, Collected] = {name: collected[unit_of(name)] for name in active}
     now = deps.wall_clock()
     states = {
         name: rec.store.state(memory, unit_of(name), now, current[name], shared.horizon) for name in sorted(roles)
@@ -193,10 +180,7 @@ async def scale_disaggregated(rec: PolicyReconciler, obj: KubeObject, policy: Au
             for decided in decision.roles:  # keep the observations, not the history of an unapplied decision
                 memory.units[unit_of(decided.name)] = WindowState(decided.state.metrics, states[decided.name].history)
             sizes = ", ".join(f"{r.name} {r.current}->{r.final}" for r in changed)
-            message = f"cannot scale {key} ({sizes}): {err}"
-            deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
-            conditions.append(ConditionUpdate(READY, "False", REASON_SCALE_FAILED, message))
-            return Outcome(conditions, target=None)
+            return rec.scale_refused(obj, conditions, f"cannot scale {key} ({sizes}): {err}")
         scaled_at = rfc3339(now)
     for decided in decision.roles:
         memory.units[unit_of(decided.name)] = decided.state

@@ -30,7 +30,6 @@ from kthena_py.api.autoscaling import AutoscalingPolicy
 from kthena_py.kube import ApiError, NotFound
 from kthena_py.kube.objects import KubeObject
 from kthena_py.plan.autoscaling import WindowState, decide, optimize
-from kthena_py.vocab.conditions import REASON_SCALE_FAILED
 
 from ..resources import MODELSERVINGS
 from .base import (
@@ -45,10 +44,10 @@ from .base import (
     target_invalid,
     target_missing,
 )
-from .collector import Backend, collect
+from .collector import Backend
 from .convert import PolicyError, cost_params, metric_targets, scaling_spec
 from .metrics import SCALING_ACTIONS
-from .status import FAILED_RESCALE, READY, ConditionUpdate, rfc3339, scaling_entry
+from .status import rfc3339, scaling_entry
 
 __all__ = ["FIELD_MANAGER", "UNIT", "HeterogeneousReconciler"]
 
@@ -92,17 +91,7 @@ class HeterogeneousReconciler(PolicyReconciler):
             Backend(key.namespace, key.name, None, current[param.name], pods_of(deps.cache, key), sources)
             for param, key, sources in params
         ]
-        started = deps.monotonic()
-        collection = await collect(
-            deps.scraper,
-            backends,
-            metrics,
-            memory.scrapes.get(UNIT, {}),
-            deadline=deps.settings.collect_deadline,
-            query_timeout=deps.settings.query_timeout,
-        )
-        self.collected(obj, collection, deps.monotonic() - started)
-        memory.scrapes[UNIT] = collection.memory
+        collection = (await self.collect_units(obj, memory, {UNIT: (backends, metrics)}))[UNIT]
         now = deps.wall_clock()
         state = self.store.state(memory, UNIT, now, total, spec.behavior.horizon)
         decision = decide(spec, total, now, collection.samples, state)
@@ -141,11 +130,7 @@ class HeterogeneousReconciler(PolicyReconciler):
             memory.units[UNIT] = WindowState(decision.state.metrics, state.history)
             if gone:
                 return target_missing(gone)
-            message = "cannot scale " + "; ".join(failed)
-            if failed:
-                deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
-            conditions.append(ConditionUpdate(READY, "False", REASON_SCALE_FAILED, message))
-            return Outcome(conditions, target=None)
+            return self.scale_refused(obj, conditions, "cannot scale " + "; ".join(failed))
         memory.units[UNIT] = decision.state
         await self.checkpoint(obj, memory)
 

@@ -25,7 +25,6 @@ from kthena_py.api.autoscaling import AutoscalingPolicy
 from kthena_py.kube import ApiError, NotFound
 from kthena_py.kube.objects import KubeObject
 from kthena_py.plan.autoscaling import WindowState, decide
-from kthena_py.vocab.conditions import REASON_SCALE_FAILED
 
 from ..resources import MODELSERVINGS
 from .base import (
@@ -40,11 +39,11 @@ from .base import (
     target_invalid,
     target_missing,
 )
-from .collector import Backend, collect
+from .collector import Backend
 from .convert import PolicyError, metric_targets, resolve_target, scaling_spec
 from .disaggregated import scale_disaggregated
 from .metrics import SCALING_ACTIONS
-from .status import FAILED_RESCALE, READY, ConditionUpdate, rfc3339, scaling_entry
+from .status import rfc3339, scaling_entry
 
 __all__ = ["FIELD_MANAGER", "UNIT", "TargetReconciler"]
 
@@ -87,17 +86,7 @@ class TargetReconciler(PolicyReconciler):
         memory = self.store.open(obj)
         self.store.retain_units(memory, [UNIT])
         backend = Backend(key.namespace, key.name, None, current, pods_of(deps.cache, key), sources)
-        started = deps.monotonic()
-        collection = await collect(
-            deps.scraper,
-            [backend],
-            metrics,
-            memory.scrapes.get(UNIT, {}),
-            deadline=deps.settings.collect_deadline,
-            query_timeout=deps.settings.query_timeout,
-        )
-        self.collected(obj, collection, deps.monotonic() - started)
-        memory.scrapes[UNIT] = collection.memory
+        collection = (await self.collect_units(obj, memory, {UNIT: ([backend], metrics)}))[UNIT]
         now = deps.wall_clock()
         state = self.store.state(memory, UNIT, now, current, spec.behavior.horizon)
         decision = decide(spec, current, now, collection.samples, state)
@@ -113,10 +102,7 @@ class TargetReconciler(PolicyReconciler):
                 return target_missing([key])
             except ApiError as err:
                 memory.units[UNIT] = WindowState(decision.state.metrics, state.history)
-                message = f"cannot scale {key} from {current} to {desired}: {err}"
-                deps.recorder.event(obj, "Warning", FAILED_RESCALE, message)
-                conditions.append(ConditionUpdate(READY, "False", REASON_SCALE_FAILED, message))
-                return Outcome(conditions, target=None)
+                return self.scale_refused(obj, conditions, f"cannot scale {key} from {current} to {desired}: {err}")
             scaled_at = rfc3339(now)
             direction = "up" if desired > current else "down"
             SCALING_ACTIONS.labels(namespace, policy.name, str(key), direction).inc()

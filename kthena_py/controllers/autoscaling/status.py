@@ -24,8 +24,8 @@ Guarantees:
 
 * ``lastTransitionTime`` only moves when a condition's status changes; messages never carry metric values, so
   a steady policy has a steady status.
-* The status is written (merge patch of the ``status`` subresource, guarded by the policy's UID) only when it
-  differs from the cached one.
+* The status is written (merge patch of the ``status`` subresource, carrying the policy's UID) only when it
+  differs from the cached one (:meth:`~kthena_py.runtime.statuswrite.StatusWriter.replace`).
 """
 
 from __future__ import annotations
@@ -34,8 +34,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kthena_py.kube import KubeApi, NotFound
-from kthena_py.kube.objects import KubeObject, meta
+from kthena_py.kube import KubeApi
+from kthena_py.kube.objects import KubeObject
+from kthena_py.runtime.statuswrite import StatusWriter
 from kthena_py.vocab.conditions import METRICS_AVAILABLE, RATIO_VIOLATED, READY, REASON_SCALE_FAILED, TARGET_FOUND
 from kthena_py.vocab.times import format_time
 
@@ -202,21 +203,4 @@ async def write_status(client: KubeApi, obj: KubeObject, status: Mapping[str, An
     Raises:
         ApiError: The write failed (other than the policy being gone).
     """
-    current = obj.get("status") or {}
-    if current == status:
-        return False
-    patch: dict[str, Any] = {k: None for k in current if k not in status}
-    patch.update(status)
-    md = meta(obj)
-    try:
-        await client.patch(
-            AUTOSCALINGPOLICIES,
-            str(md.get("name")),
-            {"metadata": {"uid": md.get("uid")}, "status": patch},
-            str(md.get("namespace")),
-            subresource="status",
-            field_manager=field_manager,
-        )
-    except NotFound:
-        return False
-    return True
+    return (await StatusWriter(client, AUTOSCALINGPOLICIES, field_manager).replace(obj, status)).written

@@ -8,10 +8,10 @@ Guarantees:
 
 * Reads only the informer cache (ModelServings, their pods and revisions, tracker ConfigMaps); decisions are the
   pure functions of :mod:`kthena_py.plan.modelserving.eviction`; ``now`` is the wall clock.
-* The condition is written with server-side apply on the status subresource as field manager
-  ``kthena-py-eviction`` (``conditions`` is a list-map keyed by ``type``), so it never touches the conditions or
-  fields of other reconcilers; it is written only when it changes (a restart on a converged cluster writes
-  nothing) and removed when the evictionStrategy is.
+* The condition is written with server-side apply on the status subresource as field manager ``kthena-py-eviction``
+  (:meth:`~kthena_py.runtime.statuswrite.StatusWriter.apply`; ``conditions`` is a list-map keyed by ``type``), so
+  it never touches the conditions or fields of other reconcilers; it is written only when it changes (a restart on a
+  converged cluster writes nothing) and removed when the evictionStrategy is.
 * Tracker writes name the ``resourceVersion`` they were computed from; a conflict with the webhook (or another
   writer) requeues the ModelServing instead of overwriting a grant.
 * Expired entries are dropped on the cached view; a recovered unit is released only on pods listed from the API
@@ -30,7 +30,6 @@ from typing import Any
 import pydantic
 import structlog
 
-from kthena_py.api.common import API_VERSION, MODEL_SERVING_KIND
 from kthena_py.kube import ApiError, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, is_deleting, meta
 from kthena_py.kube.resources import CONFIGMAPS
@@ -47,6 +46,7 @@ from kthena_py.plan.modelserving.eviction import (
 from kthena_py.plan.modelserving.groups.status import set_condition
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.reconcile import Request, Result
+from kthena_py.runtime.statuswrite import StatusWriter
 
 from ..resources import MODELSERVINGS
 from ..servingview import ms_ref, parse_modelserving
@@ -76,6 +76,7 @@ class EvictionBudgetReconciler:
         self.client = client
         self.cache = cache
         self.store = TrackerStore(client, FIELD_MANAGER)
+        self.status_writer = StatusWriter(client, MODELSERVINGS, FIELD_MANAGER)
         self.series = BudgetSeries()
         self._now = wall_clock
 
@@ -127,20 +128,8 @@ class EvictionBudgetReconciler:
         return Result(requeue_after=max(0.5, expiry - now + 0.5)) if expiry is not None else None
 
     async def _apply_condition(self, obj: KubeObject, condition: dict[str, Any]) -> None:
-        if condition_of(obj) == condition:
-            return
-        md = meta(obj)
-        body = {
-            "apiVersion": API_VERSION,
-            "kind": MODEL_SERVING_KIND,
-            "metadata": {"name": md.get("name"), "namespace": md.get("namespace"), "uid": md.get("uid")},
-            "status": {"conditions": [condition]},
-        }
-        try:
-            await self.client.apply(MODELSERVINGS, body, field_manager=FIELD_MANAGER, subresource="status")
-        except NotFound:
-            return
-        log.info("budget condition", status=condition["status"], message=condition["message"])
+        if (await self.status_writer.apply(obj, {"conditions": [condition]})).written:
+            log.info("budget condition", status=condition["status"], message=condition["message"])
 
     async def _remove_condition(self, obj: KubeObject) -> None:
         conditions = (obj.get("status") or {}).get("conditions") or []

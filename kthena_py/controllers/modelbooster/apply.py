@@ -12,8 +12,8 @@ Guarantees:
 * Every write is followed by a Normal Event (``<Kind>Created``/``Updated``/``Deleted``); a failed one by a
   Warning ``<Kind>Failed`` Event and :class:`ChildWriteError`, after which nothing else is written.
 * Read your own writes: before returning, the applier waits (bounded) until the cache shows its writes.
-* The status is written (merge patch of the ``status`` subresource, guarded by the booster's UID) only when
-  it differs from the cached one.
+* The status is written (merge patch of the ``status`` subresource, carrying the booster's UID) only when
+  it differs from the cached one (:meth:`~kthena_py.runtime.statuswrite.StatusWriter.replace`).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from kthena_py.kube.resources import ResourceType
 from kthena_py.plan.modelbooster import ChildPlan, Remove, Write
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
+from kthena_py.runtime.statuswrite import StatusWriter
 
 from ..resources import MODELBOOSTERS
 from .metrics import CHILD_WRITES
@@ -166,21 +167,4 @@ async def write_status(client: KubeApi, booster: KubeObject, status: Mapping[str
     Raises:
         ApiError: The write failed (other than the booster being gone).
     """
-    current = booster.get("status") or {}
-    if current == status:
-        return False
-    patch: dict[str, Any] = {k: None for k in current if k not in status}
-    patch.update(status)
-    md = meta(booster)
-    try:
-        await client.patch(
-            MODELBOOSTERS,
-            str(md.get("name")),
-            {"metadata": {"uid": md.get("uid")}, "status": patch},
-            str(md.get("namespace")),
-            subresource="status",
-            field_manager=FIELD_MANAGER,
-        )
-    except NotFound:
-        return False
-    return True
+    return (await StatusWriter(client, MODELBOOSTERS, FIELD_MANAGER).replace(booster, status)).written

@@ -18,12 +18,12 @@ Guarantees:
 * Stale caches never create children: while the informer cache is disrupted (an informer is
   disconnected, or failed or relisted within the last minute), the owner is confirmed with a live read
   before anything is created; an owner that is gone, replaced or being deleted gets no children.
-* The status is written by server-side apply of the fields the plan lists, under the applier's field
-  manager, so several reconcilers share one status (each owns its fields and its condition types) without
-  dropping each other's. It is written only when a listed field differs from what the cache holds (no
-  write on a no-op), and only by a reconcile that created or deleted nothing: a creation or deletion that took effect is
-  observed by the informer, which triggers the next reconcile, and that one writes the status from
-  the new state. A burst of creations therefore costs one status write, not one per step.
+* The status is written by server-side apply of the fields the plan lists, under the applier's field manager
+  (:meth:`~kthena_py.runtime.statuswrite.StatusWriter.apply`), so several reconcilers share one status (each owns
+  its fields and its condition types) without dropping each other's. It is written only when a listed field differs
+  from what the cache holds (no write on a no-op), and only by a reconcile that created or deleted nothing: a
+  creation or deletion that took effect is observed by the informer, which triggers the next reconcile, and that one
+  writes the status from the new state. A burst of creations therefore costs one status write, not one per step.
 * Events go through the manager's recorder (never blocking, never failing the reconcile); Kthena's role events
   are never joined (:func:`~kthena_py.plan.modelserving.groups.events.joinable`).
 * Read your own writes: the ModelServing status the API server answers a status write with is recorded in the
@@ -57,6 +57,7 @@ from kthena_py.runtime import timeline
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Settle
+from kthena_py.runtime.statuswrite import StatusWriter
 from kthena_py.vocab.owners import controller_uid
 
 from ..resources import MODELSERVINGS
@@ -205,6 +206,7 @@ class PlanApplier:
         self.failures = failures
         self.tracker = tracker or FailureTracker()
         self._now = wall_clock
+        self.status_writer = StatusWriter(client, MODELSERVINGS, field_manager)
 
     async def apply(
         self,
@@ -434,31 +436,17 @@ class PlanApplier:
             self.cache.record_write(MODELSERVINGS, updated)
 
     async def _write_status(self, ms: KubeObject, status: KubeObject, written: list[_Written]) -> bool:
-        if status_applied(ms.get("status") or {}, status):
-            return False
-        md = meta(ms)
-        body = {
-            "metadata": {"name": md.get("name"), "namespace": md.get("namespace"), "uid": md.get("uid")},
-            "status": status,
-        }
         try:
-            updated = await self.client.patch(
-                MODELSERVINGS,
-                str(md.get("name")),
-                body,
-                str(md.get("namespace")),
-                patch_type="apply",
-                subresource="status",
-                field_manager=self.field_manager,
-                force=True,
-            )
-        except NotFound:
-            return False
+            done = await self.status_writer.apply(ms, status)
         except ApiError as exc:
             log.warning("cannot write status", error=str(exc))
             raise
+        if done.object is None:
+            return False
+        updated = done.object
         self._status_written(updated, written)
         if timeline.enabled():
+            md = meta(ms)
             true = [
                 c.get("type")
                 for c in (updated.get("status") or {}).get("conditions") or []
@@ -468,16 +456,3 @@ class PlanApplier:
                 "status", manager=self.field_manager, key=f"{md.get('namespace')}/{md.get('name')}", true=true
             )
         return True
-
-
-def status_applied(current: KubeObject, owned: KubeObject) -> bool:
-    """Whether ``current`` already holds every field of ``owned`` (conditions compared by ``type``)."""
-    for key, value in owned.items():
-        if key != "conditions":
-            if current.get(key) != value:
-                return False
-            continue
-        have = {c.get("type"): c for c in current.get("conditions") or [] if isinstance(c, dict)}
-        if any(have.get(c.get("type")) != c for c in value or []):
-            return False
-    return True

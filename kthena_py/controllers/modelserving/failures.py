@@ -11,11 +11,11 @@ Guarantees:
   refused child and its cause (``ReplicaFailure`` for the ServingGroup reconciler, like a Deployment's;
   ``PodGroupFailure`` for the gang reconciler). A name held by an object of another owner (a predecessor
   of the same name that has not gone yet) is reported the same way, as a create that waits for it.
-* **The condition is owned, not shared.** It is written by server-side apply on the status subresource
-  under its own field manager (conditions are a list-map keyed by ``type``), so it never drops or
-  overwrites what other reconcilers own, and it is written only when it changes: set (``True``, the
-  reason of the first failure) on failure, removed once a reconcile of the ModelServing has no refused
-  or backing-off child. A ModelServing on which every reconcile fails therefore still gets a status.
+* **The condition is owned, not shared.** It is written by server-side apply on the status subresource under its own
+  field manager (:meth:`~kthena_py.runtime.statuswrite.StatusWriter.apply`; conditions are a list-map keyed by
+  ``type``), so it never drops or overwrites what other reconcilers own, and it is written only when it changes: set
+  (``True``, the reason of the first failure) on failure, removed once a reconcile of the ModelServing has no
+  refused or backing-off child. A ModelServing on which every reconcile fails therefore still gets a status.
 * **Bounded retries** (:class:`FailureTracker`): a refused write of a child is not retried before
   ``min(BACKOFF_BASE * 2**(n-1), BACKOFF_MAX)`` seconds (1 s, 2 s, 4 s ... 60 s) have passed since its
   n-th consecutive refusal, whatever triggers the reconcile in between (the deletes the refusal caused,
@@ -40,9 +40,10 @@ from typing import Any, Literal
 
 import structlog
 
-from kthena_py.kube import ApiError, KubeApi, NotFound
+from kthena_py.kube import ApiError, KubeApi
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.runtime.clock import Clock, RealClock
+from kthena_py.runtime.statuswrite import StatusWriter
 from kthena_py.vocab.conditions import (
     GANG_FAILURE,
     REASON_FAILED_CREATE,
@@ -264,6 +265,7 @@ class FailureCondition:
         self.client = client
         self.type = type_
         self.field_manager = field_manager
+        self.writer = StatusWriter(client, MODELSERVINGS, field_manager)
 
     def desired(self, ms: KubeObject, failures: Sequence[ChildFailure], now: float) -> KubeObject | None:
         """The condition to hold for ``failures`` (``None``: no condition at all)."""
@@ -315,17 +317,11 @@ class FailureCondition:
         return written
 
     async def _apply(self, ms: KubeObject, condition: KubeObject | None) -> KubeObject | None:
-        md = meta(ms)
-        body = {
-            "metadata": {"name": md.get("name"), "namespace": md.get("namespace"), "uid": md.get("uid")},
-            "status": {"conditions": [condition] if condition is not None else []},
-        }
+        # :meth:`report` decides when a write is due: an empty share gives the condition up, which no cached
+        # status can show as held.
+        share = {"conditions": [condition] if condition is not None else []}
         try:
-            return await self.client.apply(
-                MODELSERVINGS, body, field_manager=self.field_manager, subresource="status", force=True
-            )
-        except NotFound:
-            return None
+            return (await self.writer.apply(ms, share, always=True)).object
         except ApiError as exc:
             log.warning("cannot write the failure condition", condition=self.type, error=str(exc))
             raise
