@@ -27,6 +27,7 @@ __all__ = [
     "READY",
     "REASON_ALL_GROUPS_READY",
     "REASON_ALL_METRICS_AVAILABLE",
+    "REASON_ALL_SCHEDULED",
     "REASON_COMPLETE",
     "REASON_COORDINATION",
     "REASON_DEADLINE",
@@ -39,7 +40,9 @@ __all__ = [
     "REASON_GROUPS_UPDATING",
     "REASON_GROUP_PROGRESSING",
     "REASON_IDLE",
+    "REASON_INSUFFICIENT_GPU",
     "REASON_INSUFFICIENT_READY",
+    "REASON_INSUFFICIENT_RESOURCES",
     "REASON_INVALID_SPEC",
     "REASON_MODEL_ABNORMAL",
     "REASON_MODEL_AVAILABLE",
@@ -47,24 +50,29 @@ __all__ = [
     "REASON_MODEL_PROCESSING",
     "REASON_MODEL_RECONCILED",
     "REASON_NOT_BLOCKED",
+    "REASON_NOT_ENQUEUED",
     "REASON_NO_FAILURE",
     "REASON_NO_METRICS",
     "REASON_NO_PROTECTED_UNITS",
     "REASON_PARTITION",
+    "REASON_QUEUE_FULL",
     "REASON_RATIO_SATISFIED",
     "REASON_RATIO_UNSATISFIABLE",
     "REASON_RECONCILED",
     "REASON_RETAINED",
     "REASON_ROLES_UPDATING",
     "REASON_SCALE_FAILED",
+    "REASON_SCHEDULING",
     "REASON_SKEW",
     "REASON_SOME_METRICS_MISSING",
     "REASON_STALLED",
     "REASON_SUFFICIENT_READY",
     "REASON_TARGET_INVALID",
     "REASON_TARGET_NOT_FOUND",
+    "REASON_UNSCHEDULABLE",
     "REASON_VERIFYING",
     "REPLICA_FAILURE",
+    "SCHEDULED",
     "TARGET_FOUND",
     "UPDATE_IN_PROGRESS",
 ]
@@ -81,6 +89,8 @@ REPLICA_FAILURE = "ReplicaFailure"
 """Refused writes of the ServingGroup reconciler (pods, Services, ControllerRevisions)."""
 GANG_FAILURE = "PodGroupFailure"
 """Refused writes of the gang reconciler (PodGroups)."""
+SCHEDULED = "Scheduled"
+"""Whether every pod (every gang, under Volcano) of the ModelServing is placed, and if not, what it waits for."""
 
 # ModelBooster (Kthena's).
 INITIALIZED = "Initialized"
@@ -103,6 +113,7 @@ CONDITION_TYPES = (
     DISRUPTION_ALLOWED,
     REPLICA_FAILURE,
     GANG_FAILURE,
+    SCHEDULED,
     INITIALIZED,
     ACTIVE,
     FAILED,
@@ -112,6 +123,21 @@ CONDITION_TYPES = (
     RATIO_VIOLATED,
 )
 """Every condition type above."""
+
+# Reasons of Scheduled: True once every pod is placed; False says which wait it is.
+REASON_ALL_SCHEDULED = "AllScheduled"
+REASON_SCHEDULING = "Scheduling"
+"""Pods or gangs wait for the scheduler's first verdict (nothing says they cannot fit yet)."""
+REASON_INSUFFICIENT_GPU = "InsufficientGPU"
+"""Waiting for an extended accelerator resource (``nvidia.com/gpu``, ``amd.com/gpu``, ...)."""
+REASON_INSUFFICIENT_RESOURCES = "InsufficientResources"
+"""Waiting for cpu, memory or another resource that is not an accelerator."""
+REASON_QUEUE_FULL = "QueueFull"
+"""Volcano's queue has no room left for the gang."""
+REASON_NOT_ENQUEUED = "NotEnqueued"
+"""Volcano has not admitted the gang to its queue (closed queue, or not enqueued yet for lack of room)."""
+REASON_UNSCHEDULABLE = "Unschedulable"
+"""Any other reason a pod cannot be placed: taints, node selectors, affinity, topology."""
 
 # Reasons of UpdateInProgress and CoordinatedRoleRolloutBlocked.
 REASON_GROUPS_UPDATING = "GroupsUpdating"
