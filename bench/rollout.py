@@ -35,7 +35,7 @@ from converge import crds, start_manager
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import NAMESPACES, PODS
-from kthena_py.plan.modelserving.offline.simulate import simulate_rollout
+from kthena_py.simulation import simulate_rollout
 from kthena_py.testing.controlplane import ClusterTier
 
 GROUP = "modelserving.volcano.sh/group-name"

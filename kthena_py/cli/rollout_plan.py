@@ -1,7 +1,7 @@
 """``kthena-py rollout plan -f OLD.yaml --to NEW.yaml``: what a rollout would do, step by step, offline.
 
 Runs the controller's planners over an in-memory cluster
-(:func:`~kthena_py.plan.modelserving.offline.simulate.simulate_rollout`):
+(:func:`~kthena_py.simulation.simulate_rollout`):
 OLD starts converged with every pod ready, then
 the spec becomes NEW's. Each step reconciles until nothing changes and prints the units the rollout takes down, the
 units (re)created and surged, the units removed, the units the partition keeps, the ready ServingGroups, and the
@@ -38,7 +38,8 @@ from kthena_py.api.validation import validate_document
 from kthena_py.plan.modelserving.core.plugins import PluginError
 from kthena_py.plan.modelserving.core.revision import RevisionData, revision_data
 from kthena_py.plan.modelserving.core.rolling import Budget
-from kthena_py.plan.modelserving.offline.simulate import (
+from kthena_py.plan.modelserving.rollout.history import describe_changes
+from kthena_py.simulation import (
     Readiness,
     RolloutReport,
     SimulationError,
@@ -46,7 +47,6 @@ from kthena_py.plan.modelserving.offline.simulate import (
     UnitAction,
     simulate_rollout,
 )
-from kthena_py.plan.modelserving.rollout.history import describe_changes
 
 from .common import CommandError
 

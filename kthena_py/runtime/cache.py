@@ -277,6 +277,10 @@ class SharedCache:
                 self._launch(key, inf)
         return inf
 
+    def informers(self) -> builtins.list[Informer]:
+        """Every informer created so far, in creation order."""
+        return builtins.list(self._informers.values())
+
     def index_label(self, rt: ResourceType, label: str) -> None:
         """File objects of ``rt`` by the value of ``label`` (objects without it are not filed)."""
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Protocol
 
 import structlog
@@ -114,6 +114,16 @@ class Informer:
     def has_synced(self) -> bool:
         """Whether the first list has been delivered to the store and the handlers."""
         return self._synced.is_set()
+
+    @property
+    def label_selector(self) -> str | None:
+        """The label selector the informer lists and watches with."""
+        return self._label_selector
+
+    @property
+    def field_selector(self) -> str | None:
+        """The field selector the informer lists and watches with."""
+        return self._field_selector
 
     @property
     def resource_version(self) -> str:
@@ -215,15 +225,56 @@ class Informer:
             field_selector=self._field_selector,
             page_size=self._page_size,
         )
-        objs = [self._prepare(o) for o in page.items]
-        diff = self.store.replace(objs)
-        self._resource_version = page.resource_version
         if self.relists:
             self.last_disruption = self._clock.now()
         self.relists += 1
         self.connected = True
+        self.sync(page.items, page.resource_version)
+
+    def sync(self, objects: Iterable[KubeObject], resource_version: str = "") -> None:
+        """Take ``objects`` as the complete list, as a relist does.
+
+        The store becomes them (each prepared as the informer stores objects), the handlers hear the difference,
+        and the informer counts as synced.
+
+        This is the path every list takes; a test's in-memory API server calls it to play the list.
+        """
+        diff = self.store.replace([self._prepare(o) for o in objects])
+        if resource_version:
+            self._resource_version = resource_version
         self._deliver(diff)
         self._synced.set()
+
+    def observe(self, type_: str, obj: KubeObject) -> None:
+        """Take one watch event as the watch does: into the store, then to the handlers.
+
+        ``type_`` is ``ADDED``, ``MODIFIED`` or ``DELETED``; a ``BOOKMARK`` only advances the resourceVersion.
+
+        This is the path every watch event takes; a test's in-memory API server calls it to play the watch.
+        """
+        if type_ == "BOOKMARK":
+            rv = resource_version_of(obj)
+            if rv:
+                self._resource_version = rv
+            return
+        obj = self._prepare(obj)
+        rv = resource_version_of(obj)
+        if timeline.enabled():
+            md = obj.get("metadata") or {}
+            timeline.record(
+                "watch", kind=self.rt.kind, namespace=md.get("namespace"), name=md.get("name"), type=type_, rv=rv
+            )
+        if type_ in ("ADDED", "MODIFIED"):
+            old = self.store.upsert(obj)
+            if old is None:
+                self._emit_add(obj)
+            else:
+                self._emit_update(old, obj)
+        elif type_ == "DELETED":
+            self.store.delete(obj)
+            self._emit_delete(obj)
+        if rv:
+            self._resource_version = rv
 
     def _deliver(self, diff: ReplaceDiff) -> None:
         for obj in diff.deleted:
@@ -244,34 +295,7 @@ class Informer:
             timeout_seconds=timeout,
             on_open=self._opened,
         ):
-            if event.type == "BOOKMARK":
-                rv = resource_version_of(event.object)
-                if rv:
-                    self._resource_version = rv
-                continue
-            obj = self._prepare(event.object)
-            rv = resource_version_of(obj)
-            if timeline.enabled():
-                md = obj.get("metadata") or {}
-                timeline.record(
-                    "watch",
-                    kind=self.rt.kind,
-                    namespace=md.get("namespace"),
-                    name=md.get("name"),
-                    type=event.type,
-                    rv=rv,
-                )
-            if event.type in ("ADDED", "MODIFIED"):
-                old = self.store.upsert(obj)
-                if old is None:
-                    self._emit_add(obj)
-                else:
-                    self._emit_update(old, obj)
-            elif event.type == "DELETED":
-                self.store.delete(obj)
-                self._emit_delete(obj)
-            if rv:
-                self._resource_version = rv
+            self.observe(event.type, event.object)
 
     def _prepare(self, obj: KubeObject) -> KubeObject:
         obj.setdefault("apiVersion", self.rt.api_version)

@@ -63,6 +63,10 @@ def test_render_needs_no_client_and_no_solver() -> None:
     assert not imported("render", "-f", SAMPLE) & {"scipy", "matplotlib", "kubernetes_asyncio", "aiohttp"}
 
 
+def test_rollout_plan_drives_the_in_memory_store_without_a_client() -> None:
+    assert not imported("rollout", "plan", "-f", SAMPLE, "--to", SAMPLE) & {"kubernetes_asyncio", "aiohttp"}
+
+
 def test_scipy_only_for_the_milp_cross_check_and_matplotlib_only_for_plot(tmp_path: Path) -> None:
     assert not imported("autoscaler", "simulate", "-f", POLICY, "--trace", TRACE) & {"scipy", "matplotlib"}
     assert "scipy" not in imported("optimize", "-f", HETERO, "--total", "4")

@@ -8,7 +8,8 @@ budgets computed once (``core.targets`` over ``core.rolling``), packed with the 
 * :mod:`.eviction` -- the eviction budget: what an eviction would cost, the tracker of granted evictions.
 * :mod:`.groups` -- the ServingGroup planner: create, recreate and delete pods, recovery, the status it reports.
 * :mod:`.rollout` -- the rollout planner: which units to take down or update in place, coordination, history.
-* :mod:`.offline` -- the planners run without a cluster: ``kthena-py render`` and ``kthena-py rollout plan``.
+* :mod:`.offline` -- the planners run without a cluster: ``kthena-py render`` (the rollout simulation behind
+  ``kthena-py rollout plan`` drives an in-memory cluster, so it lives above, in :mod:`kthena_py.simulation`).
 
 A room imports only rooms below it (``core`` < ``render`` | ``eviction`` < ``groups`` < ``rollout`` < ``offline``;
 import-linter checks it). The contract with the controller is :mod:`.core.types`: a planner takes

@@ -1,5 +1,9 @@
 """Delivery of FakeKube's changes into SharedCache stores, as the informers' watches would deliver them.
 
+It plays the list and the watch through the informers' own public entry points (:meth:`Informer.sync
+<kthena_py.runtime.informer.Informer.sync>`, :meth:`Informer.observe <kthena_py.runtime.informer.Informer.observe>`),
+so stores and handlers see what a real list and watch would hand them.
+
 Guarantees:
 
 * A change reaches every informer of every attached cache whose type, namespace, label selector and field selector
@@ -16,13 +20,11 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from kthena_py.kube.objects import KubeObject
+from kthena_py.kube.memory.selectors import field_match, label_match
+from kthena_py.kube.objects import KubeObject, object_key
 from kthena_py.kube.resources import ResourceType
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.informer import Informer
-
-from .answers import store_key
-from .selectors import field_match, label_match
 
 __all__ = ["CacheFeed"]
 
@@ -41,14 +43,8 @@ class CacheFeed:
         if cache not in self._caches:
             self._caches.append(cache)
         stored = list(stored)
-        for key, inf in list(cache._informers.items()):
-            wanted = [
-                inf._prepare(copy.deepcopy(obj))
-                for rt, obj in stored
-                if rt == key.rt and _sees(inf, key.field_selector, obj)
-            ]
-            inf._deliver(inf.store.replace(wanted))
-            inf._synced.set()
+        for inf in cache.informers():
+            inf.sync([copy.deepcopy(obj) for rt, obj in stored if rt == inf.rt and _sees(inf, obj)])
 
     def hold(self) -> None:
         """Keep changes back from now on, as a lagging watch would."""
@@ -79,25 +75,19 @@ class CacheFeed:
 
     def _deliver(self, rt: ResourceType, kind: str, obj: KubeObject) -> None:
         for cache in self._caches:
-            for key, inf in list(cache._informers.items()):
-                if key.rt != rt:
+            for inf in cache.informers():
+                if inf.rt != rt:
                     continue
-                delivered = inf._prepare(copy.deepcopy(obj))
-                if kind == "DELETED" or not _sees(inf, key.field_selector, obj):
-                    if inf.store.get(store_key(obj)) is not None:
-                        inf.store.delete(delivered)
-                        inf._emit_delete(delivered)
+                if kind == "DELETED" or not _sees(inf, obj):
+                    if inf.store.get(object_key(obj)) is not None:
+                        inf.observe("DELETED", copy.deepcopy(obj))
                     continue
-                old = inf.store.upsert(delivered)
-                if old is None:
-                    inf._emit_add(delivered)
-                else:
-                    inf._emit_update(old, delivered)
+                inf.observe(kind, copy.deepcopy(obj))
 
 
-def _sees(inf: Informer, field_selector: str | None, obj: KubeObject) -> bool:
-    """Whether ``inf`` watches ``obj`` (its namespace, label selector and ``field_selector``)."""
+def _sees(inf: Informer, obj: KubeObject) -> bool:
+    """Whether ``inf`` watches ``obj`` (its namespace, label selector and field selector)."""
     md: Any = obj.get("metadata") or {}
     if inf.namespace and md.get("namespace") != inf.namespace:
         return False
-    return label_match(inf._label_selector, md.get("labels") or {}) and field_match(field_selector, obj)
+    return label_match(inf.label_selector, md.get("labels") or {}) and field_match(inf.field_selector, obj)

@@ -1,5 +1,5 @@
-"""The planners run without a cluster: offline rendering and the rollout simulation.
+"""The planners run without a cluster: offline rendering.
 
-``render`` is what ``kthena-py render`` prints; ``simulate`` drives the gang, ServingGroup and rollout
-planners over an in-memory cluster for ``kthena-py rollout plan``.
+``render`` is what ``kthena-py render`` prints. The rollout simulation behind ``kthena-py rollout plan`` drives the
+planners over an in-memory cluster, so it lives above the planners, in :mod:`kthena_py.simulation`.
 """

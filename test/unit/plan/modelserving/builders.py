@@ -1,18 +1,19 @@
-"""Test helpers: ModelServing documents, pod status edits and a tiny in-memory cluster that applies plans."""
+"""Test helpers: ModelServing documents, pod status edits, and the shared in-memory store with plans applied to it."""
 
 from __future__ import annotations
 
 import copy
 import itertools
-from dataclasses import dataclass, field
 from typing import Any
 
 from kthena_py.api.modelserving import ModelServing
+from kthena_py.kube.memory import MemoryStore
+from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelserving.core.types import KubeObject, MSRef, Observed, Plan, PodGroupSupport
 from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.groups.status import format_time
-from kthena_py.plan.modelserving.offline.simulate import merge_patch
 from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
+from kthena_py.simulation.applier import KINDS, apply_plan, observed
 
 NOW = 1_700_000_000.0
 MS_UID = "ms-uid-1"
@@ -100,65 +101,55 @@ def ready_status(now: float, restarts: int = 0) -> dict[str, Any]:
     }
 
 
-_KINDS = {"Pod": "pods", "Service": "services", "PodGroup": "podgroups", "ControllerRevision": "revisions"}
+NS = "ns"
 
 
-@dataclass
 class Cluster:
-    """Objects owned by one ModelServing, keyed by kind and name."""
+    """The objects of one ModelServing's namespace in the shared in-memory store, plans applied as the controller
+    applies them (:func:`kthena_py.simulation.applier.apply_plan`); reads are copies, edits go through the store."""
 
-    objects: dict[str, dict[str, KubeObject]] = field(
-        default_factory=lambda: {kind: {} for kind in ("pods", "services", "podgroups", "revisions")}
-    )
-    uids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
-    ready: bool = True
-    """Whether created pods come up Running and Ready."""
+    def __init__(self, ready: bool = True) -> None:
+        numbers = itertools.count(1)
+        self.now = NOW
+        self.store = MemoryStore(clock=lambda: format_time(self.now), uids=lambda: f"uid-{next(numbers)}")
+        self.ready = ready
+        """Whether created pods come up Running and Ready."""
 
     def observed(self) -> Observed:
-        return Observed(**{kind: tuple(copy.deepcopy(list(objs.values()))) for kind, objs in self.objects.items()})
+        return observed(self.store, NS)
+
+    def objects(self, kind: str) -> dict[str, KubeObject]:
+        """The objects of one kind (``Pod``, ``Service``, ``PodGroup``, ``ControllerRevision``) by name (copies)."""
+        return {obj["metadata"]["name"]: obj for obj in self.store.objects(KINDS[kind], NS)}
 
     def all_uids(self) -> set[tuple[str, str, str]]:
-        return {
-            (kind, name, obj["metadata"]["uid"])
-            for kind, plural in _KINDS.items()
-            for name, obj in self.objects[plural].items()
-        }
+        return {(kind, name, obj["metadata"]["uid"]) for kind in KINDS for name, obj in self.objects(kind).items()}
 
     def pods(self) -> dict[str, KubeObject]:
-        return self.objects["pods"]
+        return self.objects("Pod")
+
+    def put(self, kind: str, obj: KubeObject) -> None:
+        """Store ``obj`` as given (a seed, or a test's edit of a read copy)."""
+        obj = copy.deepcopy(obj)
+        obj["metadata"].setdefault("namespace", NS)
+        self.store.put(KINDS[kind], obj)
+
+    def drop(self, kind: str, name: str) -> None:
+        """Delete an object at once (as if someone deleted it)."""
+        self.store.delete(KINDS[kind], name, NS, grace_period_seconds=0)
 
     def apply(self, plan: Plan, now: float = NOW, graceful: bool = False) -> None:
         """Apply a plan: creations get fresh UIDs (pods Running+Ready), deletions need the observed UID."""
-        for delete in plan.deletes:
-            store = self.objects[_KINDS[delete.kind]]
-            obj = store.get(delete.name)
-            if obj is None or obj["metadata"]["uid"] != delete.uid:
-                continue  # precondition failed: never delete a replacement
-            if graceful and delete.kind == "Pod":
-                obj["metadata"]["deletionTimestamp"] = format_time(now)
-            else:
-                del store[delete.name]
-        for update in plan.updates:
-            store = self.objects[_KINDS[update.kind]]
-            obj = store.get(update.name)
-            if obj is not None and obj["metadata"]["uid"] == update.uid:
-                store[update.name] = merge_patch(obj, update.patch)
-        for created in plan.creates:
-            store = self.objects[_KINDS[created["kind"]]]
-            name = created["metadata"]["name"]
-            if name in store:
-                continue  # AlreadyExists
-            obj = copy.deepcopy(created)
-            obj["metadata"]["uid"] = f"uid-{next(self.uids)}"
-            obj["metadata"]["creationTimestamp"] = format_time(now)
-            if created["kind"] == "Pod":
-                obj["status"] = ready_status(now) if self.ready else {"phase": "Pending"}
-            store[name] = obj
+        self.now = now
+        for obj in apply_plan(self.store, plan, NS, field_manager="test", graceful=graceful):
+            if obj["kind"] == "Pod":
+                self.set_pod_status(obj["metadata"]["name"], ready_status(now) if self.ready else {"phase": "Pending"})
 
     def finish_terminating(self) -> None:
-        for store in self.objects.values():
-            for name in [n for n, obj in store.items() if obj["metadata"].get("deletionTimestamp")]:
-                del store[name]
+        for kind in KINDS:
+            for name, obj in self.objects(kind).items():
+                if obj["metadata"].get("deletionTimestamp"):
+                    self.drop(kind, name)
 
     def reconcile(self, ms: ModelServing, support: PodGroupSupport = VOLCANO, now: float = NOW) -> tuple[Plan, Plan]:
         """One controller pass: PodGroups, then ServingGroups (each applied before the next)."""
@@ -177,35 +168,47 @@ class Cluster:
                 return attempt
         raise AssertionError("did not converge")
 
-    # --- pod status edits ---------------------------------------------------------------------------------------
+    # --- pod edits ---------------------------------------------------------------------------------------------
+
+    def set_pod_status(self, name: str, status: dict[str, Any]) -> None:
+        """Report ``status`` for the pod (the status subresource, as the kubelet writes it)."""
+        pod = self.store.get(PODS, name, NS)
+        self.store.replace(PODS, {**pod, "status": status}, NS, subresource="status")
 
     def set_status(self, name: str, **fields: Any) -> None:
-        self.pods()[name]["status"].update(fields)
+        self.set_pod_status(name, {**self.pods()[name]["status"], **fields})
 
     def fail(self, name: str, since: float) -> None:
-        self.pods()[name]["status"] = {
-            "phase": "Failed",
-            "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": format_time(since)}],
-        }
+        self.set_pod_status(
+            name,
+            {
+                "phase": "Failed",
+                "conditions": [{"type": "Ready", "status": "False", "lastTransitionTime": format_time(since)}],
+            },
+        )
 
     def restart(self, name: str, since: float, ready: bool = False, count: int = 1) -> None:
         status = ready_status(since, restarts=count)
         status["conditions"][0]["status"] = "True" if ready else "False"
-        self.pods()[name]["status"] = status
+        self.set_pod_status(name, status)
 
     def not_ready(self, name: str, since: float) -> None:
         status = ready_status(since)
         status["conditions"][0]["status"] = "False"
-        self.pods()[name]["status"] = status
+        self.set_pod_status(name, status)
 
     def terminate(self, name: str, now: float = NOW) -> None:
-        self.pods()[name]["metadata"]["deletionTimestamp"] = format_time(now)
+        """The pod starts terminating (a graceful delete at ``now``)."""
+        self.now = now
+        self.store.delete(PODS, name, NS, grace_period_seconds=30)
 
     def remove(self, name: str) -> None:
-        del self.pods()[name]
+        self.drop("Pod", name)
 
     def set_cost(self, name: str, cost: str) -> None:
-        self.pods()[name]["metadata"].setdefault("annotations", {})["controller.kubernetes.io/pod-deletion-cost"] = cost
+        self.store.patch(
+            PODS, name, {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": cost}}}, NS
+        )
 
 
 def is_noop(plan: Plan) -> bool:

@@ -1,4 +1,5 @@
-"""A pure simulation of the three ModelServing reconcilers (gang, ServingGroups, rollout) over an in-memory cluster.
+"""A pure simulation of the three ModelServing reconcilers (gang, ServingGroups, rollout) over the shared in-memory
+store (:class:`~.builders.Cluster`: plans applied by the simulation's applier, pod status by the status subresource).
 
 Pods are created Pending; :meth:`Fleet.tick` makes them Running and Ready, except pods whose image contains
 ``bad``, which stay Pending with ``ImagePullBackOff`` (what kwok's stage does in the cluster tier). Deleted pods
@@ -21,11 +22,25 @@ from kthena_py.plan.modelserving.core.revision import revision_data, role_templa
 from kthena_py.plan.modelserving.core.types import Plan
 from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.groups.status import format_time
-from kthena_py.plan.modelserving.offline.simulate import merge_status
 from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 from kthena_py.plan.modelserving.rollout.rollout import UPDATE_IN_PROGRESS, plan_rollout
 
 from .builders import NOW, VOLCANO, Cluster, parse, ref_of
+
+
+def merge_status(doc: dict[str, Any], share: dict[str, Any] | None) -> None:
+    """Merge one reconciler's status share into ``doc`` as server-side apply would (conditions by type)."""
+    if share is None:
+        return
+    status = doc.setdefault("status", {})
+    for key, value in share.items():
+        if key != "conditions":
+            status[key] = copy.deepcopy(value)
+            continue
+        by_type = {c["type"]: c for c in status.get("conditions") or []}
+        for condition in value:
+            by_type[condition["type"]] = copy.deepcopy(condition)
+        status["conditions"] = list(by_type.values())
 
 
 def _running_ready(pod: dict[str, Any]) -> bool:
@@ -125,15 +140,18 @@ class Fleet:
         self._observe()
         return changed
 
+    def _report(self, pod: dict[str, Any], status: dict[str, Any]) -> None:
+        self.cluster.set_pod_status(pod["metadata"]["name"], status)
+
     def _tick_pod(self, pod: dict[str, Any]) -> bool:
         containers = pod["spec"]["containers"]
         bad = any("bad" in c["image"] for c in containers)
         status = pod["status"]
         if status.get("phase") != "Running":
             if bad:
-                pod["status"] = pod_status(pod, self.now, ready=False, waiting="ImagePullBackOff", phase="Pending")
+                self._report(pod, pod_status(pod, self.now, ready=False, waiting="ImagePullBackOff", phase="Pending"))
                 return False
-            pod["status"] = pod_status(pod, self.now, ready=True)
+            self._report(pod, pod_status(pod, self.now, ready=True))
             return True
         seen = {c["name"]: c for c in status.get("containerStatuses") or []}
         for c in containers:  # a status without images (built by hand) follows the spec silently
@@ -142,13 +160,13 @@ class Fleet:
         restarts = {n: int(cs.get("restartCount") or 0) for n, cs in seen.items()}
         if drift:
             if bad:
-                pod["status"] = pod_status(pod, self.now, ready=False, waiting="ImagePullBackOff", restarts=restarts)
+                self._report(pod, pod_status(pod, self.now, ready=False, waiting="ImagePullBackOff", restarts=restarts))
             else:
                 bumped = {n: r + (1 if n in drift else 0) for n, r in restarts.items()}
-                pod["status"] = pod_status(pod, self.now, ready=False, restarts=bumped, restarted=True)
+                self._report(pod, pod_status(pod, self.now, ready=False, restarts=bumped, restarted=True))
             return True
         if not _running_ready(pod) and not bad and any("lastState" in cs for cs in seen.values()):
-            pod["status"] = pod_status(pod, self.now, ready=True, restarts=restarts, restarted=True)
+            self._report(pod, pod_status(pod, self.now, ready=True, restarts=restarts, restarted=True))
             return True
         return False
 

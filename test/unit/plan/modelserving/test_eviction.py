@@ -255,11 +255,11 @@ def test_group_level_counts_failed_missing_and_terminating_groups_as_unavailable
     assert (failed.allowed, failed.reason, failed.record) == (True, "PodNotReady", G1)
     # A missing pod makes a group incomplete, hence not ready, though every pod left is ready.
     ms, cluster = make({"minAvailable": 2}, role_doc("prefill"), role_doc("decode", workers=1))
-    del cluster.pods()["llama-2-decode-0-1"]
+    cluster.remove("llama-2-decode-0-1")
     assert verdict(ms, cluster, "llama-0-prefill-0-0").reason == "BudgetExhausted"
     # So does a terminating pod.
     ms, cluster = make({"minAvailable": 2})
-    cluster.pods()["llama-2-prefill-0-0"]["metadata"]["deletionTimestamp"] = format_time(NOW)
+    cluster.terminate("llama-2-prefill-0-0", NOW)
     assert verdict(ms, cluster, "llama-0-prefill-0-0").reason == "BudgetExhausted"
     assert verdict(ms, cluster, "llama-2-prefill-0-0").reason == "PodNotReady"
 
@@ -416,7 +416,7 @@ def test_unit_index_covers_both_levels_and_statuses_report_the_budget() -> None:
     ]
     # A recorded group being rebuilt (no pod observed) still counts as disrupted.
     for name in [n for n in cluster.pods() if n.startswith("llama-1-")]:
-        del cluster.pods()[name]
+        cluster.remove(name)
     (status,) = budget_statuses(state_of(ms, cluster), strategy, frozenset({G1}))
     assert (status.ready, status.disrupted, status.allowed) == (2, 1, 0)
 

@@ -42,7 +42,6 @@ from kthena_py.plan.modelserving.eviction import (
     target_of,
     unit_index,
 )
-from kthena_py.plan.modelserving.groups.status import format_time
 
 from .builders import NOW, VOLCANO, Cluster, ms_doc, parse, ready_status, ref_of, role_doc
 
@@ -140,7 +139,7 @@ class World:
         name, granted_at = self.inflight.pop(index % len(self.inflight))
         pod = self.cluster.pods().get(name)
         if pod is not None and self.now <= granted_at + IN_FLIGHT_SECONDS:
-            pod["metadata"].setdefault("deletionTimestamp", format_time(self.now))
+            self.cluster.terminate(name, self.now)
             self.snapshot()
 
     def reap(self) -> None:
@@ -161,7 +160,7 @@ class World:
     def kubelet(self, index: int) -> None:
         names = sorted(n for n, p in self.cluster.pods().items() if p["status"].get("phase") == "Pending")
         if names:
-            self.cluster.pods()[names[index % len(names)]]["status"] = ready_status(self.now)
+            self.cluster.set_pod_status(names[index % len(names)], ready_status(self.now))
             self.snapshot()
 
     def gc(self, lag: int) -> None:

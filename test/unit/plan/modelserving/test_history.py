@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kthena_py.api.modelserving import ModelServing
+from kthena_py.kube.memory.patches import merge_patch
 from kthena_py.plan.modelserving.core.revision import build_controller_revision, revision_data, revision_hash
 from kthena_py.plan.modelserving.rollout.history import (
     HistoryError,
@@ -19,7 +20,7 @@ from kthena_py.plan.modelserving.rollout.history import (
 )
 from kthena_py.plan.modelserving.rollout.progress import rollout_progress
 
-from .builders import MS_UID, merge_patch, ms_doc, parse, ref_of, role_doc
+from .builders import MS_UID, ms_doc, parse, ref_of, role_doc
 
 
 def _doc(image: str = "img:1", workers: int = 1, decode: int = 2) -> dict[str, Any]:

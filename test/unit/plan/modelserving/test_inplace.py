@@ -275,6 +275,7 @@ def test_restart_caused_by_the_patch_never_triggers_recovery() -> None:
     # the same restart without an in-place record is a failure under RoleRecreate
     for pod in pods.values():
         pod["metadata"]["annotations"].pop(ANNOTATION_INPLACE_STATE)
+        fleet.cluster.put("Pod", pod)
     plan = plan_servinggroups(ms, ref_of(ms), fleet.cluster.observed(), VOLCANO, fleet.now)
     assert plan.deletes
 
@@ -287,6 +288,7 @@ def test_a_crash_after_the_update_still_counts() -> None:
     uid = pod["metadata"]["uid"]
     pod["status"]["containerStatuses"][0]["restartCount"] = 2
     pod["status"]["conditions"][0]["status"] = "False"
+    fleet.cluster.put("Pod", pod)
     observed = parse_observed("llama", fleet.cluster.observed())
     assert observed.groups[0].instances[("decode", 0)].pods[0].restarts == 1
     fleet.settle()

@@ -130,7 +130,7 @@ def test_stale_podgroups_deleted_when_gang_stops_applying() -> None:
 def test_one_podgroup_per_desired_group_and_scale_down() -> None:
     cluster = Cluster()
     cluster.converge(parse(ms_doc(replicas=3)))
-    assert sorted(cluster.objects["podgroups"]) == ["llama-0", "llama-1", "llama-2"]
+    assert sorted(cluster.objects("PodGroup")) == ["llama-0", "llama-1", "llama-2"]
     cluster.set_cost("llama-1-prefill-0-0", "1000")
     cluster.set_cost("llama-0-prefill-0-0", "10")
     plan = _plan(ms_doc(replicas=1), VOLCANO, cluster)
@@ -142,11 +142,12 @@ def test_existing_equivalent_podgroup_is_not_updated() -> None:
     cluster = Cluster()
     doc = _fixture()
     cluster.converge(parse(doc))
-    pg = cluster.objects["podgroups"]["llama-0"]
+    pg = cluster.objects("PodGroup")["llama-0"]
     pg["spec"]["minResources"] = {"cpu": "12.5", "memory": "11274289152", "nvidia.com/gpu": "6000m"}
     pg["spec"]["queue"] = "default"  # Volcano's webhook default
     pg["spec"]["subGroupPolicy"][0]["extraServerDefault"] = True
     pg["spec"]["networkTopology"] = None
+    cluster.put("PodGroup", pg)
     assert is_noop(_plan(doc, VOLCANO, cluster))
 
 
@@ -160,11 +161,13 @@ def test_drift_is_patched_minimally() -> None:
     del changed["metadata"]["annotations"]
     del changed["spec"]["template"]["networkTopology"]
     changed["spec"]["template"]["roles"][1]["replicas"] = 1
-    cluster.objects["podgroups"]["llama-0"]["metadata"]["labels"].pop("modelserving.volcano.sh/group-name")
+    pg = cluster.objects("PodGroup")["llama-0"]
+    pg["metadata"]["labels"].pop("modelserving.volcano.sh/group-name")
+    cluster.put("PodGroup", pg)
     plan = _plan(changed, VOLCANO, cluster)
     (update,) = plan.updates
     assert update.kind == "PodGroup" and update.name == "llama-0"
-    assert update.uid == cluster.objects["podgroups"]["llama-0"]["metadata"]["uid"]
+    assert update.uid == cluster.objects("PodGroup")["llama-0"]["metadata"]["uid"]
     assert update.patch["spec"]["minMember"] == 7
     assert update.patch["spec"]["queue"] is None
     assert update.patch["spec"]["networkTopology"] is None
@@ -179,8 +182,11 @@ def test_deleted_podgroup_is_recreated_and_terminating_one_waited_for() -> None:
     cluster = Cluster()
     doc = ms_doc(replicas=2)
     cluster.converge(parse(doc))
-    del cluster.objects["podgroups"]["llama-1"]
+    cluster.drop("PodGroup", "llama-1")
     assert names(_plan(doc, VOLCANO, cluster).creates) == ["llama-1"]
-    cluster.objects["podgroups"]["llama-0"]["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    pg = cluster.objects("PodGroup")["llama-0"]
+    pg["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    pg["metadata"]["finalizers"] = ["test/hold"]
+    cluster.put("PodGroup", pg)
     plan = _plan(doc, VOLCANO, cluster)
     assert names(plan.creates) == ["llama-1"] and plan.deletes == () and plan.updates == ()

@@ -97,9 +97,8 @@ def test_plans_only_touch_observed_objects_and_name_pods_uniquely(
         # nothing already observed is created again, and created names are unique
         names = [(o["kind"], o["metadata"]["name"]) for o in plan.creates]
         assert len(names) == len(set(names))
-        plural = {"Pod": "pods", "Service": "services", "PodGroup": "podgroups", "ControllerRevision": "revisions"}
         for kind, name in names:
-            assert name not in cluster.objects[plural[kind]]
+            assert name not in cluster.objects(kind)
         # pod names follow the naming scheme and match their labels
         for obj in plan.creates:
             if obj["kind"] == "Pod":
@@ -185,9 +184,9 @@ def test_applying_plans_converges_to_the_spec(
                 expected = {naming.pod_name("llama", ordinal, role.name, r, i) for i in range(role.worker_replicas + 1)}
                 assert {m["name"] for m in members if m["labels"][naming.LABEL_ROLE_ID] == role_id} == expected
     if naming.gang_applies(ms.spec.scheduler_name, support):
-        assert sorted(cluster.objects["podgroups"]) == sorted(
+        assert sorted(cluster.objects("PodGroup")) == sorted(
             naming.group_name("llama", o)
             for o in build_state(ms, ref_of(ms), cluster.observed(), support).targets.plan.desired
         )
     else:
-        assert not cluster.objects["podgroups"]
+        assert not cluster.objects("PodGroup")

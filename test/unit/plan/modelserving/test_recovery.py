@@ -148,7 +148,7 @@ def test_pod_recovering_inside_grace_is_left_alone() -> None:
 
 def test_grace_falls_back_to_creation_time() -> None:
     cluster, doc = _setup("RoleRecreate", grace=60)
-    cluster.pods()["llama-0-prefill-0-1"]["status"] = {"phase": "Failed"}
+    cluster.set_pod_status("llama-0-prefill-0-1", {"phase": "Failed"})
     assert _plan(cluster, doc, now=NOW + 30).requeue_after == 30.0
     assert _plan(cluster, doc, now=NOW + 61).deletes
 

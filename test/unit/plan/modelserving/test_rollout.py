@@ -273,14 +273,16 @@ def test_taking_over_groups_of_kthenas_go_controller_rolls_nothing() -> None:
     """Groups labelled with a revision Kthena named differently, recording the same templates, are up to date."""
     fleet = _started(_group_rolling(3))
     ours = fleet.doc["status"]["currentRevision"]
-    (cr,) = fleet.cluster.objects["revisions"].values()
+    (cr,) = fleet.cluster.objects("ControllerRevision").values()
     kthena = dict(cr)
     kthena["metadata"] = {**cr["metadata"], "name": "llama-5d4f8b9c7", "uid": "kthena-cr"}
     kthena["data"] = {"data": cr["data"]["data"]}  # Kthena records the roles only
-    fleet.cluster.objects["revisions"] = {"llama-5d4f8b9c7": kthena}
+    fleet.cluster.drop("ControllerRevision", cr["metadata"]["name"])
+    fleet.cluster.put("ControllerRevision", kthena)
     for pod in fleet.cluster.pods().values():
         pod["metadata"]["labels"]["modelserving.volcano.sh/revision"] = "5d4f8b9c7"
         pod["metadata"]["labels"]["modelserving.volcano.sh/role-template-hash"] = "12345"
+        fleet.cluster.put("Pod", pod)
     fleet.doc["status"]["currentRevision"] = "5d4f8b9c7"
     uids = fleet.uids()
     fleet.settle()

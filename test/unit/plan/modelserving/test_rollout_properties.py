@@ -14,11 +14,10 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving.offline.simulate import merge_status
 from kthena_py.plan.modelserving.rollout.rollout import RolloutPlan, _plan_in_full, plan_rollout, settled
 
 from .builders import VOLCANO, ms_doc, parse, ready_status, ref_of, role_doc
-from .fleet import Fleet
+from .fleet import Fleet, merge_status
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -40,7 +39,7 @@ def _tick_some(fleet: Fleet, chosen: list[bool]) -> None:
     pending = sorted(n for n, p in fleet.cluster.pods().items() if p["status"].get("phase") != "Running")
     for name, ok in zip(pending, chosen, strict=False):
         if ok:
-            fleet.cluster.pods()[name]["status"] = ready_status(fleet.now)
+            fleet.cluster.set_pod_status(name, ready_status(fleet.now))
 
 
 @SETTINGS

@@ -42,7 +42,7 @@ def test_gang_waits_for_podgroups_but_creates_the_revision() -> None:
 def test_creation_order_and_events() -> None:
     doc = _two_roles()
     cluster = Cluster()
-    cluster.objects["podgroups"]["llama-0"] = {"metadata": {"name": "llama-0", "uid": "pg"}}
+    cluster.put("PodGroup", {"metadata": {"name": "llama-0", "uid": "pg"}})
     plan = _plan(cluster, doc)
     assert [(o["kind"], o["metadata"]["name"]) for o in plan.creates] == [
         ("ControllerRevision", f"llama-{_rev(doc)}"),
@@ -79,7 +79,7 @@ def test_converged_state_is_a_fixed_point() -> None:
     cluster = Cluster()
     doc = _two_roles(replicas=2)
     assert cluster.converge(parse(doc)) == 1  # one pass: PodGroups, then revision and pods
-    assert len(cluster.pods()) == 14 and len(cluster.objects["services"]) == 4
+    assert len(cluster.pods()) == 14 and len(cluster.objects("Service")) == 4
     plan = _plan(cluster, doc)
     assert plan.creates == () and plan.deletes == () and plan.events == () and plan.requeue_after is None
 
@@ -154,7 +154,7 @@ def test_old_revision_groups_are_kept_and_repaired_from_their_revision() -> None
     assert pod["spec"]["containers"][0]["image"] == "img:1"
     assert pod["metadata"]["labels"]["modelserving.volcano.sh/revision"] == _rev(v1)
     # without its ControllerRevision, nothing is guessed: the instance is not re-created and a Warning says why
-    del cluster.objects["revisions"][f"llama-{_rev(v1)}"]
+    cluster.drop("ControllerRevision", f"llama-{_rev(v1)}")
     cluster.remove("llama-0-p-0-0")
     plan = _plan(cluster, v2)
     assert "llama-0-p-0-0" not in created(plan)
@@ -174,7 +174,7 @@ def test_revision_numbers_and_history_limit() -> None:
         cluster.converge(parse(doc), NO_VOLCANO)
         for name in list(cluster.pods()):
             cluster.remove(name)
-    numbers = sorted(obj["revision"] for obj in cluster.objects["revisions"].values())
+    numbers = sorted(obj["revision"] for obj in cluster.objects("ControllerRevision").values())
     # live: the current revision; kept: the 2 newest others
     assert numbers == [4, 5, 6]
 
@@ -183,12 +183,15 @@ def test_service_recreated_alone_and_terminating_service_waited_for() -> None:
     cluster = Cluster()
     doc = ms_doc(role_doc("p", workers=1))
     cluster.converge(parse(doc))
-    del cluster.objects["services"]["llama-0-p-0-0"]
+    cluster.drop("Service", "llama-0-p-0-0")
     plan = _plan(cluster, doc)
     assert [(o["kind"], o["metadata"]["name"]) for o in plan.creates] == [("Service", "llama-0-p-0-0")]
     assert plan.deletes == ()
     cluster.apply(plan)
-    cluster.objects["services"]["llama-0-p-0-0"]["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    service = cluster.objects("Service")["llama-0-p-0-0"]
+    service["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    service["metadata"]["finalizers"] = ["test/hold"]
+    cluster.put("Service", service)
     assert _plan(cluster, doc).creates == ()
 
 
@@ -197,10 +200,10 @@ def test_foreign_and_malformed_pods_are_ignored() -> None:
     doc = ms_doc()
     cluster.converge(parse(doc))
     labels = {"modelserving.volcano.sh/name": "llama", "modelserving.volcano.sh/group-name": "llama-0"}
-    cluster.objects["pods"]["odd"] = {"metadata": {"name": "odd", "uid": "x1", "labels": labels}}
+    cluster.put("Pod", {"metadata": {"name": "odd", "uid": "x1", "labels": labels}})
     full = {**labels, "modelserving.volcano.sh/role": "prefill", "modelserving.volcano.sh/role-id": "prefill-0"}
-    cluster.objects["pods"]["renamed"] = {"metadata": {"name": "renamed-0", "uid": "x2", "labels": full}}
-    cluster.objects["pods"]["other"] = {"metadata": {"name": "x", "uid": "x3", "labels": {"app": "x"}}}
+    cluster.put("Pod", {"metadata": {"name": "renamed-0", "uid": "x2", "labels": full}})
+    cluster.put("Pod", {"metadata": {"name": "x", "uid": "x3", "labels": {"app": "x"}}})
     plan = _plan(cluster, doc)
     assert plan.creates == () and plan.deletes == ()
 
@@ -211,6 +214,7 @@ def test_pods_of_unknown_roles_are_deleted() -> None:
     rev = _rev(ms_doc(role_doc("a")))
     for pod in cluster.pods().values():  # pretend every pod is on the single-role revision
         pod["metadata"]["labels"]["modelserving.volcano.sh/revision"] = rev
+        cluster.put("Pod", pod)
     plan = _plan(cluster, ms_doc(role_doc("a")), NO_VOLCANO)
     assert deleted(plan) == ["llama-0-b-0-0"]
 

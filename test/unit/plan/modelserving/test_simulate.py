@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.modelserving.offline.simulate import Readiness, simulate_rollout
+from kthena_py.simulation import Readiness, simulate_rollout
 
 from .builders import ms_doc, role_doc
 
