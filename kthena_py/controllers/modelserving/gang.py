@@ -6,6 +6,9 @@ served; they are recreated if deleted and removed with their group. With any oth
 without the CRD, this reconciler writes nothing. Refused PodGroup writes are reported on the
 ``PodGroupFailure`` condition (field manager ``kthena-py-gang-failures``) and retried with backoff.
 Decisions come from the pure planner :func:`~kthena_py.plan.modelserving.render.podgroups.plan_podgroups`.
+
+It also keeps the ``Scheduled`` condition of every ModelServing (gang-scheduled or not; field manager
+``kthena-py-scheduling``, see :mod:`.scheduling`): whether every pod is placed, and if not, what it waits for.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import pydantic
 
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import is_deleting
+from kthena_py.plan.modelserving.core.naming import gang_applies
 from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
@@ -23,6 +27,7 @@ from ..resources import MODELSERVINGS
 from .apply import PlanApplier
 from .failures import GANG_FAILURE, FailureCondition
 from .observe import ms_ref, observe, parse_modelserving, podgroup_support
+from .scheduling import SchedulingReporter
 
 FIELD_MANAGER = "kthena-py-gang"
 FAILURE_FIELD_MANAGER = "kthena-py-gang-failures"
@@ -40,17 +45,23 @@ class PodGroupReconciler:
             cache,
             failures=FailureCondition(client, GANG_FAILURE, FAILURE_FIELD_MANAGER),
         )
+        self.scheduling = SchedulingReporter(client, cache, recorder)
 
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply the PodGroups of one ModelServing."""
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
         if obj is None or is_deleting(obj):
+            self.scheduling.forget(request)
             return None
         try:
             ms = parse_modelserving(obj)
         except pydantic.ValidationError:
             return None  # reported by the ServingGroup reconciler
         ref = ms_ref(obj)
-        plan = plan_podgroups(ms, ref, observe(self.cache, ref), podgroup_support(self.cache))
+        support = podgroup_support(self.cache)
+        observed = observe(self.cache, ref)
+        plan = plan_podgroups(ms, ref, observed, support)
         outcome = await self.applier.apply(plan, obj, defer_observation=True)
+        latest = self.cache.get(MODELSERVINGS, request.name, request.namespace) or obj
+        await self.scheduling.report(latest, ms, observed, gang_applies(ms.spec.scheduler_name, support))
         return result_of(plan.requeue_after, outcome.retry_after, settle=outcome.settle)
