@@ -494,13 +494,16 @@ def _message(reason: str, waits: Sequence[GroupWait], inputs: SchedulingInputs) 
         parts.append("no node fits")
     elif reason == REASON_SCHEDULING:
         parts.append("waiting for the scheduler")
+    details = list(dict.fromkeys(w.detail for w in top if w.detail))
+    queue_wait = reason in (REASON_QUEUE_FULL, REASON_NOT_ENQUEUED)
+    if details and queue_wait:
+        parts.append(details[0])  # what the queue says comes first
     parts.append(_groups(top))
     position = _position(top, inputs)
     if position:
         parts.append(position)
-    details = list(dict.fromkeys(w.detail for w in top if w.detail))
-    if details:
-        parts.append(details[0] if reason in (REASON_QUEUE_FULL, REASON_NOT_ENQUEUED) else f"scheduler: {details[0]}")
+    if details and not queue_wait:
+        parts.append(f"scheduler: {details[0]}")
     others = sorted({w.reason for w in waits if w.reason != reason}, key=_RANK.__getitem__)
     for other in others:
         parts.append(f"also {other}: {', '.join(w.group for w in waits if w.reason == other)}")

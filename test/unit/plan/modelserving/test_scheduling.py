@@ -134,7 +134,7 @@ CASES: list[tuple[str, SchedulingInputs, str, str, tuple[str, ...]]] = [
         inputs(pods=(pod(),), podgroups=(podgroup(phase="Pending", queue="q"),), queues={"q": queue("q", "Closed")}),
         "False",
         "NotEnqueued",
-        ("Volcano queue q is Closed",),
+        ("Volcano queue q is Closed; ServingGroup llama-0; queue q: position 1 of 1, priority 0",),
     ),
     (
         "a queue that does not exist",
