@@ -63,5 +63,5 @@ class PodGroupReconciler:
         plan = plan_podgroups(ms, ref, observed, support)
         outcome = await self.applier.apply(plan, obj, defer_observation=True)
         latest = self.cache.get(MODELSERVINGS, request.name, request.namespace) or obj
-        await self.scheduling.report(latest, ms, observed, gang_applies(ms.spec.scheduler_name, support))
-        return result_of(plan.requeue_after, outcome.retry_after, settle=outcome.settle)
+        retry = await self.scheduling.report(latest, ms, observed, gang_applies(ms.spec.scheduler_name, support))
+        return result_of(plan.requeue_after, outcome.retry_after, retry, settle=outcome.settle)

@@ -12,6 +12,8 @@ Guarantees:
   so positions count those, see docs/modelserving.md). Nodes may be many and change often, so they are **not**
   cached: they are listed (``resourceVersion=0``, from the API server's watch cache) only when a decision names a
   resource some pod lacks, at most once per :data:`NODES_TTL` seconds, and only name and allocatable are kept.
+* A refused write is logged and tried again after :data:`WRITE_RETRY` seconds; it never fails the PodGroup
+  reconcile it rides on.
 * **Events and metrics from transitions in the cluster, not from memory**: the Warning Event of a wait and the
   Normal Event of its end (with how long it lasted) are recorded only after the write that makes the transition
   succeeded; a restart finds the condition already there and records nothing again. The time-to-schedule sample
@@ -48,6 +50,7 @@ from .metrics import SERIES, TIME_TO_SCHEDULE, WaitingSeries
 __all__ = [
     "FIELD_MANAGER",
     "NODES_TTL",
+    "WRITE_RETRY",
     "NodeView",
     "SchedulingReporter",
     "podgroup_requests",
@@ -61,6 +64,8 @@ __all__ = [
 FIELD_MANAGER = "kthena-py-scheduling"
 NODES_TTL = 30.0
 """Seconds a live read of the nodes is reused."""
+WRITE_RETRY = 5.0
+"""Seconds before a refused write of the condition is tried again."""
 
 log = structlog.get_logger("kthena_py.modelserving.scheduling")
 
@@ -275,11 +280,12 @@ class SchedulingReporter:
                 decision = decide_scheduled(replace(inputs, nodes=nodes))
         return decision
 
-    async def report(self, obj: KubeObject, ms: ModelServing, observed: Observed, gang: bool) -> bool:
-        """Bring the condition of the cached ModelServing ``obj`` in line; return whether it was written.
+    async def report(self, obj: KubeObject, ms: ModelServing, observed: Observed, gang: bool) -> float | None:
+        """Bring the condition of the cached ModelServing ``obj`` in line.
 
-        Raises:
-            ApiError: The write failed (other than the ModelServing being gone).
+        Returns:
+            ``None``, or the seconds after which to try again when the write was refused (it is logged; the
+            PodGroups' own outcome is not affected, and no Event is recorded for a transition not written).
         """
         md = meta(obj)
         decision = await self.decide(obj, ms, observed, gang)
@@ -287,17 +293,21 @@ class SchedulingReporter:
         self.series.set(str(md.get("namespace") or ""), str(md.get("name") or ""), wait)
         previous = condition_of(obj, SCHEDULED)
         if previous is not None and _same(decision.condition, previous):
-            return False
-        written = await self._apply(obj, decision.condition)
+            return None
+        try:
+            written = await self._apply(obj, decision.condition)
+        except ApiError as exc:
+            log.warning("cannot write the Scheduled condition", error=str(exc), retry_in=WRITE_RETRY)
+            return WRITE_RETRY
         if written is None:
-            return False
+            return None
         self.cache.record_write(MODELSERVINGS, written)
         if decision.event is not None:
             event = decision.event
             self.recorder.event(obj, event.type, event.reason, event.message, join=False)
         if decision.waited is not None:
             TIME_TO_SCHEDULE.labels(decision.waited_reason).observe(decision.waited)
-        return True
+        return None
 
     async def _apply(self, obj: KubeObject, condition: KubeObject) -> KubeObject | None:
         md = meta(obj)
@@ -313,6 +323,3 @@ class SchedulingReporter:
             )
         except NotFound:
             return None
-        except ApiError as exc:
-            log.warning("cannot write the Scheduled condition", error=str(exc))
-            raise

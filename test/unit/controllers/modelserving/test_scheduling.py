@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
 from prometheus_client import CollectorRegistry, Gauge
 
 from kthena_py.controllers.modelserving.gang import PodGroupReconciler
 from kthena_py.controllers.modelserving.metrics import WaitingSeries
 from kthena_py.controllers.modelserving.observe import register_informers
-from kthena_py.controllers.modelserving.scheduling import FIELD_MANAGER, register_scheduling_informers
+from kthena_py.controllers.modelserving.scheduling import (
+    FIELD_MANAGER,
+    WRITE_RETRY,
+    register_scheduling_informers,
+)
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import Forbidden
 from kthena_py.kube.resources import CRDS, NODES, PODGROUPS, PODS, QUEUES
@@ -192,8 +195,8 @@ async def test_a_refused_condition_write_records_no_event_and_is_retried() -> No
             raise Forbidden(403, "Forbidden", "no")
 
     undo = kube.intercept(refuse)
-    with pytest.raises(Forbidden):  # the reconcile fails: retried with backoff
-        await reconciler.reconcile(REQUEST)
+    result = await reconciler.reconcile(REQUEST)
+    assert result is not None and result.requeue_after == WRITE_RETRY
     assert events.events == [] and "Scheduled" not in conditions(kube)
     undo()
     await reconciler.reconcile(REQUEST)
