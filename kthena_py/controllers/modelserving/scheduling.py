@@ -302,6 +302,15 @@ class SchedulingReporter:
         if written is None:
             return None
         self.cache.record_write(MODELSERVINGS, written)
+        log.info(
+            "wrote the Scheduled condition",
+            namespace=md.get("namespace"),
+            name=md.get("name"),
+            status=decision.condition["status"],
+            reason=decision.reason,
+            was=(previous or {}).get("reason"),
+            recorded=decision.event.reason if decision.event is not None else None,
+        )
         if decision.event is not None:
             event = decision.event
             self.recorder.event(obj, event.type, event.reason, event.message, join=False)

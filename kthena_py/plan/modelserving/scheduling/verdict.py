@@ -5,7 +5,8 @@ Guarantees:
 * **Which wait it is.** Every live pod (not terminating, not finished) is placed once it has ``spec.nodeName``.
   Under gang scheduling (a PodGroup per ServingGroup) a group is judged by its PodGroup first:
 
-  - phase ``Running``/``Completed`` with every pod of the group bound: scheduled;
+  - every pod of the group bound, with the phase ``Running``/``Completed`` or at least ``minMember`` pods (Volcano
+    may not have moved the phase yet): scheduled;
   - phase ``Pending`` (not admitted to its queue): ``NotEnqueued`` when the Volcano Queue does not exist or is not
     ``Open``; ``QueueFull`` when the queue's ``spec.capability`` cannot hold the gang's ``minResources`` on top of
     ``status.allocated``; ``NotEnqueued`` when Volcano gave a verdict (an ``Unschedulable`` condition) without
@@ -400,12 +401,17 @@ def _queue_wait(pg: KubeObject, queues: Mapping[str, KubeObject] | None) -> tupl
     return None
 
 
+def _min_member(pg: Mapping[str, Any]) -> int:
+    value = _spec(pg).get("minMember")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 1
+
+
 def _gang_wait(pg: KubeObject, pods: Sequence[KubeObject], queues: Mapping[str, KubeObject] | None) -> GroupWait | None:
     group = _name(pg)
     unbound = tuple(p for p in pods if not _bound(p))
     phase = str(_status(pg).get("phase") or "")
-    if phase in _PLACED_PHASES and not unbound:
-        return None
+    if not unbound and (phase in _PLACED_PHASES or (pods and len(pods) >= _min_member(pg))):
+        return None  # every pod is bound (Volcano may not have moved the phase to Running yet)
     verdict = _condition(pg, PODGROUP_UNSCHEDULABLE)
     verdict = verdict if verdict is not None and verdict.get("status") == "True" else None
     if phase in _PENDING_PHASES:

@@ -54,8 +54,9 @@ def podgroup(
     created: str = "2023-11-14T22:00:00Z",
     namespace: str = "ns",
     min_resources: dict[str, str] | None = None,
+    min_member: int = 1,
 ) -> dict[str, Any]:
-    spec: dict[str, Any] = {"minMember": 1}
+    spec: dict[str, Any] = {"minMember": min_member}
     if queue:
         spec["queue"] = queue
     if priority_class:

@@ -176,6 +176,20 @@ CASES: list[tuple[str, SchedulingInputs, str, str, tuple[str, ...]]] = [
         ("every pod is placed on a node",),
     ),
     (
+        "every pod bound before Volcano moves the phase to Running",
+        inputs(pods=(pod(node="n0"),), podgroups=(podgroup(phase="Inqueue", verdict=VOLCANO_GPU),)),
+        "True",
+        "AllScheduled",
+        (),
+    ),
+    (
+        "fewer pods than minMember, all bound: the gang is not complete yet",
+        inputs(pods=(pod(node="n0"),), podgroups=(podgroup(phase="Inqueue", min_member=2),)),
+        "False",
+        "Scheduling",
+        (),
+    ),
+    (
         "a stale Unschedulable verdict on a Running PodGroup is history",
         inputs(pods=(pod(node="n0"),), podgroups=(podgroup(phase="Running", verdict=VOLCANO_GPU),)),
         "True",
