@@ -21,7 +21,7 @@ Guarantees:
 * **One reason for the ModelServing**: the first of ``QueueFull``, ``NotEnqueued``, ``InsufficientGPU``,
   ``InsufficientResources``, ``Unschedulable``, ``Scheduling`` that any group has; ``AllScheduled`` (status
   ``True``) when every pod is placed, or when the ModelServing wants no pods at all.
-* **The message** names the resource and the largest per-pod request of it among the waiting pods
+* **The message** of a blocking reason names the resource and the largest per-pod request of it among the waiting pods
   (``waiting for nvidia.com/gpu: 16 per pod``), the largest allocatable of any node (``largest node offers 8``,
   when the caller passed the nodes: :attr:`SchedulingDecision.needs_nodes` asks for them), the affected
   ServingGroups, the queue position and effective priority of the best-placed waiting gang
@@ -88,6 +88,9 @@ DEFAULT_QUEUE = "default"
 """The Volcano queue of a PodGroup without ``spec.queue``."""
 SCHEDULED_MESSAGE = "every pod is placed on a node"
 NO_PODS_MESSAGE = "no pods to place"
+SCHEDULING_MESSAGE = "waiting for pods to be created and placed"
+"""The one message of ``Scheduling`` (pods not created yet, or no verdict yet): it never changes while pods are
+created and bound, so a new ModelServing costs two writes of the condition (``Scheduling``, then ``True``)."""
 MAX_SHORT = 240
 """Longest scheduler message quoted in the condition (longer ones are cut with ``...``)."""
 MAX_GROUPS = 5
@@ -489,6 +492,8 @@ def _position(waits: Sequence[GroupWait], inputs: SchedulingInputs) -> str:
 
 def _message(reason: str, waits: Sequence[GroupWait], inputs: SchedulingInputs) -> tuple[str, bool]:
     """The condition message for ``reason`` and whether it would name the nodes' offer (they were not given)."""
+    if reason == REASON_SCHEDULING:
+        return SCHEDULING_MESSAGE, False  # transient: one message, so creating and binding pods costs no rewrites
     top = [w for w in waits if w.reason == reason]
     parts: list[str] = []
     needs_nodes = False
@@ -498,8 +503,6 @@ def _message(reason: str, waits: Sequence[GroupWait], inputs: SchedulingInputs) 
         needs_nodes = bool(resource) and inputs.nodes is None
     elif reason == REASON_UNSCHEDULABLE:
         parts.append("no node fits")
-    elif reason == REASON_SCHEDULING:
-        parts.append("waiting for the scheduler")
     details = list(dict.fromkeys(w.detail for w in top if w.detail))
     queue_wait = reason in (REASON_QUEUE_FULL, REASON_NOT_ENQUEUED)
     if details and queue_wait:
@@ -543,7 +546,7 @@ def decide_scheduled(inputs: SchedulingInputs) -> SchedulingDecision:
         status = "False"
         message, needs_nodes = _message(reason, waits, inputs)
     elif not live and not any(not is_terminating(pg) for pg in inputs.podgroups) and inputs.wants_pods:
-        status, reason, message = "False", REASON_SCHEDULING, "waiting for pods to be created"
+        status, reason, message = "False", REASON_SCHEDULING, SCHEDULING_MESSAGE
     else:
         status, reason = "True", REASON_ALL_SCHEDULED
         message = SCHEDULED_MESSAGE if live else NO_PODS_MESSAGE

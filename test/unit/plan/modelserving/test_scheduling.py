@@ -127,7 +127,7 @@ CASES: list[tuple[str, SchedulingInputs, str, str, tuple[str, ...]]] = [
         inputs(pods=(pod(),), podgroups=(podgroup(phase="Inqueue"),)),
         "False",
         "Scheduling",
-        ("waiting for the scheduler; ServingGroup llama-0",),
+        ("waiting for pods to be created and placed",),
     ),
     (
         "a closed queue",
@@ -214,7 +214,7 @@ CASES: list[tuple[str, SchedulingInputs, str, str, tuple[str, ...]]] = [
         (),
     ),
     ("no pods wanted", inputs(wants_pods=False), "True", "AllScheduled", ("no pods to place",)),
-    ("pods wanted, none yet", inputs(), "False", "Scheduling", ("waiting for pods to be created",)),
+    ("pods wanted, none yet", inputs(), "False", "Scheduling", ("waiting for pods to be created and placed",)),
     (
         "the most telling reason wins; the others are listed",
         inputs(
@@ -318,3 +318,18 @@ def test_the_transition_time_moves_only_with_the_status() -> None:
     still = decide_scheduled(inputs(pods=(pod(verdict="taint"),), previous=WAITING))
     assert still.condition["lastTransitionTime"] == WAITING["lastTransitionTime"]
     assert still.waited is None
+
+
+def test_creating_and_binding_pods_does_not_change_the_scheduling_condition() -> None:
+    stages = [
+        inputs(),
+        inputs(podgroups=(podgroup(phase=None, min_member=2),)),
+        inputs(pods=(pod(),), podgroups=(podgroup(phase="Inqueue", min_member=2),)),
+        inputs(
+            pods=(pod(node="n0"), pod("llama-0-prefill-0-1")),
+            podgroups=(podgroup(phase="Inqueue", min_member=2),),
+        ),
+    ]
+    conditions = [decide_scheduled(s).condition for s in stages]
+    assert all(c == conditions[0] for c in conditions), conditions
+    assert conditions[0]["reason"] == "Scheduling"
