@@ -15,7 +15,7 @@ import pytest
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import EVENTS, PODGROUPS, QUEUES
+from kthena_py.kube.resources import EVENTS, PODGROUPS, PRIORITY_CLASSES, QUEUES
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.cluster import FakeNode
@@ -154,6 +154,42 @@ async def test_two_waiting_in_one_queue_are_served_in_volcanos_order(
 
         message = await eventually(moved_up, timeout=30, description="second moves to position 1")
         print(f"second after first is scheduled: {message}")
+
+
+async def test_a_higher_priority_goes_first_in_volcanos_order_and_in_the_positions(
+    cluster: ClusterTier, kubeconfig: Path, namespace: str, kube: KubeClient
+) -> None:
+    high = f"high-{namespace[-6:]}"
+    await kube.create(PRIORITY_CLASSES, {"metadata": {"name": high}, "value": 1000})
+    try:
+        async with running_manager(str(kubeconfig), namespace):
+            await kube.create(MODELSERVINGS, one_pod("older", gpu=32), namespace)
+            await wait_reason(kube, namespace, "older", "InsufficientGPU")
+            urgent = one_pod("urgent", gpu=32)
+            urgent["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["priorityClassName"] = high
+            await kube.create(MODELSERVINGS, urgent, namespace)
+            await wait_reason(kube, namespace, "urgent", "InsufficientGPU")
+
+            async def positions() -> tuple[str, str] | None:
+                a = (await scheduled(kube, namespace, "urgent")).get("message", "")
+                b = (await scheduled(kube, namespace, "older")).get("message", "")
+                ok = "position 1 of 2, priority 1000" in a and "position 2 of 2, priority 0" in b
+                return (a, b) if ok else None
+
+            a, b = await eventually(positions, timeout=30, description="urgent 1st, older 2nd")
+            print(f"\nurgent: {a}\nolder:  {b}")
+            cluster.add_node(FakeNode("gpu32-node", gpus=32))
+            await wait_reason(kube, namespace, "urgent", "AllScheduled", timeout=90)
+            older = await scheduled(kube, namespace, "older")
+            assert older["reason"] == "InsufficientGPU", "Volcano served the higher priority first"
+
+            async def moved_up() -> str | None:
+                message = str((await scheduled(kube, namespace, "older")).get("message", ""))
+                return message if "queue default: position 1 of 1, priority 0" in message else None
+
+            print(f"older after urgent is scheduled: {await eventually(moved_up, timeout=30)}")
+    finally:
+        await kube.delete(PRIORITY_CLASSES, high)
 
 
 async def make_queue(cluster: ClusterTier, kube: KubeClient, name: str, state: str, **spec: Any) -> None:

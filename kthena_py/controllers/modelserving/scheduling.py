@@ -11,7 +11,9 @@ Guarantees:
   so cached whole), every cached PodGroup (for queue positions: the cache holds the PodGroups of ModelServings,
   so positions count those, see docs/modelserving.md). Nodes may be many and change often, so they are **not**
   cached: they are listed (``resourceVersion=0``, from the API server's watch cache) only when a decision names a
-  resource some pod lacks, at most once per :data:`NODES_TTL` seconds, and only name and allocatable are kept.
+  resource some pod lacks, at most once per :data:`NODES_TTL` seconds, and only name and allocatable are kept;
+  such a ModelServing is looked at again every :data:`NODES_TTL` seconds while it waits, so what the message says
+  of the nodes follows added or resized nodes.
 * A refused write is logged and tried again after :data:`WRITE_RETRY` seconds; it never fails the PodGroup
   reconcile it rides on.
 * **Events and metrics from transitions in the cluster, not from memory**: the Warning Event of a wait and the
@@ -41,7 +43,13 @@ from kthena_py.runtime.cache import CacheReader, SharedCache
 from kthena_py.runtime.controller import Mapper
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request
-from kthena_py.vocab.conditions import POD_SCHEDULED, PODGROUP_UNSCHEDULABLE, SCHEDULED
+from kthena_py.vocab.conditions import (
+    POD_SCHEDULED,
+    PODGROUP_UNSCHEDULABLE,
+    REASON_INSUFFICIENT_GPU,
+    REASON_INSUFFICIENT_RESOURCES,
+    SCHEDULED,
+)
 
 from ..resources import MODELSERVINGS
 from .failures import condition_of
@@ -284,23 +292,26 @@ class SchedulingReporter:
         """Bring the condition of the cached ModelServing ``obj`` in line.
 
         Returns:
-            ``None``, or the seconds after which to try again when the write was refused (it is logged; the
-            PodGroups' own outcome is not affected, and no Event is recorded for a transition not written).
+            ``None``, or the seconds after which to look again: :data:`WRITE_RETRY` when the write was refused (it
+            is logged; the PodGroups' own outcome is not affected, and no Event is recorded for a transition not
+            written), :data:`NODES_TTL` while the message names what nodes offer (nodes are not watched: a node
+            added or resized shows in the message within about twice that).
         """
         md = meta(obj)
         decision = await self.decide(obj, ms, observed, gang)
         wait = (decision.reason, decision.resource) if decision.blocking else None
         self.series.set(str(md.get("namespace") or ""), str(md.get("name") or ""), wait)
         previous = condition_of(obj, SCHEDULED)
+        refresh = NODES_TTL if decision.reason in (REASON_INSUFFICIENT_GPU, REASON_INSUFFICIENT_RESOURCES) else None
         if previous is not None and _same(decision.condition, previous):
-            return None
+            return refresh
         try:
             written = await self._apply(obj, decision.condition)
         except ApiError as exc:
             log.warning("cannot write the Scheduled condition", error=str(exc), retry_in=WRITE_RETRY)
             return WRITE_RETRY
         if written is None:
-            return None
+            return None  # the ModelServing is gone
         self.cache.record_write(MODELSERVINGS, written)
         log.info(
             "wrote the Scheduled condition",
@@ -316,7 +327,7 @@ class SchedulingReporter:
             self.recorder.event(obj, event.type, event.reason, event.message, join=False)
         if decision.waited is not None:
             TIME_TO_SCHEDULE.labels(decision.waited_reason).observe(decision.waited)
-        return None
+        return refresh
 
     async def _apply(self, obj: KubeObject, condition: KubeObject) -> KubeObject | None:
         md = meta(obj)

@@ -11,6 +11,7 @@ from kthena_py.controllers.modelserving.metrics import WaitingSeries
 from kthena_py.controllers.modelserving.observe import register_informers
 from kthena_py.controllers.modelserving.scheduling import (
     FIELD_MANAGER,
+    NODES_TTL,
     WRITE_RETRY,
     register_scheduling_informers,
 )
@@ -119,8 +120,9 @@ async def test_a_wait_and_its_end_through_kube_scheduler_verdicts() -> None:
     reconciler, events, gauge = reconciler_over(kube)
     kube.calls.clear()
 
-    await reconciler.reconcile(REQUEST)
+    result = await reconciler.reconcile(REQUEST)
 
+    assert result is not None and result.requeue_after == NODES_TTL  # what nodes offer is looked at again
     scheduled = conditions(kube)["Scheduled"]
     assert (scheduled["status"], scheduled["reason"]) == ("False", "InsufficientGPU")
     assert scheduled["message"].startswith("waiting for nvidia.com/gpu: 16 per pod; largest node offers 8; ")
@@ -144,7 +146,7 @@ async def test_a_wait_and_its_end_through_kube_scheduler_verdicts() -> None:
     # A bigger node came; the pod is bound: scheduled, one Normal Event, one time-to-schedule sample.
     before = histogram_count("InsufficientGPU")
     kube.put(PODS, pod_doc(uid, node="n2"))
-    await restarted.reconcile(REQUEST)
+    assert await restarted.reconcile(REQUEST) is None
     scheduled = conditions(kube)["Scheduled"]
     assert (scheduled["status"], scheduled["reason"]) == ("True", "AllScheduled")
     assert [(e.type, e.reason) for e in restarted_events.events] == [("Normal", "Scheduled")]
