@@ -78,3 +78,5 @@ MUTATING_WEBHOOKS = ResourceType(
     namespaced=False,
 )
 PODGROUPS = ResourceType("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups")
+QUEUES = ResourceType("scheduling.volcano.sh", "v1beta1", "Queue", "queues", namespaced=False)
+PRIORITY_CLASSES = ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False)

@@ -21,7 +21,9 @@ __all__ = [
     "GANG_FAILURE",
     "INITIALIZED",
     "METRICS_AVAILABLE",
+    "PODGROUP_UNSCHEDULABLE",
     "POD_READY",
+    "POD_SCHEDULED",
     "PROGRESSING",
     "RATIO_VIOLATED",
     "READY",
@@ -63,6 +65,7 @@ __all__ = [
     "REASON_ROLES_UPDATING",
     "REASON_SCALE_FAILED",
     "REASON_SCHEDULING",
+    "REASON_SCHEDULING_GATED",
     "REASON_SKEW",
     "REASON_SOME_METRICS_MISSING",
     "REASON_STALLED",
@@ -101,6 +104,10 @@ FAILED = "Failed"
 READY = "Ready"
 POD_READY = READY
 """A pod's ``Ready`` condition."""
+POD_SCHEDULED = "PodScheduled"
+"""A pod's ``PodScheduled`` condition (kube-scheduler and Volcano set it ``False`` with their verdict)."""
+PODGROUP_UNSCHEDULABLE = "Unschedulable"
+"""The condition Volcano sets on a PodGroup whose gang cannot be placed (same spelling as our reason)."""
 TARGET_FOUND = "TargetFound"
 METRICS_AVAILABLE = "MetricsAvailable"
 RATIO_VIOLATED = "RatioConstraintViolated"
@@ -118,6 +125,7 @@ CONDITION_TYPES = (
     ACTIVE,
     FAILED,
     READY,
+    POD_SCHEDULED,
     TARGET_FOUND,
     METRICS_AVAILABLE,
     RATIO_VIOLATED,
@@ -138,6 +146,8 @@ REASON_NOT_ENQUEUED = "NotEnqueued"
 """Volcano has not admitted the gang to its queue (closed queue, or not enqueued yet for lack of room)."""
 REASON_UNSCHEDULABLE = "Unschedulable"
 """Any other reason a pod cannot be placed: taints, node selectors, affinity, topology."""
+REASON_SCHEDULING_GATED = "SchedulingGated"
+"""The reason a pod's ``PodScheduled`` condition gives while it has scheduling gates (Kubernetes')."""
 
 # Reasons of UpdateInProgress and CoordinatedRoleRolloutBlocked.
 REASON_GROUPS_UPDATING = "GroupsUpdating"
@@ -191,6 +201,14 @@ REASON_RATIO_SATISFIED = "RatioSatisfied"
 REASON_RATIO_UNSATISFIABLE = "RatioUnsatisfiable"
 
 CONDITION_REASONS = (
+    REASON_ALL_SCHEDULED,
+    REASON_SCHEDULING,
+    REASON_INSUFFICIENT_GPU,
+    REASON_INSUFFICIENT_RESOURCES,
+    REASON_QUEUE_FULL,
+    REASON_NOT_ENQUEUED,
+    REASON_UNSCHEDULABLE,
+    REASON_SCHEDULING_GATED,
     REASON_GROUPS_UPDATING,
     REASON_ROLES_UPDATING,
     REASON_STALLED,

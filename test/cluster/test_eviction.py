@@ -507,7 +507,8 @@ async def test_restart_on_a_converged_protected_modelserving_writes_nothing(
         await asyncio.sleep(5)
         assert _writes() == before, "a restarted manager wrote to the API server"
         conditions = [c["type"] for c in (await kube.get(MODELSERVINGS, "llm", namespace))["status"]["conditions"]]
-        assert sorted(conditions) == ["Available", "DisruptionAllowed", "Progressing"]  # server-side apply: any order
+        # server-side apply: any order; Scheduled is the gang reconciler's
+        assert sorted(conditions) == ["Available", "DisruptionAllowed", "Progressing", "Scheduled"]
         # Without an evictionStrategy the budget condition goes; the other reconciler's conditions stay.
         await kube.patch(
             MODELSERVINGS, "llm", [{"op": "remove", "path": "/spec/rolloutStrategy"}], namespace, patch_type="json"
@@ -515,6 +516,6 @@ async def test_restart_on_a_converged_protected_modelserving_writes_nothing(
 
         async def removed() -> bool:
             obj = await kube.get(MODELSERVINGS, "llm", namespace)
-            return sorted(c["type"] for c in obj["status"]["conditions"]) == ["Available", "Progressing"]
+            return sorted(c["type"] for c in obj["status"]["conditions"]) == ["Available", "Progressing", "Scheduled"]
 
         await eventually(removed, timeout=30, description="DisruptionAllowed removed")

@@ -78,7 +78,12 @@ async def _uids(kube: KubeClient, namespace: str, ms: str) -> dict[str, str]:
 
 async def _idle(kube: KubeClient, namespace: str, name: str) -> bool:
     conds = conditions(await kube.get(MODELSERVINGS, name, namespace))
-    return conds.get("Progressing", {}).get("status") == "False" and conds.get("Available", {}).get("status") == "True"
+    settled = conds.get("Scheduled", {}).get("status") == "True"  # the gang reconciler has caught up too
+    return (
+        settled
+        and conds.get("Progressing", {}).get("status") == "False"
+        and conds.get("Available", {}).get("status") == "True"
+    )
 
 
 async def _kubectl(kubeconfig: Path, *args: str) -> str:

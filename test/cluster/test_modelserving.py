@@ -377,7 +377,8 @@ async def test_restart_mid_creation_then_restart_is_a_no_op(kube: KubeClient, na
 async def _idle(kube: KubeClient, namespace: str, name: str) -> bool:
     ms = await kube.get(MODELSERVINGS, name, namespace)
     conds = {c["type"]: c["status"] for c in (ms.get("status") or {}).get("conditions") or []}
-    return conds.get("Progressing") == "False" and conds.get("Available") == "True"
+    # Scheduled: the gang reconciler, which follows pod binding, has caught up too.
+    return conds.get("Progressing") == "False" and conds.get("Available") == "True" and conds.get("Scheduled") == "True"
 
 
 async def _at_least(kube: KubeClient, namespace: str, ms: str, n: int) -> bool:

@@ -148,6 +148,15 @@ async def test_scale_status_and_printer_columns(
         "availableReplicas": 3,
         "updatedReplicas": 2,
         "labelSelector": "modelserving.volcano.sh/name=llama-pd",
+        "conditions": [
+            {
+                "type": "Scheduled",
+                "status": "False",
+                "reason": "InsufficientGPU",
+                "message": "waiting for nvidia.com/gpu: 16 per pod",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
     }
     await kube.patch(MODELSERVINGS, "llama-pd", {"status": status}, namespace, subresource="status")
     scale = await kube.get_scale(MODELSERVINGS, "llama-pd", namespace)
@@ -159,8 +168,8 @@ async def test_scale_status_and_printer_columns(
     code, out, err = await _kubectl(envtest.kubeconfig_path, "get", "ms", "-n", namespace)
     assert code == 0, err
     header, row = out.splitlines()[:2]
-    assert header.split() == ["NAME", "REPLICAS", "AVAILABLE", "UPDATED", "AGE"]
-    assert row.split()[:4] == ["llama-pd", "6", "3", "2"]
+    assert header.split() == ["NAME", "REPLICAS", "AVAILABLE", "UPDATED", "PLACEMENT", "AGE"]
+    assert row.split()[:5] == ["llama-pd", "6", "3", "2", "InsufficientGPU"]
 
 
 async def test_cel_rules_hold_without_the_webhook(crds: list[dict[str, Any]], kube: KubeClient, namespace: str) -> None:

@@ -383,6 +383,8 @@ def test_cluster_role_covers_the_controllers(base: list[Doc]) -> None:
         ("apps", "controllerrevisions"): watch | {"create", "patch", "delete"},
         ("scheduling.volcano.sh", "podgroups"): watch | {"create", "patch", "delete"},
         ("scheduling.volcano.sh", "queues"): watch,
+        ("scheduling.k8s.io", "priorityclasses"): watch,
+        ("", "nodes"): {"get", "list"},
         ("apiextensions.k8s.io", "customresourcedefinitions"): watch,
         ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): {"get", "patch"},
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): {"get", "patch"},

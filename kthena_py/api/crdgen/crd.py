@@ -34,7 +34,7 @@ from kthena_py.api.crdgen.k8s import kubernetes_version
 from kthena_py.api.crdgen.schema import kind_schema
 from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING, ModelBooster
 from kthena_py.api.modelserving import ModelServing
-from kthena_py.vocab.conditions import ACTIVE
+from kthena_py.vocab.conditions import ACTIVE, SCHEDULED
 
 __all__ = ["KIND_SPECS", "KindSpec", "build_crd", "build_crds", "file_name", "render_yaml", "rendered_crds"]
 
@@ -99,6 +99,12 @@ KIND_SPECS: tuple[KindSpec, ...] = (
                 "type": "integer",
                 "jsonPath": ".status.updatedReplicas",
                 "description": "ServingGroups on the current revision",
+            },
+            {
+                "name": "Placement",
+                "type": "string",
+                "jsonPath": f'.status.conditions[?(@.type=="{SCHEDULED}")].reason',
+                "description": "What the pods wait for (AllScheduled once every pod is placed)",
             },
             {
                 "name": "Current",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, SERVICES
+from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, QUEUES, SERVICES
 from kthena_py.runtime.controller import Controller, spec_changed, spec_or_metadata_changed
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
@@ -17,6 +17,14 @@ from .notify import RunningNotifier
 from .observe import PODGROUP_CRD_SELECTOR, register_informers
 from .predicates import existing_pod_changed, pod_change_matters
 from .rollout import RolloutReconciler, unit_change_matters
+from .scheduling import (
+    podgroup_requests,
+    podgroup_verdict_changed,
+    queue_changed,
+    queue_requests,
+    register_scheduling_informers,
+    scheduling_changed,
+)
 from .servinggroups import ServingGroupReconciler
 
 __all__ = ["register"]
@@ -34,6 +42,7 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
     cache = manager.cache
     recorder = manager.recorder_for(MODELSERVING)
     register_informers(cache)
+    register_scheduling_informers(cache)
 
     def every_modelserving(_: KubeObject) -> Iterable[Request]:
         return [Request(o["metadata"]["namespace"], o["metadata"]["name"]) for o in cache.list(MODELSERVINGS)]
@@ -62,6 +71,10 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
         .for_(MODELSERVINGS, spec_or_metadata_changed)
         .owns(PODGROUPS, MODELSERVINGS, spec_changed)
         .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
+        # The Scheduled condition: pods' verdicts, Volcano's PodGroup verdicts and queue positions, queue changes.
+        .owns(PODS, MODELSERVINGS, scheduling_changed)
+        .watches(PODGROUPS, podgroup_requests(cache), podgroup_verdict_changed)
+        .watches(QUEUES, queue_requests(cache), queue_changed)
     )
     rollout = (
         Controller(

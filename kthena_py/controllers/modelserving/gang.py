@@ -9,6 +9,9 @@ Decisions come from the pure planner :func:`~kthena_py.plan.modelserving.render.
 from the same observation as the other ModelServing reconcilers (:func:`~.observe.observe_serving`, disrupted units
 included), so the PodGroups follow the groups the ServingGroup reconciler wants; a reconcile looks again when the
 first eviction record expires.
+
+It also keeps the ``Scheduled`` condition of every ModelServing (gang-scheduled or not; field manager
+``kthena-py-scheduling``, see :mod:`.scheduling`): whether every pod is placed, and if not, what it waits for.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import pydantic
 
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import is_deleting
+from kthena_py.plan.modelserving.core.naming import gang_applies
 from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
@@ -29,6 +33,7 @@ from ..resources import MODELSERVINGS
 from .apply import PlanApplier
 from .failures import GANG_FAILURE, FailureCondition
 from .observe import ms_ref, observe_serving, parse_modelserving, podgroup_support
+from .scheduling import SchedulingReporter
 
 FIELD_MANAGER = "kthena-py-gang"
 FAILURE_FIELD_MANAGER = "kthena-py-gang-failures"
@@ -56,11 +61,13 @@ class PodGroupReconciler:
             cache,
             failures=FailureCondition(client, GANG_FAILURE, FAILURE_FIELD_MANAGER),
         )
+        self.scheduling = SchedulingReporter(client, cache, recorder)
 
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply the PodGroups of one ModelServing."""
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
         if obj is None or is_deleting(obj):
+            self.scheduling.forget(request)
             return None
         try:
             ms = parse_modelserving(obj)
@@ -68,7 +75,10 @@ class PodGroupReconciler:
             return None  # reported by the ServingGroup reconciler
         ref = ms_ref(obj)
         seen = observe_serving(self.cache, ref, self._now(), trackers=self.trackers)
-        plan = plan_podgroups(ms, ref, seen.observed, podgroup_support(self.cache))
+        support = podgroup_support(self.cache)
+        plan = plan_podgroups(ms, ref, seen.observed, support)
         outcome = await self.applier.apply(plan, obj, defer_observation=True)
+        latest = self.cache.get(MODELSERVINGS, request.name, request.namespace) or obj
+        retry = await self.scheduling.report(latest, ms, seen.observed, gang_applies(ms.spec.scheduler_name, support))
         # A disruption record that expires can change which groups are wanted: look again then.
-        return result_of(plan.requeue_after, seen.disruption_ends_in, outcome.retry_after, settle=outcome.settle)
+        return result_of(plan.requeue_after, seen.disruption_ends_in, outcome.retry_after, retry, settle=outcome.settle)

@@ -17,6 +17,7 @@ from kthena_py.api.crdgen.descriptions import field_description, type_descriptio
 from kthena_py.api.crdgen.openapi import QUANTITY_PATTERN, inline_schema
 from kthena_py.api.crdgen.schema import field_schema, kind_schema, model_fields, reachable_models
 from kthena_py.cli.crds import expected_files
+from kthena_py.vocab.conditions import SCHEDULED
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = ROOT.parent / "shared" / "seeds" / "000_70b6a46a3d8abcc9.txt"
@@ -87,11 +88,15 @@ def test_modelserving_scale_subresource_columns_and_pod_schema() -> None:
         "statusReplicasPath": ".status.replicas",
         "labelSelectorPath": ".status.labelSelector",
     }
-    assert [column["name"] for column in version["additionalPrinterColumns"][:3]] == [
+    assert [column["name"] for column in version["additionalPrinterColumns"][:4]] == [
         "Replicas",
         "Available",
         "Updated",
+        "Placement",
     ]
+    placement = version["additionalPrinterColumns"][3]
+    assert placement["jsonPath"] == '.status.conditions[?(@.type=="' + SCHEDULED + '")].reason'
+    assert "priority" not in placement  # shown by a plain `kubectl get ms`
     role = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["template"]["properties"]["roles"]
     for template in ("entryTemplate", "workerTemplate"):
         pod = role["items"]["properties"][template]["properties"]["spec"]

@@ -1,0 +1,143 @@
+"""Hypothesis: the Scheduled decision is stable (a restart writes and records nothing), honest and well ordered."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kthena_py.plan.modelserving.scheduling import SchedulingInputs, decide_scheduled, queue_position
+from kthena_py.plan.modelserving.scheduling.verdict import BLOCKING_REASONS
+from kthena_py.vocab.conditions import CONDITION_REASONS
+
+from .scheduling_builders import KUBE_GPU, NOW, VOLCANO_GPU, node, pod, podgroup, queue
+
+VERDICTS = (None, KUBE_GPU, "0/2 nodes are available: 2 Insufficient cpu.", "0/2 nodes: 2 node(s) had taints", "")
+QUEUES = {"default": queue(), "closed": queue("closed", "Closed")}
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> SchedulingInputs:
+    groups = draw(st.integers(0, 3))
+    pods: list[dict[str, Any]] = []
+    podgroups: list[dict[str, Any]] = []
+    gang = draw(st.booleans())
+    for g in range(groups):
+        for i in range(draw(st.integers(0, 2))):
+            pods.append(
+                pod(
+                    f"llama-{g}-r-0-{i}",
+                    f"llama-{g}",
+                    node=draw(st.sampled_from([None, "n0"])),
+                    verdict=draw(st.sampled_from(VERDICTS)),
+                    gpus=draw(st.sampled_from([None, 8, 16])),
+                    terminating=draw(st.booleans()),
+                )
+            )
+        if gang and draw(st.booleans()):
+            podgroups.append(
+                podgroup(
+                    f"llama-{g}",
+                    phase=draw(st.sampled_from([None, "Pending", "Inqueue", "Running"])),
+                    verdict=draw(st.sampled_from([None, VOLCANO_GPU])),
+                    queue=draw(st.sampled_from([None, "closed", "missing"])),
+                    created=f"2023-11-14T2{g}:00:00Z",
+                )
+            )
+    return SchedulingInputs(
+        pods=tuple(pods),
+        podgroups=tuple(podgroups),
+        now=NOW,
+        generation=1,
+        wants_pods=draw(st.booleans()),
+        queues=QUEUES,
+        queue_podgroups=tuple(podgroups),
+        nodes=draw(st.sampled_from([None, (node("n0"),)])),
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(worlds(), st.floats(0, 10_000))
+def test_deciding_again_on_the_same_cluster_changes_nothing_and_records_nothing(
+    world: SchedulingInputs, later: float
+) -> None:
+    first = decide_scheduled(world)
+    again = decide_scheduled(replace(world, previous=first.condition, now=world.now + later))
+    assert again.condition == first.condition
+    assert again.event is None and again.waited is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(worlds())
+def test_true_exactly_when_no_live_pod_is_unbound(world: SchedulingInputs) -> None:
+    decision = decide_scheduled(world)
+    c = decision.condition
+    assert c["reason"] in CONDITION_REASONS and c["message"]
+    live = [p for p in world.pods if not p["metadata"].get("deletionTimestamp")]
+    unbound = [p for p in live if not p["spec"].get("nodeName")]
+    if unbound:
+        assert c["status"] == "False"
+    if c["status"] == "True":
+        assert not unbound
+    if decision.blocking:
+        assert c["status"] == "False" and c["reason"] in BLOCKING_REASONS
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(worlds(), min_size=1, max_size=8))
+def test_one_warning_per_wait_and_a_normal_event_only_at_its_end(history: list[SchedulingInputs]) -> None:
+    previous: dict[str, Any] | None = None
+    blocking_since_warning = False
+    for step, world in enumerate(history):
+        decision = decide_scheduled(replace(world, previous=previous, now=NOW + 60 * step))
+        was_blocking = previous is not None and previous["reason"] in BLOCKING_REASONS and previous["status"] == "False"
+        if decision.event is not None and decision.event.type == "Warning":
+            assert not was_blocking and decision.blocking
+            blocking_since_warning = True
+        if decision.event is not None and decision.event.type == "Normal":
+            assert was_blocking and decision.condition["status"] == "True" and blocking_since_warning
+        if decision.blocking and not was_blocking:
+            assert decision.event is not None and decision.event.type == "Warning"
+        if not decision.blocking:
+            blocking_since_warning = False
+        previous = decision.condition
+
+
+@st.composite
+def queues_of_podgroups(draw: st.DrawFn) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    n = draw(st.integers(1, 8))
+    groups = [
+        podgroup(
+            f"pg-{i}",
+            phase=draw(st.sampled_from(["Pending", "Inqueue", "Running"])),
+            queue=draw(st.sampled_from([None, "q"])),
+            priority_class=draw(st.sampled_from([None, "low", "high"])),
+            created=f"2023-11-14T{draw(st.integers(10, 23))}:00:00Z",
+        )
+        for i in range(n)
+    ]
+    return groups, {"low": 1, "high": 100}
+
+
+@settings(max_examples=300, deadline=None)
+@given(queues_of_podgroups())
+def test_positions_are_a_ranking_by_priority_then_age(world: tuple[list[dict[str, Any]], dict[str, int]]) -> None:
+    groups, classes = world
+    for name in (None, "q"):
+        ranked = []
+        for pg in groups:
+            if pg["spec"].get("queue") != name:
+                continue
+            place = queue_position(pg, groups, classes)
+            if pg["status"]["phase"] == "Running":
+                assert place is None
+                continue
+            assert place is not None
+            ranked.append((place, pg))
+        assert sorted(p for (p, _total), _ in ranked) == list(range(1, len(ranked) + 1))
+        assert all(total == len(ranked) for (_p, total), _ in ranked)
+        by_place = [pg for _, pg in sorted(ranked, key=lambda r: r[0])]
+        prio = [classes.get(pg["spec"].get("priorityClassName") or "", 0) for pg in by_place]
+        assert prio == sorted(prio, reverse=True)
