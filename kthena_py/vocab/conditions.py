@@ -22,6 +22,7 @@ __all__ = [
     "INITIALIZED",
     "METRICS_AVAILABLE",
     "POD_READY",
+    "POD_SCHEDULED",
     "PROGRESSING",
     "RATIO_VIOLATED",
     "READY",
@@ -101,6 +102,8 @@ FAILED = "Failed"
 READY = "Ready"
 POD_READY = READY
 """A pod's ``Ready`` condition."""
+POD_SCHEDULED = "PodScheduled"
+"""A pod's ``PodScheduled`` condition (False, reason ``Unschedulable`` and the scheduler's message while it waits)."""
 TARGET_FOUND = "TargetFound"
 METRICS_AVAILABLE = "MetricsAvailable"
 RATIO_VIOLATED = "RatioConstraintViolated"
@@ -118,6 +121,7 @@ CONDITION_TYPES = (
     ACTIVE,
     FAILED,
     READY,
+    POD_SCHEDULED,
     TARGET_FOUND,
     METRICS_AVAILABLE,
     RATIO_VIOLATED,
