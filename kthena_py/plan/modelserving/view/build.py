@@ -4,6 +4,8 @@ Guarantees:
 
 * Pure: objects in, a :class:`~kthena_py.plan.modelserving.view.model.StatusView` out; no I/O, no clock (ages are
   relative to the ``now`` passed in), the inputs are never mutated. Equal inputs give equal trees.
+* Objects controlled by another UID (a deleted predecessor of the same name) are left out; objects without a
+  controller reference are taken as the ModelServing's.
 * Membership is the planners': pods are parsed into ServingGroups, role instances and pods by
   :func:`~kthena_py.plan.modelserving.core.state.build_state` (so a pod the controller would not recognise is not
   shown), and readiness, wanted ordinals, partition protection and updated-ness are its targets'. Wanted groups
@@ -62,6 +64,7 @@ from kthena_py.vocab.conditions import (
     UPDATE_IN_PROGRESS,
 )
 from kthena_py.vocab.labels import VOLCANO_QUEUE
+from kthena_py.vocab.owners import controller_uid
 from kthena_py.vocab.pods import CRASH_LOOP, IMAGE_PULL_REASONS, PHASE_PENDING, TERMINAL_PHASES
 from kthena_py.vocab.times import parse_time
 
@@ -510,9 +513,11 @@ def build_view(
         key = role_key(ref.namespace, ref.name, group, parsed[0], role_id) if parsed else ""
         return unit_disrupted(key, recorded)
 
-    observed = Observed(
-        pods=tuple(pods), services=tuple(services), podgroups=tuple(podgroups), revisions=tuple(revisions)
-    )
+    def owned(objects: Sequence[KubeObject]) -> tuple[KubeObject, ...]:
+        return tuple(obj for obj in objects if controller_uid(obj) in (None, ms.uid) or not ms.uid)
+
+    podgroups = owned(podgroups)
+    observed = Observed(pods=owned(pods), services=owned(services), podgroups=podgroups, revisions=owned(revisions))
     state = build_state(ms, ref, observed, PodGroupSupport(crd_served=bool(podgroups)), disrupted)
     ctx = _Context(ms_obj, state, podgroups, entries, now)
     status = _dict(ms_obj.get("status"))

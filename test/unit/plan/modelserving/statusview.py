@@ -245,7 +245,11 @@ class World:
             {
                 "apiVersion": naming.PODGROUP_API_VERSION,
                 "kind": naming.PODGROUP_KIND,
-                "metadata": {"name": naming.podgroup_name(NAME, ordinal), "namespace": NS},
+                "metadata": {
+                    "name": naming.podgroup_name(NAME, ordinal),
+                    "namespace": NS,
+                    "labels": {naming.LABEL_NAME: NAME, naming.LABEL_GROUP_NAME: naming.group_name(NAME, ordinal)},
+                },
                 "spec": {"minMember": 3, "queue": queue},
                 "status": status,
             }
