@@ -8,7 +8,9 @@ Guarantees:
   controller reference are taken as the ModelServing's.
 * Membership is the planners': pods are parsed into ServingGroups, role instances and pods by
   :func:`~kthena_py.plan.modelserving.core.state.build_state` (so a pod the controller would not recognise is not
-  shown), and readiness, wanted ordinals, partition protection and updated-ness are its targets'. Wanted groups
+  shown), and readiness, wanted ordinals, partition protection and updated-ness are its targets'. Readiness is the
+  pods' (complete, Running and Ready, with the instance's headless Service): a unit the eviction tracker records as
+  disrupted is not shown as unready for it, the record is a note of its own. Wanted groups
   and role instances without any pod are shown as missing.
 * A pod's revision is its ``revision`` label compared with ``status.updateRevision`` (``updated``) and
   ``status.currentRevision`` (``current``); any other is ``old``.
@@ -50,7 +52,6 @@ from kthena_py.plan.modelserving.eviction.tracker import (
     group_key,
     role_key,
     tracker_entries,
-    unit_disrupted,
 )
 from kthena_py.vocab.conditions import (
     POD_SCHEDULED,
@@ -291,7 +292,7 @@ def _pod_why(ctx: _Context, pod: PodState, raw: Mapping[str, Any]) -> Why | None
     status = _dict(raw.get("status"))
     if pod.terminating:
         if ctx.evicted(pod) is not None:
-            return Why("eviction", "evicted: terminating (the eviction budget granted it)")
+            return Why("eviction", "evicted (the eviction budget granted it)")
         return Why("terminating", "terminating")
     if pod.phase in TERMINAL_PHASES:
         what = " ".join(x for x in (_str(status.get("reason")), _str(status.get("message"))) if x)
@@ -467,7 +468,8 @@ def _ms_notes(ctx: _Context, ms_obj: Mapping[str, Any], ms: ModelServing) -> lis
         notes.append(
             Why(
                 "eviction",
-                f"eviction tracker: {units} {noun} recorded as disrupted, the first for {_duration(soonest - ctx.now)}",
+                f"eviction tracker: {units} {noun} recorded as disrupted (the first record ends in "
+                f"{_duration(soonest - ctx.now)})",
             )
         )
     return notes
@@ -504,21 +506,13 @@ def build_view(
     ms = _parse(ms_obj)
     ref = MSRef(ms.name, ms.namespace, ms.uid, ms.generation)
     entries = {key: e for key, e in tracker_entries(tracker, ms.uid or None).items() if now < e.expires_at}
-    recorded = frozenset(entries)
-
-    def disrupted(group: str, role_id: str | None) -> bool:
-        if role_id is None:
-            return unit_disrupted(group_key(ref.namespace, ref.name, group), recorded)
-        parsed = naming.parse_ordinal(role_id)
-        key = role_key(ref.namespace, ref.name, group, parsed[0], role_id) if parsed else ""
-        return unit_disrupted(key, recorded)
 
     def owned(objects: Sequence[KubeObject]) -> tuple[KubeObject, ...]:
         return tuple(obj for obj in objects if controller_uid(obj) in (None, ms.uid) or not ms.uid)
 
     podgroups = owned(podgroups)
     observed = Observed(pods=owned(pods), services=owned(services), podgroups=podgroups, revisions=owned(revisions))
-    state = build_state(ms, ref, observed, PodGroupSupport(crd_served=bool(podgroups)), disrupted)
+    state = build_state(ms, ref, observed, PodGroupSupport(crd_served=bool(podgroups)))
     ctx = _Context(ms_obj, state, podgroups, entries, now)
     status = _dict(ms_obj.get("status"))
     ordinals = sorted(set(state.targets.groups) | set(state.groups.groups))
