@@ -235,3 +235,9 @@ def test_scheduling_kind(reason: str, kind: str) -> None:
 )
 def test_queue_position(message: str, position: int | None) -> None:
     assert queue_position(message) == position
+
+
+@pytest.mark.parametrize("case", ["pd-mid-rollout", "gpu-wait"])
+def test_the_user_guide_shows_the_output_as_it_is(case: str) -> None:
+    guide = (Path(__file__).resolve().parents[4] / "docs" / "modelserving.md").read_text(encoding="utf-8")
+    assert f"```\n{render_text(view_of(CASES[case]()))}```\n" in guide
