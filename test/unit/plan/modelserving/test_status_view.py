@@ -11,6 +11,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,16 +26,20 @@ from kthena_py.plan.modelserving.view import (
     scheduling_kind,
 )
 from kthena_py.vocab.conditions import (
+    COORDINATION_BLOCKED,
     REASON_INSUFFICIENT_GPU,
     REASON_INSUFFICIENT_RESOURCES,
+    REASON_NOT_BLOCKED,
     REASON_NOT_ENQUEUED,
     REASON_QUEUE_FULL,
     REASON_SCHEDULING,
+    REASON_SKEW,
     REASON_UNSCHEDULABLE,
+    SCHEDULED,
 )
 
 from .statuscases import CASES
-from .statusview import NOW, World, pd_doc, revision_of
+from .statusview import NOW, World, condition, pd_doc, revision_of, running, unscheduled, waiting
 
 GOLDEN = Path(__file__).parent / "golden" / "status"
 UPDATE_ENV = "KTHENA_PY_UPDATE_GOLDEN"
@@ -241,3 +246,110 @@ def test_queue_position(message: str, position: int | None) -> None:
 def test_the_user_guide_shows_the_output_as_it_is(case: str) -> None:
     guide = (Path(__file__).resolve().parents[4] / "docs" / "modelserving.md").read_text(encoding="utf-8")
     assert f"```\n{render_text(view_of(CASES[case]()))}```\n" in guide
+
+
+def _one_pod_world(pod_status: dict[str, Any], scheduled: dict[str, Any] | None, **doc: Any) -> World:
+    spec = pd_doc(**doc)
+    spec["spec"]["template"]["roles"] = spec["spec"]["template"]["roles"][:1]  # prefill only: one pod
+    world = World(spec)
+    world.group(0, spec, {"llama-0-prefill-0-0": pod_status}, ago=60)
+    rev = revision_of(spec)
+    world.set_status(currentRevision=rev, updateRevision=rev, conditions=[scheduled] if scheduled else [])
+    return world
+
+
+TAINT = "0/3 nodes are available: 3 node(s) had untolerated taint {gpu: true}."
+
+
+@pytest.mark.parametrize(
+    ("pod_status", "scheduled", "doc", "kind", "text"),
+    [
+        (unscheduled(TAINT), None, {}, "unschedulable", "unschedulable"),
+        (unscheduled(None), None, {}, "scheduling", "waiting for the scheduler"),
+        (
+            unscheduled("0/3 nodes are available: 3 Insufficient memory."),
+            None,
+            {"requests": {"memory": "512Gi"}},
+            "resources",
+            "waiting for resources: memory 512Gi per pod",
+        ),
+        (
+            unscheduled("0/3 nodes are available: 3 Insufficient amd.com/gpu."),
+            None,
+            {"requests": {"amd.com/gpu": "4"}},
+            "gpu",
+            "waiting for GPUs: amd.com/gpu 4 per pod",
+        ),
+        (
+            unscheduled(None),
+            condition(SCHEDULED, "False", REASON_NOT_ENQUEUED, "queue closed; position 3"),
+            {"queue": "batch"},
+            "queue",
+            "waiting in queue batch (not enqueued), position 3",
+        ),
+        (
+            unscheduled("pod group is not ready, 1 Pending, 1 minAvailable"),
+            condition(SCHEDULED, "False", REASON_INSUFFICIENT_GPU, "waiting for nvidia.com/gpu: 8 per pod"),
+            {},
+            "gpu",
+            "waiting for GPUs",
+        ),
+        (
+            unscheduled(TAINT),
+            condition(SCHEDULED, "False", REASON_UNSCHEDULABLE, "taints"),
+            {},
+            "unschedulable",
+            "unschedulable",
+        ),
+        (
+            {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."},
+            None,
+            {},
+            "failed",
+            "Failed: Evicted The node was low on resource: memory.",
+        ),
+        (waiting("CreateContainerConfigError", 'secret "hf-token" not found'), None, {}, "container", ""),
+        (running(ready=False), None, {}, "not-ready", "not ready"),
+        (running(), None, {}, "", ""),
+    ],
+)
+def test_the_reason_of_one_pod(
+    pod_status: dict[str, Any], scheduled: dict[str, Any] | None, doc: dict[str, Any], kind: str, text: str
+) -> None:
+    view = view_of(_one_pod_world(pod_status, scheduled, **doc))
+    (pod,) = _pods(view).values()
+    if not kind:
+        assert pod.why is None
+        return
+    assert pod.why is not None and pod.why.kind == kind
+    assert pod.why.text == (text or "CreateContainerConfigError")
+
+
+def test_a_blocked_coordinated_rollout_is_shown_and_a_clear_one_is_not() -> None:
+    world = CASES["healthy"]()
+    world.doc["status"]["conditions"].append(
+        condition(COORDINATION_BLOCKED, "True", REASON_SKEW, "decode may not lead prefill by more than 1")
+    )
+    text = render_text(view_of(world), ages=False)
+    assert "  CoordinatedRoleRolloutBlocked=True SkewLimit: decode may not lead prefill by more than 1\n" in text
+    world.doc["status"]["conditions"][-1] = condition(COORDINATION_BLOCKED, "False", REASON_NOT_BLOCKED)
+    assert "CoordinatedRoleRolloutBlocked" not in render_text(view_of(world), ages=False)
+
+
+def test_under_role_rolling_update_the_outdated_instance_carries_the_note() -> None:
+    old = pd_doc()
+    new = pd_doc(image="vllm:0.10")
+    for doc in (old, new):
+        doc["spec"]["rolloutStrategy"] = {"type": "RoleRollingUpdate"}
+    world = World(new)
+    old_rev = world.record(old)
+    world.group(0, old)
+    world.set_status(currentRevision=old_rev, updateRevision=revision_of(new), replicas=1, availableReplicas=1)
+    view = view_of(world)
+    notes = {inst.name: [n.text for n in inst.notes] for inst in view.groups[0].instances}
+    assert notes == {
+        "prefill-0": ["outdated: waiting for its turn in the rollout"],
+        "decode-0": ["outdated: waiting for its turn in the rollout"],
+    }
+    assert view.groups[0].notes == ()
+    assert {pod.revision_state for pod in _pods(view).values()} == {"current"}
