@@ -13,8 +13,9 @@ Guarantees:
 * ``-w`` (:func:`follow`) prints the tree, then watches the ModelServing and its pods (and PodGroups) and prints it
   again after every burst of changes (reads are repeated in full: what is printed is always one consistent
   read, never a patched-up copy); a tree identical to the last one printed is not printed again. A watch that
-  ends or expires is started again from a fresh read. It returns 0 with ``modelserving "NAME" was deleted`` when
-  the ModelServing goes, and ends quietly on Ctrl-C.
+  ends or expires is started again from a fresh read. It returns 0 with ``modelserving "NAME" was deleted`` (with
+  ``-o json``, a last line ``{"name": ..., "namespace": ..., "deleted": true}``) when the ModelServing goes, and
+  ends quietly on Ctrl-C (exit status 130, the client closed, no traceback).
 * The client comes from :func:`kthena_py.cli.rollout.connect` (the client-go kubeconfig order, as the manager).
   Errors (missing object, unreachable server, an unreadable ModelServing) end with one line on stderr and exit
   status 1.
@@ -215,7 +216,8 @@ async def follow(
         name: The ModelServing.
         namespace: Its namespace.
         write: Where printed text goes (the whole tree at once).
-        output: ``text`` (trees separated by a blank line) or ``json`` (one compact document per line).
+        output: ``text`` (trees separated by a blank line) or ``json`` (one compact document per line; the
+            deletion is the line ``{"name": ..., "namespace": ..., "deleted": true}``).
         colour: ANSI colours in the text.
         clock: The time ages are measured to (default: the clock).
         settle: Seconds to let a burst of events land before reading again.
@@ -241,7 +243,10 @@ async def follow(
             last, shown = text, True
 
     def gone() -> int:
-        write(f'modelserving "{name}" was deleted\n')
+        if output == "json":
+            write(json.dumps({"name": name, "namespace": namespace, "deleted": True}) + "\n")
+        else:
+            write(f'modelserving "{name}" was deleted\n')
         return 0
 
     while True:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,35 @@ async def test_watch_prints_again_on_readiness_and_exits_on_deletion(
         await kube.delete(MODELSERVINGS, NAME, namespace)
         await _read_until(process.stdout, f'modelserving "{NAME}" was deleted', seen)
         assert await asyncio.wait_for(process.wait(), 30) == 0
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_ctrl_c_ends_the_watch_quietly(kube: KubeClient, kubeconfig: Path, namespace: str) -> None:
+    await create_world(kube, CASES["healthy"](), namespace)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kthena_py",
+        "status",
+        "--kubeconfig",
+        str(kubeconfig),
+        "-n",
+        namespace,
+        "-w",
+        NAME,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    try:
+        await _read_until(process.stdout, "decode-0  2/2 pods ready", [])
+        await asyncio.sleep(0.5)  # the watches are open
+        process.send_signal(signal.SIGINT)
+        assert await asyncio.wait_for(process.wait(), 30) == 130
+        assert await process.stderr.read() == b""
     finally:
         if process.returncode is None:
             process.kill()

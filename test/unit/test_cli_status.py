@@ -245,9 +245,9 @@ async def test_watch_with_json_prints_one_document_per_change() -> None:
     assert line.endswith("\n") and "\n" not in line[:-1]
     second = json.loads(line)
     assert first["groups"][0]["ready"] is False and second["groups"][0]["ready"] is True
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
+    await kube.delete(MODELSERVINGS, NAME, NS)
+    assert await asyncio.wait_for(task, 5) == 0
+    assert json.loads(printed.texts[-1]) == {"name": NAME, "namespace": NS, "deleted": True}
 
 
 async def test_a_change_that_shows_nothing_new_prints_nothing() -> None:
