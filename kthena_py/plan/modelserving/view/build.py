@@ -79,6 +79,7 @@ from .model import (
     StatusView,
     Why,
 )
+from .render import format_age
 
 __all__ = ["build_view", "queue_position", "scheduling_kind"]
 
@@ -148,15 +149,6 @@ def _revision_state(revision: str, current: str, update: str) -> RevisionState:
     return "current" if revision == current else "old"
 
 
-def _duration(seconds: float) -> str:
-    whole = int(seconds)
-    if whole < 120:
-        return f"{whole}s"
-    if whole < 7200:
-        return f"{whole // 60}m"
-    return f"{whole // 3600}h"
-
-
 # --- the context one tree is built in --------------------------------------------------------------------------
 
 
@@ -205,7 +197,7 @@ class _Context:
         entry = self.entries.get(key)
         if entry is None:
             return None
-        left = _duration(entry.expires_at - self.now)
+        left = format_age(entry.expires_at - self.now)
         pod = f" of pod {entry.trigger_pod_name}" if entry.trigger_pod_name else ""
         return Why("eviction", f"eviction{pod} granted: counts as disrupted for {left} more")
 
@@ -454,7 +446,10 @@ def _ms_notes(ctx: _Context, ms_obj: Mapping[str, Any], ms: ModelServing) -> lis
     observed = _int(_dict(ms_obj.get("status")).get("observedGeneration"))
     if ms.generation and observed < ms.generation:
         notes.append(
-            Why("rollout", f"the controller has not observed this spec yet (generation {ms.generation}, {observed})")
+            Why(
+                "rollout",
+                f"the controller has not observed this spec yet (generation {ms.generation}, observed {observed})",
+            )
         )
     targets = ctx.state.targets
     if targets.budget.partition and ctx.rolling:
@@ -469,7 +464,7 @@ def _ms_notes(ctx: _Context, ms_obj: Mapping[str, Any], ms: ModelServing) -> lis
             Why(
                 "eviction",
                 f"eviction tracker: {units} {noun} recorded as disrupted (the first record ends in "
-                f"{_duration(soonest - ctx.now)})",
+                f"{format_age(soonest - ctx.now)})",
             )
         )
     return notes

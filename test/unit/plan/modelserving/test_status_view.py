@@ -169,7 +169,7 @@ def test_a_spec_the_controller_has_not_observed_is_noted() -> None:
     world.doc["metadata"]["generation"] = 2
     view = view_of(world)
     assert [n.kind for n in view.notes] == ["rollout"]
-    assert "not observed this spec yet (generation 2, 1)" in view.notes[0].text
+    assert "not observed this spec yet (generation 2, observed 1)" in view.notes[0].text
 
 
 def test_the_builder_is_pure() -> None:
