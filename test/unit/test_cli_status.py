@@ -126,6 +126,11 @@ def test_colour_always_and_no_color(
     out = capsys.readouterr().out
     assert "\x1b[" in out and ANSI.sub("", out) == expected(world)
     monkeypatch.setattr("sys.stdout.isatty", lambda: True)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert main(["status", NAME]) == 0
+    assert "\x1b[" in capsys.readouterr().out  # a terminal gets colour
+    assert main(["status", NAME, "-o", "json"]) == 0
+    json.loads(capsys.readouterr().out)  # JSON never does
     monkeypatch.setenv("NO_COLOR", "1")
     assert main(["status", NAME]) == 0
     assert "\x1b" not in capsys.readouterr().out
