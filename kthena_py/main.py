@@ -15,11 +15,21 @@ import sys
 from collections.abc import Sequence
 
 from kthena_py import __version__
-from kthena_py.cli import autoscaler, crds, manager, modelbooster, optimize, render, rollout_args, validate
+from kthena_py.cli import (
+    autoscaler,
+    crds,
+    manager,
+    modelbooster,
+    optimize,
+    render,
+    rollout_args,
+    status_args,
+    validate,
+)
 from kthena_py.cli.common import CommandError
 
 # One line per subcommand module (each has add_parser(sub) and sets args.run).
-SUBCOMMANDS = [manager, render, crds, validate, optimize, autoscaler, modelbooster, rollout_args]
+SUBCOMMANDS = [manager, render, crds, validate, optimize, autoscaler, modelbooster, rollout_args, status_args]
 
 
 def build_parser() -> argparse.ArgumentParser:

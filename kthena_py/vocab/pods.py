@@ -12,6 +12,8 @@ from typing import Any
 from .conditions import POD_READY
 
 __all__ = [
+    "CRASH_LOOP",
+    "IMAGE_PULL_REASONS",
     "PHASE_FAILED",
     "PHASE_PENDING",
     "PHASE_RUNNING",
@@ -29,6 +31,11 @@ PHASE_RUNNING = "Running"
 PHASE_SUCCEEDED = "Succeeded"
 PHASE_FAILED = "Failed"
 TERMINAL_PHASES = (PHASE_FAILED, PHASE_SUCCEEDED)
+
+IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
+"""Container waiting reasons of an image that cannot be pulled (the kubelet's)."""
+CRASH_LOOP = "CrashLoopBackOff"
+"""The container waiting reason of a container that keeps exiting (the kubelet's)."""
 
 
 def _status(pod: Mapping[str, Any]) -> Mapping[str, Any]:

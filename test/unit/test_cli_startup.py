@@ -53,6 +53,7 @@ def imported(*argv: str) -> set[str]:
 def test_help_imports_nothing_heavy() -> None:
     assert imported("--help") == set()
     assert imported("manager", "--help") == set()
+    assert imported("status", "--help") == set()
 
 
 def test_validate_needs_only_the_models_and_yaml() -> None:

@@ -33,7 +33,7 @@ from kthena_py.plan.modelserving.core.inplace_state import (
     parse_state,
 )
 from kthena_py.plan.modelserving.core.types import KubeObject, Observed
-from kthena_py.vocab.pods import PHASE_RUNNING, ready_condition
+from kthena_py.vocab.pods import CRASH_LOOP, IMAGE_PULL_REASONS, PHASE_RUNNING, ready_condition
 from kthena_py.vocab.times import parse_time
 
 __all__ = [
@@ -277,17 +277,8 @@ def _restarts(status: dict[str, Any]) -> int:
     return total
 
 
-STUCK_REASONS = frozenset(
-    {
-        "ErrImagePull",
-        "ImagePullBackOff",
-        "InvalidImageName",
-        "ErrImageNeverPull",
-        "CrashLoopBackOff",
-        "CreateContainerConfigError",
-        "CreateContainerError",
-        "RunContainerError",
-    }
+STUCK_REASONS = IMAGE_PULL_REASONS | frozenset(
+    {CRASH_LOOP, "CreateContainerConfigError", "CreateContainerError", "RunContainerError"}
 )
 """Container waiting reasons that do not resolve by waiting."""
 
