@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, QUEUES, SERVICES
+from kthena_py.kube.resources import CONFIGMAPS, CONTROLLER_REVISIONS, CRDS, PODGROUPS, PODS, QUEUES, SERVICES
 from kthena_py.runtime.controller import Controller, spec_changed, spec_or_metadata_changed
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
+from kthena_py.vocab.labels import SERVING_NAME
 
 from ..components import MODELSERVING
 from ..resources import MODELSERVINGS
@@ -87,7 +88,17 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
         .owns(PODS, MODELSERVINGS, unit_change_matters(cache))
         .owns(CONTROLLER_REVISIONS, MODELSERVINGS, spec_or_metadata_changed)
     )
+    if eviction_budget:
+        # A grant or a release in the tracker changes which units count as disrupted: every planner looks again.
+        cache.select(CONFIGMAPS, SERVING_NAME)  # trackers only (the eviction budget selects the same)
+        for c in (groups, rollout, gang):
+            c.owns(CONFIGMAPS, MODELSERVINGS, tracker_records_changed)
     for c in (groups, rollout, gang):
         manager.add_controller(c)
     cache.informer(PODS).add_handler(RunningNotifier(cache, recorder, manager.leading.is_set))
     return [groups, rollout, gang]
+
+
+def tracker_records_changed(old: KubeObject | None, new: KubeObject) -> bool:
+    """Whether an eviction tracker's records changed (a grant, a release or an expiry pruned)."""
+    return old is None or old.get("data") != new.get("data")

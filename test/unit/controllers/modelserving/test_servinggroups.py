@@ -126,3 +126,14 @@ async def test_a_modelserving_deleted_while_the_cache_lags_is_not_an_error() -> 
     await reconciler.reconcile(REQUEST)  # its status write meets NotFound: nothing to report, nothing raised
     status_writes = [c for c in kube.calls_of("patch", MODELSERVINGS) if c.subresource == "status"]
     assert status_writes and kube.peek(MODELSERVINGS, "llama", "ns") is None
+
+
+def test_a_tracker_wakes_the_modelserving_planners_only_when_its_records_change() -> None:
+    from kthena_py.controllers.modelserving import tracker_records_changed
+
+    tracker = {"metadata": {"name": "kthena-eviction-tracker-llama", "resourceVersion": "1"}, "data": {"a": "1"}}
+    relabelled = {**tracker, "metadata": {**tracker["metadata"], "resourceVersion": "2"}}
+    released = {**tracker, "data": {}}
+    assert tracker_records_changed(None, tracker)
+    assert not tracker_records_changed(tracker, relabelled)
+    assert tracker_records_changed(tracker, released)
