@@ -3,18 +3,26 @@ store (:class:`~.builders.Cluster`: plans applied by the simulation's applier, p
 
 Pods are created Pending; :meth:`Fleet.tick` makes them Running and Ready, except pods whose image contains
 ``bad``, which stay Pending with ``ImagePullBackOff`` (what kwok's stage does in the cluster tier). Deleted pods
-disappear at once. Status shares are merged like server-side apply does (owned keys replaced, conditions by type).
+disappear at once.
+
+The ModelServing lives in the store too, as in :class:`~kthena_py.simulation.Simulation`: :attr:`Fleet.doc` is
+a copy, edits go through :meth:`Fleet.edit` (and the helpers built on it), so the store raises
+``metadata.generation`` when the spec changes, and each planner's status share is written by
+:func:`~kthena_py.simulation.applier.apply_status` (server-side apply under the planner's field manager).
 
 In-place updates are simulated like the kubelet (and the cluster tier's kwok stages) reflect them: a Running pod
 whose spec image differs from its container status restarts that container on a tick (status image follows the
 spec, ``restartCount`` + 1, Ready False) and becomes Ready on the next tick; with a ``bad`` image it reports
 ``ImagePullBackOff`` and stays not Ready. :attr:`Fleet.patches` counts the image patches per pod UID and revision.
+These kubelet rules (a restart takes two ticks, ``bad`` images by name, ``lastState``) are the fleet's own, unlike
+the one-tick :class:`~kthena_py.simulation.Kubelet`; they read copies and write only the pods' ``status``
+subresource.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from kthena_py.plan.modelserving.core import naming
@@ -24,23 +32,10 @@ from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
 from kthena_py.plan.modelserving.groups.status import format_time
 from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 from kthena_py.plan.modelserving.rollout.rollout import UPDATE_IN_PROGRESS, plan_rollout
+from kthena_py.simulation.applier import MODELSERVINGS, apply_status
+from kthena_py.simulation.driver import MANAGERS
 
-from .builders import NOW, VOLCANO, Cluster, parse, ref_of
-
-
-def merge_status(doc: dict[str, Any], share: dict[str, Any] | None) -> None:
-    """Merge one reconciler's status share into ``doc`` as server-side apply would (conditions by type)."""
-    if share is None:
-        return
-    status = doc.setdefault("status", {})
-    for key, value in share.items():
-        if key != "conditions":
-            status[key] = copy.deepcopy(value)
-            continue
-        by_type = {c["type"]: c for c in status.get("conditions") or []}
-        for condition in value:
-            by_type[condition["type"]] = copy.deepcopy(condition)
-        status["conditions"] = list(by_type.values())
+from .builders import NOW, NS, VOLCANO, Cluster, parse, ref_of
 
 
 def _running_ready(pod: dict[str, Any]) -> bool:
@@ -79,27 +74,59 @@ def pod_status(
     }
 
 
-@dataclass
 class Fleet:
-    """A ModelServing document, its cluster, and the three planners."""
+    """A ModelServing document in its cluster's store, and the three planners."""
 
-    doc: dict[str, Any]
-    cluster: Cluster = field(default_factory=lambda: Cluster(ready=False))
-    now: float = NOW
-    events: list[tuple[str, str, str]] = field(default_factory=list)
-    min_available: int | None = None
-    """The fewest ready groups observed after any step since the last :meth:`watch`."""
-    patches: dict[tuple[str, str], int] = field(default_factory=dict)
-    """Image patches applied, by (pod UID, target revision label)."""
-    samples: list[dict[str, tuple[int, int]]] = field(default_factory=list)
-    """After every step while :attr:`sampling`: per role, (target-version ready instances, replicas) of group 0."""
-    sampling: bool = False
+    def __init__(self, doc: dict[str, Any], cluster: Cluster | None = None, now: float = NOW) -> None:
+        self.cluster = cluster if cluster is not None else Cluster(ready=False)
+        self.now = now
+        self.name = str(doc["metadata"]["name"])
+        doc = copy.deepcopy(doc)
+        doc["metadata"].setdefault("namespace", NS)
+        self.cluster.store.put(MODELSERVINGS, doc)
+        self.events: list[tuple[str, str, str]] = []
+        self.min_available: int | None = None
+        """The fewest ready groups observed after any step since the last :meth:`watch`."""
+        self.patches: dict[tuple[str, str], int] = {}
+        """Image patches applied, by (pod UID, target revision label)."""
+        self.samples: list[dict[str, tuple[int, int]]] = []
+        """After every step while :attr:`sampling`: per role, (target-version ready instances, replicas) of group 0."""
+        self.sampling = False
+
+    # --- the ModelServing ---------------------------------------------------------------------------------------
+
+    @property
+    def doc(self) -> dict[str, Any]:
+        """The stored ModelServing (a copy: change it through :meth:`edit`)."""
+        return self.cluster.store.get(MODELSERVINGS, self.name, NS)
 
     def spec(self) -> dict[str, Any]:
+        """The stored spec (a copy)."""
         spec: dict[str, Any] = self.doc["spec"]
         return spec
 
-    def _run(self, plan: Plan) -> bool:
+    def edit(self, change: Callable[[dict[str, Any]], Any]) -> None:
+        """A user's edit: ``change`` edits a copy of the document, which replaces the stored one (its ``status`` is
+        left alone; the store raises ``metadata.generation`` when the spec changed)."""
+        doc = self.doc
+        change(doc)
+        self.cluster.store.replace(MODELSERVINGS, doc, NS)
+
+    def set_spec(self, path: str, value: Any) -> None:
+        """Set ``spec.<path>`` (dotted; list items by index), as a user edit."""
+        self.edit(lambda doc: _set(doc["spec"], path, value))
+
+    def set_status(self, **fields: Any) -> None:
+        """Overwrite status fields as another writer would (a merge patch of the ``status`` subresource)."""
+        self.cluster.store.patch(MODELSERVINGS, self.name, {"status": fields}, NS, subresource="status")
+
+    def apply_status(self, share: dict[str, Any] | None, planner: str = "rollout") -> bool:
+        """Write one planner's status share as the controller does; returns whether the status changed."""
+        if share is None:
+            return False
+        return apply_status(self.cluster.store, self.name, NS, share, field_manager=MANAGERS[planner])
+
+    def _run(self, plan: Plan, planner: str = "rollout") -> bool:
         for update in plan.updates:
             if update.kind == "Pod" and "spec" in update.patch:
                 revision = update.patch["metadata"]["labels"][naming.LABEL_REVISION]
@@ -110,18 +137,17 @@ class Fleet:
         changed = bool(plan.creates or plan.deletes or plan.updates)
         if not (plan.creates or plan.deletes) and plan.status is not None:
             # like the applier: a reconcile that created or deleted leaves the status to the next one
-            before = copy.deepcopy(self.doc.get("status"))
-            merge_status(self.doc, plan.status)
-            changed = changed or before != self.doc.get("status")
+            changed = self.apply_status(plan.status, planner) or changed
         self._observe()
         return changed
 
     def reconcile(self, *, rollout: bool = True) -> bool:
         """One pass of every reconciler; return whether anything changed."""
         ms = parse(self.doc)
-        changed = self._run(plan_podgroups(ms, ref_of(ms), self.cluster.observed(), VOLCANO))
+        changed = self._run(plan_podgroups(ms, ref_of(ms), self.cluster.observed(), VOLCANO), "podgroups")
         ms = parse(self.doc)
-        changed = self._run(plan_servinggroups(ms, ref_of(ms), self.cluster.observed(), VOLCANO, self.now)) or changed
+        plan = plan_servinggroups(ms, ref_of(ms), self.cluster.observed(), VOLCANO, self.now)
+        changed = self._run(plan, "servinggroups") or changed
         if rollout:
             ms = parse(self.doc)
             changed = self._run(plan_rollout(ms, ref_of(ms), self.cluster.observed(), VOLCANO, self.now)) or changed
@@ -218,9 +244,7 @@ class Fleet:
     def group_pods(self) -> dict[int, list[dict[str, Any]]]:
         out: dict[int, list[dict[str, Any]]] = {}
         for pod in self.cluster.pods().values():
-            parsed = naming.parse_group_name(
-                self.doc["metadata"]["name"], pod["metadata"]["labels"][naming.LABEL_GROUP_NAME]
-            )
+            parsed = naming.parse_group_name(self.name, pod["metadata"]["labels"][naming.LABEL_GROUP_NAME])
             assert parsed is not None
             out.setdefault(parsed, []).append(pod)
         return out
@@ -252,24 +276,31 @@ class Fleet:
 
     def edit_role(self, role: int, path: str, value: Any) -> None:
         """Set ``entryTemplate.<path>`` (dotted) of one role, as a user edit (generation + 1)."""
-        node = self.spec()["template"]["roles"][role]["entryTemplate"]
-        *parents, last = path.split(".")
-        for key in parents:
-            node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
-        node[last] = value
-        self.doc["metadata"]["generation"] = self.doc["metadata"].get("generation", 1) + 1
+        self.set_spec(f"template.roles.{role}.entryTemplate.{path}", value)
 
     def set_image(self, image: str, role: int | None = None) -> None:
-        roles = self.spec()["template"]["roles"]
-        for i, r in enumerate(roles):
-            if role is None or i == role:
-                r["entryTemplate"]["spec"]["containers"][0]["image"] = image
-                if "workerTemplate" in r:
-                    r["workerTemplate"]["spec"]["containers"][0]["image"] = image
-        self.doc["metadata"]["generation"] = self.doc["metadata"].get("generation", 1) + 1
+        def change(doc: dict[str, Any]) -> None:
+            for i, r in enumerate(doc["spec"]["template"]["roles"]):
+                if role is None or i == role:
+                    r["entryTemplate"]["spec"]["containers"][0]["image"] = image
+                    if "workerTemplate" in r:
+                        r["workerTemplate"]["spec"]["containers"][0]["image"] = image
+
+        self.edit(change)
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
 
     def stamp(self) -> str:
         return format_time(self.now)
+
+
+def _set(node: Any, path: str, value: Any) -> None:
+    """Set the dotted ``path`` under ``node`` (list items by index; missing mappings are created)."""
+    *parents, last = path.split(".")
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value

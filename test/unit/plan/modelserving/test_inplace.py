@@ -240,8 +240,8 @@ def test_deadline_exceeded_is_handled_by_recovery_policy(policy: str, survivors:
     doc = _in_place(1, role_doc("decode", workers=1), policy=policy)
     fleet = _started(doc)
     uids = fleet.uids()
-    fleet.spec()["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["image"] = "img:bad"
-    fleet.spec()["template"]["roles"][0]["workerTemplate"]["spec"]["containers"][0]["image"] = "img:2"
+    fleet.set_spec("template.roles.0.entryTemplate.spec.containers.0.image", "img:bad")
+    fleet.set_spec("template.roles.0.workerTemplate.spec.containers.0.image", "img:2")
     fleet.settle()
     # before the deadline: patched in place, the bad pod is not Ready, nothing recreated
     assert fleet.uids() == uids

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kthena_py.plan.modelserving.rollout.rollout import plan_rollout
 
 from .builders import VOLCANO, ms_doc, parse, ref_of, role_doc
-from .fleet import Fleet, merge_status
+from .fleet import Fleet
 
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -69,9 +69,7 @@ def test_in_place_rollouts_patch_once_keep_the_budget_and_converge(
             plan = plan_rollout(ms, ref_of(ms), fleet.cluster.observed(), VOLCANO, fleet.now)
             if cut and len(plan.updates) > 1:  # killed after the first `cut` patches
                 plan = replace(plan, updates=plan.updates[:cut], status=None)
-            fleet._run(plan)
-            if not plan.deletes and not plan.creates:
-                merge_status(fleet.doc, plan.status)
+            fleet._run(plan)  # writes the status share when the plan neither creates nor deletes
             if group_level:
                 assert fleet.ready_groups() >= min(before, floor)
             fleet.reconcile(rollout=False)

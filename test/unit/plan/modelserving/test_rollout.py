@@ -136,11 +136,11 @@ def test_partition_keeps_first_groups_and_a_deleted_protected_group_comes_back_o
     fleet.settle()
     assert fleet.images()["llama-1-decode-0-0"] == "img:1"
     # scale up during the partitioned update: new groups get the update revision
-    fleet.spec()["replicas"] = 7
+    fleet.set_spec("replicas", 7)
     fleet.settle()
     assert fleet.images()["llama-6-decode-0-0"] == "img:2"
     # scale down: updated groups (outside the partition) go first
-    fleet.spec()["replicas"] = 4
+    fleet.set_spec("replicas", 4)
     fleet.settle()
     assert sorted(fleet.group_pods()) == [0, 1, 2, 3]
     assert fleet.doc["status"]["currentRevision"] == old
@@ -150,7 +150,7 @@ def test_partition_lifted_finishes_the_rollout() -> None:
     fleet = _started(_group_rolling(3, partition=2))
     fleet.set_image("img:2")
     fleet.settle()
-    fleet.spec()["rolloutStrategy"]["rollingUpdateConfiguration"]["partition"] = 0
+    fleet.set_spec("rolloutStrategy.rollingUpdateConfiguration.partition", 0)
     fleet.settle()
     assert set(fleet.images().values()) == {"img:2"}
     assert fleet.doc["status"]["currentRevision"] == fleet.doc["status"]["updateRevision"]
@@ -241,7 +241,7 @@ def test_role_partition_protects_first_instances_and_recreates_them_old() -> Non
     fleet.settle()
     assert fleet.images()["llama-0-prefill-1-0"] == "img:1"
     # role scale down during the partitioned update: updated instances go first
-    fleet.spec()["template"]["roles"][0]["replicas"] = 3
+    fleet.set_spec("template.roles.0.replicas", 3)
     fleet.settle()
     prefill = {n: i for n, i in fleet.images().items() if "-prefill-" in n}
     assert prefill == {
@@ -283,7 +283,7 @@ def test_taking_over_groups_of_kthenas_go_controller_rolls_nothing() -> None:
         pod["metadata"]["labels"]["modelserving.volcano.sh/revision"] = "5d4f8b9c7"
         pod["metadata"]["labels"]["modelserving.volcano.sh/role-template-hash"] = "12345"
         fleet.cluster.put("Pod", pod)
-    fleet.doc["status"]["currentRevision"] = "5d4f8b9c7"
+    fleet.set_status(currentRevision="5d4f8b9c7")
     uids = fleet.uids()
     fleet.settle()
     assert fleet.uids() == uids

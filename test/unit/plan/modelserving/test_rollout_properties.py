@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kthena_py.plan.modelserving.rollout.rollout import RolloutPlan, _plan_in_full, plan_rollout, settled
 
 from .builders import VOLCANO, ms_doc, parse, ready_status, ref_of, role_doc
-from .fleet import Fleet, merge_status
+from .fleet import Fleet
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -58,7 +58,7 @@ def test_rollout_budget_partition_and_convergence(doc: dict[str, Any], schedule:
         plan = plan_rollout(ms, ref_of(ms), fleet.cluster.observed(), VOLCANO, fleet.now)
         fleet.cluster.apply(plan, fleet.now)
         if not plan.deletes:
-            merge_status(fleet.doc, plan.status)
+            fleet.apply_status(plan.status)
         assert fleet.ready_groups() >= min(before, floor)
         fleet.reconcile(rollout=False)
         _tick_some(fleet, chosen)
