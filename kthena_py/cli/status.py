@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -297,6 +298,9 @@ async def follow(
         await asyncio.sleep(settle)
 
 
+_CLOSE_SECONDS = 5.0
+"""The longest closing the client may take when the command ends."""
+
 # --- the command -------------------------------------------------------------------------------------------------
 
 
@@ -330,6 +334,8 @@ def run(args: argparse.Namespace) -> int:
         except ApiError as err:
             raise CommandError(str(err)) from err
         finally:
-            await client.close()
+            # Bounded: on Ctrl-C an open watch connection must not hold the exit up.
+            with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+                await asyncio.wait_for(client.close(), _CLOSE_SECONDS)
 
     return asyncio.run(main())  # Ctrl-C: the client is closed, kthena_py.main exits 130 without a traceback
