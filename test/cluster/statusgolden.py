@@ -7,6 +7,9 @@ ages, after :func:`mask`. ``KTHENA_PY_UPDATE_GOLDEN=1`` rewrites them (as the un
 The cluster settles on its own time (a PodGroup goes Pending -> Inqueue, a reconcile rewrites a condition a moment
 after the one a test waited for), so the comparison is eventual: the tree is read again until it matches, and a
 timeout fails with the last read. Rewriting waits for the tree to read the same three times in a row.
+
+The scheduling goldens hold for ``test_scheduling_wait.py`` run whole, in its order: the nodes earlier cases add
+stay for the session and show in Volcano's fit errors ("0/5 nodes are unavailable") and "largest node offers".
 """
 
 from __future__ import annotations
