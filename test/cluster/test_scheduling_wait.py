@@ -1,7 +1,8 @@
 """Why is my model not running? The Scheduled condition against Volcano's real scheduler (issue 25).
 
 The GPUs are fake node capacity (kwok nodes with 8 ``nvidia.com/gpu`` each, 32 cpu); Volcano decides. Each case
-prints the condition it saw (run with ``-s`` to read them).
+prints the condition it saw (run with ``-s`` to read them), and compares what ``kthena-py status`` prints once the
+condition is there with a golden file (``golden/status/<case>.txt``, see :mod:`.statusgolden`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from kthena_py.testing.controlplane.cluster import FakeNode
 from kthena_py.testing.wait import eventually
 
 from .msutil import modelserving, role, running_manager, wait_available
+from .statusgolden import assert_status_golden
 
 pytestmark = pytest.mark.cluster
 
@@ -100,6 +102,7 @@ async def test_sixteen_gpus_per_pod_on_eight_gpu_nodes_waits_then_runs_on_a_bigg
         events = await eventually(warnings, timeout=15, description="the Warning Event")
         assert [(e["reason"], e.get("count")) for e in events] == [("InsufficientGPU", 1)]
         print(f"  event: {events[0]['type']} {events[0]['reason']}: {events[0]['message']}")
+        await assert_status_golden(kube, namespace, "big", "insufficient-gpu")
 
         cluster.add_node(FakeNode("gpu16-node", gpus=16))
         condition = await wait_reason(kube, namespace, "big", "AllScheduled", timeout=90)
@@ -116,6 +119,7 @@ async def test_sixteen_gpus_per_pod_on_eight_gpu_nodes_waits_then_runs_on_a_bigg
         assert after == scheduled_before + 1
         assert sample("kthena_modelserving_waiting", waiting) == 0
         assert [(e["reason"], e.get("count")) for e in await warnings()] == [("InsufficientGPU", 1)]
+        await assert_status_golden(kube, namespace, "big", "insufficient-gpu-then-scheduled")
 
 
 async def test_more_cpu_than_any_node_is_insufficient_resources(
@@ -125,6 +129,7 @@ async def test_more_cpu_than_any_node_is_insufficient_resources(
         await kube.create(MODELSERVINGS, one_pod("cpu-hungry", cpu="64"), namespace)
         condition = await wait_reason(kube, namespace, "cpu-hungry", "InsufficientResources")
         assert condition["message"].startswith("waiting for cpu: 64 per pod; largest node offers 32")
+        await assert_status_golden(kube, namespace, "cpu-hungry", "insufficient-resources")
 
 
 async def test_two_waiting_in_one_queue_are_served_in_volcanos_order(
@@ -144,6 +149,8 @@ async def test_two_waiting_in_one_queue_are_served_in_volcanos_order(
 
         a, b = await eventually(positions, timeout=30, description="positions 1 and 2")
         print(f"\nfirst:  {a}\nsecond: {b}")
+        await assert_status_golden(kube, namespace, "first", "queue-position-1-of-2")
+        await assert_status_golden(kube, namespace, "second", "queue-position-2-of-2")
 
         cluster.add_node(FakeNode("gpu24-node", gpus=24))
         await wait_reason(kube, namespace, "first", "AllScheduled", timeout=90)
@@ -154,6 +161,7 @@ async def test_two_waiting_in_one_queue_are_served_in_volcanos_order(
 
         message = await eventually(moved_up, timeout=30, description="second moves to position 1")
         print(f"second after first is scheduled: {message}")
+        await assert_status_golden(kube, namespace, "second", "queue-position-moved-up")
 
 
 async def test_a_higher_priority_goes_first_in_volcanos_order_and_in_the_positions(
@@ -178,6 +186,8 @@ async def test_a_higher_priority_goes_first_in_volcanos_order_and_in_the_positio
 
             a, b = await eventually(positions, timeout=30, description="urgent 1st, older 2nd")
             print(f"\nurgent: {a}\nolder:  {b}")
+            await assert_status_golden(kube, namespace, "urgent", "priority-urgent-first")
+            await assert_status_golden(kube, namespace, "older", "priority-older-second")
             cluster.add_node(FakeNode("gpu32-node", gpus=32))
             await wait_reason(kube, namespace, "urgent", "AllScheduled", timeout=90)
             older = await scheduled(kube, namespace, "older")
@@ -213,6 +223,8 @@ async def test_a_closed_or_full_queue_is_the_reason_not_the_resources(
             condition = await wait_reason(kube, namespace, "in-small", "QueueFull")
             assert f"Volcano queue {small} has no room: nvidia.com/gpu capability 1" in condition["message"]
             assert "the gang needs 2" in condition["message"]
+            await assert_status_golden(kube, namespace, "in-closed", "queue-closed")
+            await assert_status_golden(kube, namespace, "in-small", "queue-full")
     finally:
         for name in (closed, small):
             await kube.delete(QUEUES, name)
@@ -245,6 +257,7 @@ async def test_a_restart_while_waiting_writes_nothing_and_records_no_second_even
         )
         after = await kube.get(MODELSERVINGS, "patient", namespace)
         assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+        await assert_status_golden(kube, namespace, "patient", "restart-while-waiting")
     events_after = [(e["metadata"]["name"], e.get("count")) for e in await ms_events(kube, namespace, "patient")]
     assert events_after == events_before
     # One Warning for the wait: InsufficientGPU, or NotEnqueued when Volcano's overcommit plugin held the gang back
