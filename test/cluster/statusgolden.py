@@ -18,7 +18,6 @@ import asyncio
 import difflib
 import os
 import re
-import time
 from pathlib import Path
 
 from kthena_py.cli.status import status_text
@@ -63,22 +62,23 @@ async def masked_status(kube: KubeClient, namespace: str, name: str) -> str:
 async def assert_status_golden(kube: KubeClient, namespace: str, name: str, case: str, timeout: float = 30) -> str:
     """The status of ``name`` reads ``golden/status/<case>.txt`` (within ``timeout``); returns the text."""
     path = GOLDEN / f"{case}.txt"
-    deadline = time.monotonic() + timeout
     if os.environ.get(UPDATE_ENV) == "1":
         seen: list[str] = []
-        while len(seen) < 3 or len(set(seen[-3:])) > 1:
-            assert time.monotonic() < deadline, f"{case}: the status did not settle:\n{seen[-1]}"
+        for _ in range(max(3, int(timeout))):  # three reads a second apart that agree
             seen.append(await masked_status(kube, namespace, name))
+            if len(seen) >= 3 and len(set(seen[-3:])) == 1:
+                break
             await asyncio.sleep(1)
+        else:
+            raise AssertionError(f"{case}: the status did not settle:\n{seen[-1]}")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(seen[-1], encoding="utf-8")
     want = path.read_text(encoding="utf-8")
-    while True:
+    for _ in range(max(1, int(timeout * 2))):  # re-read every 0.5 s while the cluster settles
         text = await masked_status(kube, namespace, name)
         if text == want:
             print(f"\n{case}:\n{text}", end="")
             return text
-        if time.monotonic() > deadline:
-            diff = "".join(difflib.unified_diff(want.splitlines(True), text.splitlines(True), "golden", "cluster"))
-            raise AssertionError(f"{case}: the status differs from {path.name}; review the diff:\n{diff}")
         await asyncio.sleep(0.5)
+    diff = "".join(difflib.unified_diff(want.splitlines(True), text.splitlines(True), "golden", "cluster"))
+    raise AssertionError(f"{case}: the status differs from {path.name}; review the diff:\n{diff}")
