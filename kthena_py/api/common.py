@@ -32,6 +32,7 @@ __all__ = [
     "MODEL_SERVING_LIST_KIND",
     "MODEL_SERVING_PLURAL",
     "VERSION",
+    "ApiObject",
     "Condition",
     "KthenaModel",
     "KthenaObject",
@@ -97,14 +98,14 @@ class Condition(KthenaModel):
     message: str = Field(max_length=32768)
 
 
-class KthenaObject(KthenaModel):
-    """Fields shared by the top-level kinds: ``apiVersion``, ``kind`` and opaque ``metadata``.
+class ApiObject(KthenaModel):
+    """Fields shared by every top-level kind, Kthena's and ours: opaque ``metadata`` and readers of it.
 
     ``metadata`` is a Kubernetes ObjectMeta kept as a plain dict; the properties below read the parts the
-    controllers and validators need.
+    controllers and validators need. Subclasses pin ``apiVersion`` to their group (a ``Literal``).
     """
 
-    api_version: Literal["workload.serving.volcano.sh/v1alpha1"] = "workload.serving.volcano.sh/v1alpha1"
+    api_version: str
     metadata: dict[str, Any] | None = None
 
     def _meta(self, key: str) -> Any:
@@ -145,6 +146,12 @@ class KthenaObject(KthenaModel):
         """A copy of ``metadata.annotations`` (empty when unset)."""
         value = self._meta("annotations")
         return dict(value) if isinstance(value, dict) else {}
+
+
+class KthenaObject(ApiObject):
+    """A top-level kind of Kthena's group ``workload.serving.volcano.sh/v1alpha1``."""
+
+    api_version: Literal["workload.serving.volcano.sh/v1alpha1"] = "workload.serving.volcano.sh/v1alpha1"
 
 
 def to_dict(obj: BaseModel, *, with_defaults: bool = True) -> dict[str, Any]:

@@ -16,11 +16,13 @@ __all__ = [
     "CONDITION_REASONS",
     "CONDITION_TYPES",
     "COORDINATION_BLOCKED",
+    "DEGRADED",
     "DISRUPTION_ALLOWED",
     "FAILED",
     "GANG_FAILURE",
     "INITIALIZED",
     "METRICS_AVAILABLE",
+    "MODEL_CACHED",
     "PODGROUP_UNSCHEDULABLE",
     "POD_READY",
     "POD_SCHEDULED",
@@ -30,10 +32,14 @@ __all__ = [
     "REASON_ALL_GROUPS_READY",
     "REASON_ALL_METRICS_AVAILABLE",
     "REASON_ALL_SCHEDULED",
+    "REASON_CACHE_PENDING",
+    "REASON_CACHE_READY",
     "REASON_COMPLETE",
     "REASON_COORDINATION",
     "REASON_DEADLINE",
     "REASON_DEPENDENCY",
+    "REASON_DOWNLOADING",
+    "REASON_DOWNLOAD_FAILED",
     "REASON_FAILED_CREATE",
     "REASON_FAILED_DELETE",
     "REASON_FAILED_UPDATE",
@@ -45,9 +51,12 @@ __all__ = [
     "REASON_INSUFFICIENT_GPU",
     "REASON_INSUFFICIENT_READY",
     "REASON_INSUFFICIENT_RESOURCES",
+    "REASON_INTEGRITY_CHECK_FAILED",
     "REASON_INVALID_SPEC",
     "REASON_MODEL_ABNORMAL",
     "REASON_MODEL_AVAILABLE",
+    "REASON_MODEL_CACHE_FAILED",
+    "REASON_MODEL_CACHE_READY",
     "REASON_MODEL_CREATING",
     "REASON_MODEL_PROCESSING",
     "REASON_MODEL_RECONCILED",
@@ -69,11 +78,13 @@ __all__ = [
     "REASON_SKEW",
     "REASON_SOME_METRICS_MISSING",
     "REASON_STALLED",
+    "REASON_STORAGE_UNAVAILABLE",
     "REASON_SUFFICIENT_READY",
     "REASON_TARGET_INVALID",
     "REASON_TARGET_NOT_FOUND",
     "REASON_UNSCHEDULABLE",
     "REASON_VERIFYING",
+    "REASON_WAITING_FOR_MODEL_CACHE",
     "REPLICA_FAILURE",
     "SCHEDULED",
     "TARGET_FOUND",
@@ -112,6 +123,12 @@ TARGET_FOUND = "TargetFound"
 METRICS_AVAILABLE = "MetricsAvailable"
 RATIO_VIOLATED = "RatioConstraintViolated"
 
+# ModelCache (ours) and the ModelServing condition that gates on it.
+DEGRADED = "Degraded"
+"""A ModelCache whose staging failed (reason says how); False while it is healthy."""
+MODEL_CACHED = "ModelCached"
+"""On a ModelServing that names a ModelCache: whether the cache is Ready (its pods wait until it is)."""
+
 CONDITION_TYPES = (
     AVAILABLE,
     PROGRESSING,
@@ -129,6 +146,8 @@ CONDITION_TYPES = (
     TARGET_FOUND,
     METRICS_AVAILABLE,
     RATIO_VIOLATED,
+    DEGRADED,
+    MODEL_CACHED,
 )
 """Every condition type above."""
 
@@ -200,6 +219,22 @@ REASON_SCALE_FAILED = "ScaleFailed"
 REASON_RATIO_SATISFIED = "RatioSatisfied"
 REASON_RATIO_UNSATISFIABLE = "RatioUnsatisfiable"
 
+# Reasons of a ModelCache's Ready, Progressing and Degraded, and of a ModelServing's ModelCached.
+REASON_CACHE_PENDING = "Pending"
+"""Nothing staged yet: no download started (``prefetch: false`` waits for a ModelServing to name the cache)."""
+REASON_DOWNLOADING = "Downloading"
+REASON_CACHE_READY = "Cached"
+"""Every file is staged and verified."""
+REASON_INTEGRITY_CHECK_FAILED = "IntegrityCheckFailed"
+"""A staged file's sha256 differs from the one expected (spec or hub); nothing is left at the final path."""
+REASON_DOWNLOAD_FAILED = "DownloadFailed"
+"""The download failed for another reason (source unreachable, unauthorized, not found, unsupported)."""
+REASON_STORAGE_UNAVAILABLE = "StorageUnavailable"
+"""The storage cannot be used: a missing claim, a claim that does not bind, no node matching a node-local selector."""
+REASON_WAITING_FOR_MODEL_CACHE = "WaitingForModelCache"
+REASON_MODEL_CACHE_FAILED = "ModelCacheFailed"
+REASON_MODEL_CACHE_READY = "ModelCacheReady"
+
 CONDITION_REASONS = (
     REASON_ALL_SCHEDULED,
     REASON_SCHEDULING,
@@ -248,5 +283,14 @@ CONDITION_REASONS = (
     REASON_SCALE_FAILED,
     REASON_RATIO_SATISFIED,
     REASON_RATIO_UNSATISFIABLE,
+    REASON_CACHE_PENDING,
+    REASON_DOWNLOADING,
+    REASON_CACHE_READY,
+    REASON_INTEGRITY_CHECK_FAILED,
+    REASON_DOWNLOAD_FAILED,
+    REASON_STORAGE_UNAVAILABLE,
+    REASON_WAITING_FOR_MODEL_CACHE,
+    REASON_MODEL_CACHE_FAILED,
+    REASON_MODEL_CACHE_READY,
 )
 """Every reason above."""

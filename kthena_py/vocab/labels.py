@@ -18,6 +18,7 @@ __all__ = [
     "BOOSTER_MIGRATED",
     "BOOSTER_MODEL_NAME",
     "BOOSTER_MODEL_UID",
+    "BOOSTER_PREFETCH",
     "BOOSTER_REPLICAS",
     "BOOSTER_REVISION",
     "ENTRY_VALUE",
@@ -26,6 +27,12 @@ __all__ = [
     "LWS_GROUP_KEY",
     "LWS_NAME",
     "LWS_WORKER_INDEX",
+    "MODEL_CACHE",
+    "MODEL_CACHE_FINALIZER",
+    "MODEL_CACHE_FINGERPRINT",
+    "MODEL_CACHE_JOB_KIND",
+    "MODEL_CACHE_NAME",
+    "MODEL_CACHE_NODE",
     "POD_DELETION_COST",
     "SERVING_ENTRY",
     "SERVING_GROUP_NAME",
@@ -86,3 +93,20 @@ subresource or by an autoscaler (kept)."""
 BOOSTER_MIGRATED = "modelbooster.kthena-py.io/migrated"
 """On the ModelBooster: set by ``kthena-py modelbooster migrate``; the controller leaves such a booster alone."""
 AUTOSCALING_HISTORY = "autoscaling.kthena-py.io/history"
+
+# ModelCache (ours): the annotation that gates a ModelServing, the booster's opt-in, the cache's children.
+MODEL_CACHE = "serving.kthena-py.io/model-cache"
+"""On a ModelServing: the name of the ModelCache (same namespace) its pods wait for and mount read-only."""
+BOOSTER_PREFETCH = "modelbooster.kthena-py.io/prefetch"
+"""On a ModelBooster: ``"true"`` renders a child ModelCache per backend and gates the backend's ModelServing on it
+instead of Kthena's per-pod downloader init container."""
+MODEL_CACHE_NAME = "modelcache.serving.kthena-py.io/name"
+"""On a cache's Jobs, PodGroups and claims: the ModelCache's name."""
+MODEL_CACHE_FINGERPRINT = "modelcache.serving.kthena-py.io/fingerprint"
+"""On a download Job: the fingerprint of the spec it stages (source, revision, files, digests, storage)."""
+MODEL_CACHE_NODE = "modelcache.serving.kthena-py.io/node"
+"""On a node-local cache's Job: the node it stages onto."""
+MODEL_CACHE_JOB_KIND = "modelcache.serving.kthena-py.io/job"
+"""On a cache's Jobs: ``download`` or ``cleanup``."""
+MODEL_CACHE_FINALIZER = "modelcache.serving.kthena-py.io/cleanup"
+"""The finalizer that removes a cache's files before the ModelCache goes (bounded: it never sticks)."""

@@ -34,19 +34,22 @@ _KEY = re.compile(
 )
 _VERSION = re.compile(r"^v[0-9]+(?:(?:alpha|beta)[0-9]+)?$")
 
-AMBIGUOUS = frozenset({"Failed"})
-"""Condition types that are also ordinary words elsewhere: ``Failed`` is a pod phase (vocab.pods) and a phase of
-an in-place update (a ``Literal`` type in plan.modelserving.inplace_state)."""
+AMBIGUOUS = frozenset({"Failed", "Pending", "Downloading"})
+"""Condition words that are also ordinary words elsewhere: ``Failed`` is a pod phase (vocab.pods) and a phase of
+an in-place update (a ``Literal`` type in plan.modelserving.inplace_state); ``Pending`` and ``Downloading`` are
+ModelCache reasons and also pod / ModelCache phases (``Literal`` types)."""
 
 ALLOWED = frozenset(
     {
         ("kthena_py/api/crdgen/crd.py", "Available"),
         ("kthena_py/testing/evictionstorm.py", "Ready"),
         ("kthena_py/testing/controlplane/cluster.py", "Ready"),
+        ("kthena_py/api/modelcache.py", "Ready"),
     }
 )
 """(module, literal) pairs left out of the check.
 
+* The ModelCache's ``status.phase`` type spells its phases (``Ready`` is a phase there, not a condition).
 * The ModelServing printer column named ``Available`` shows ``status.availableReplicas``, not a condition.
 * The test harness's own readiness checks (the eviction storm counts ready units as a user does, independently of
   the code under test; the cluster tier waits for its nodes). An entry here permits a spelling, it never
