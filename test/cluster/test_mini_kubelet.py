@@ -15,7 +15,7 @@ import pytest
 
 from kthena_py.kube import KubeClient, NotFound
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import EVENTS, PODGROUPS, PODS, SECRETS, ResourceType
+from kthena_py.kube.resources import EVENTS, NODES, PODGROUPS, PODS, SECRETS, ResourceType
 from kthena_py.testing.kubelet import MiniKubelet
 from kthena_py.testing.wait import eventually
 
@@ -240,10 +240,11 @@ async def test_deleting_a_running_pod_kills_its_processes_and_removes_it(
     kube: KubeClient, namespace: str, mini_kubelet: MiniKubelet
 ) -> None:
     # The shell ignores SIGTERM, so only the SIGKILL after the grace period ends it (and its sleep child).
+    # "$$$$" is the shell's "$$": Kubernetes turns "$$" into "$" in commands and args.
     container = {
         "name": "main",
         "image": "busybox",
-        "command": ["sh", "-c", 'trap "" TERM; echo $$ > "$1"; while :; do sleep 1; done', "sh", "/run/pid"],
+        "command": ["sh", "-c", 'trap "" TERM; echo $$$$ > "$1"; while :; do sleep 1; done', "sh", "/run/pid"],
         "volumeMounts": [{"name": "run", "mountPath": "/run"}],
     }
     spec = pod_spec(mini_kubelet, container, via_volcano=False, volumes=[{"name": "run", "emptyDir": {}}])
@@ -293,3 +294,34 @@ async def test_an_unmappable_image_stays_pending_with_the_reason(
     assert current["status"]["phase"] == "Pending"
     events = (await kube.list(EVENTS, namespace, field_selector="involvedObject.name=web")).items
     assert any(e["reason"] == "Failed" and 'container "server"' in e["message"] for e in events)
+
+
+async def test_stopping_a_kubelet_leaves_no_process_pod_or_node(
+    kube: KubeClient, namespace: str, make_mini_kubelet: Any
+) -> None:
+    first, second = make_mini_kubelet(), make_mini_kubelet(gpus=2)
+    sleep = python("main", "import time; time.sleep(600)")
+    for kubelet in (first, second):
+        spec = pod_spec(kubelet, sleep, via_volcano=False)
+        await kube.create(PODS, pod(f"on-{kubelet.node.name}", spec), namespace)
+    pids = {}
+    for kubelet in (first, second):
+        name = f"on-{kubelet.node.name}"
+        running = await wait_pod(kube, namespace, name, "Running")
+        pids[kubelet.node.name] = kubelet.pids(namespace, name)["main"]
+        assert running["status"]["podIP"].startswith("127.100.250.")
+    node = await kube.get(NODES, second.node.name)
+    assert node["status"]["allocatable"]["nvidia.com/gpu"] == "2"
+    assert (
+        len({(await kube.get(PODS, f"on-{k.node.name}", namespace))["status"]["podIP"] for k in (first, second)}) == 2
+    )
+
+    second.stop()
+
+    with pytest.raises(ProcessLookupError):
+        os.kill(pids[second.node.name], 0)
+    with pytest.raises(NotFound):
+        await kube.get(NODES, second.node.name)
+    with pytest.raises(NotFound):
+        await kube.get(PODS, f"on-{second.node.name}", namespace)
+    os.kill(pids[first.node.name], 0)  # the other node's pod runs on

@@ -270,6 +270,7 @@ class MiniKubelet:
 
     def _sync(self, client: KubeClient, pods: list[KubeObject]) -> None:
         seen = {str(p["metadata"]["uid"]) for p in pods}
+        self._finished &= seen
         for uid in list(self._workers):
             if uid not in seen:
                 self._forget(uid)
