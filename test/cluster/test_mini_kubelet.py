@@ -247,7 +247,16 @@ async def test_deleting_a_running_pod_kills_its_processes_and_removes_it(
         "command": ["sh", "-c", 'trap "" TERM; echo $$$$ > "$1"; while :; do sleep 1; done', "sh", "/run/pid"],
         "volumeMounts": [{"name": "run", "mountPath": "/run"}],
     }
-    spec = pod_spec(mini_kubelet, container, via_volcano=False, volumes=[{"name": "run", "emptyDir": {}}])
+    graceful = python(
+        "graceful",
+        "import signal, sys, time\n"
+        "def bye(*_):\n    open(sys.argv[1], 'w').write('SIGTERM'); sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, bye)\nwhile True: time.sleep(1)",
+        "/run/graceful",
+        volumeMounts=[{"name": "run", "mountPath": "/run"}],
+    )
+    volumes = [{"name": "run", "emptyDir": {}}]
+    spec = pod_spec(mini_kubelet, container, graceful, via_volcano=False, volumes=volumes)
     await kube.create(PODS, pod("sleeper", spec), namespace)
     running = await wait_pod(kube, namespace, "sleeper", "Running")
     assert {c["type"]: c["status"] for c in running["status"]["conditions"]} == {
@@ -258,7 +267,7 @@ async def test_deleting_a_running_pod_kills_its_processes_and_removes_it(
     }
     pid_file = mini_kubelet.pod_dir(namespace, "sleeper") / "volumes" / "run" / "pid"
     pid = int(await eventually(lambda: pid_file.exists() and pid_file.read_text().strip(), description="pid file"))
-    assert mini_kubelet.pids(namespace, "sleeper") == {"main": pid}
+    assert mini_kubelet.pids(namespace, "sleeper")["main"] == pid
     os.kill(pid, 0)  # alive
 
     await kube.delete(PODS, "sleeper", namespace)
@@ -274,6 +283,8 @@ async def test_deleting_a_running_pod_kills_its_processes_and_removes_it(
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert mini_kubelet.pids(namespace, "sleeper") == {}
+    # The container that handles SIGTERM got it (and ended before the SIGKILL).
+    assert (pid_file.parent / "graceful").read_text() == "SIGTERM"
 
 
 async def test_an_unmappable_image_stays_pending_with_the_reason(

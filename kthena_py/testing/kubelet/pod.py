@@ -26,7 +26,7 @@ import base64
 import contextlib
 import datetime as dt
 import os
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -361,8 +361,14 @@ class PodWorker:
 
     # ----------------------------------------------------------------------------- running
 
-    async def _exec(self, c: _Prepared, restart_count: int) -> tuple[int, str, str, str]:
-        """Run one process to its end: (exit code, started, finished, termination message)."""
+    async def _exec(
+        self, c: _Prepared, restart_count: int, on_start: Callable[[str], Awaitable[None]]
+    ) -> tuple[int, str, str, str]:
+        """Run one process to its end: (exit code, started, finished, termination message).
+
+        ``on_start(started)`` runs once the process exists, before it is waited for: a status saying Running is
+        written only when the process really runs.
+        """
         c.termination_file.write_bytes(b"")
         log_file = self.dir / "logs" / c.name / f"{restart_count}.log"
         started = now_rfc3339()
@@ -373,6 +379,7 @@ class PodWorker:
             return 128, started, now_rfc3339(), f"cannot start {c.argv[0]}: {exc}"
         self.processes[c.name] = proc
         self._log.info("container started", container=c.name, pid=proc.pid, restart_count=restart_count)
+        await on_start(started)  # cancelled: the process lives on until run() stops it, gracefully
         code = await wait_process(proc)
         finished = now_rfc3339()
         tail = log_file.read_bytes()[-64 * 1024 :] if log_file.exists() else b""
@@ -386,10 +393,13 @@ class PodWorker:
         restarts = 0
         last: st.Status | None = None
         while True:
-            self._init_statuses[c.name] = st.running(c.name, c.image, now_rfc3339(), restart_count=restarts, last=last)
-            self._init_statuses[c.name]["ready"] = False
-            await self._write()
-            code, started, finished, message = await self._exec(c, restarts)
+
+            async def started_init(at: str, restarts: int = restarts, last: st.Status | None = last) -> None:
+                self._init_statuses[c.name] = st.running(c.name, c.image, at, restart_count=restarts, last=last)
+                self._init_statuses[c.name]["ready"] = False
+                await self._write()
+
+            code, started, finished, message = await self._exec(c, restarts, started_init)
             done = st.terminated(
                 c.name, c.image, code, started_at=started, finished_at=finished, message=message,
                 restart_count=restarts, last=last,
@@ -409,10 +419,13 @@ class PodWorker:
         restarts = 0
         last: st.Status | None = None
         while True:
-            self._statuses[c.name] = st.running(c.name, c.image, now_rfc3339(), restart_count=restarts, last=last)
-            await self._write()
-            await self._event("Normal", "Started", f"Started container {c.name}")
-            code, started, finished, message = await self._exec(c, restarts)
+
+            async def started_app(at: str, restarts: int = restarts, last: st.Status | None = last) -> None:
+                self._statuses[c.name] = st.running(c.name, c.image, at, restart_count=restarts, last=last)
+                await self._write()
+                await self._event("Normal", "Started", f"Started container {c.name}")
+
+            code, started, finished, message = await self._exec(c, restarts, started_app)
             done = st.terminated(
                 c.name, c.image, code, started_at=started, finished_at=finished, message=message,
                 restart_count=restarts, last=last,

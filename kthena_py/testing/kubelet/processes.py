@@ -72,16 +72,16 @@ def exit_code(returncode: int) -> int:
 async def wait_process(proc: asyncio.subprocess.Process) -> int:
     """Wait for the process, then kill what is left of its group.
 
+    Cancelling the wait leaves the process alone (it is :func:`stop_process`'s job to end it gracefully).
+
     Args:
         proc: A process from :func:`spawn`.
 
     Returns:
         Its exit code (:func:`exit_code`).
     """
-    try:
-        returncode = await proc.wait()
-    finally:
-        signal_group(proc.pid, signal.SIGKILL)
+    returncode = await proc.wait()
+    signal_group(proc.pid, signal.SIGKILL)
     return exit_code(returncode)
 
 
