@@ -336,3 +336,32 @@ async def test_stopping_a_kubelet_leaves_no_process_pod_or_node(
     with pytest.raises(NotFound):
         await kube.get(PODS, f"on-{second.node.name}", namespace)
     os.kill(pids[first.node.name], 0)  # the other node's pod runs on
+
+
+FLAKY = """
+import os, sys
+marker, init = sys.argv[1], sys.argv[2]
+assert open(init).read() == "initialised"
+if not os.path.exists(marker):
+    open(marker, "w").write("failed once")
+    sys.exit(7)
+"""
+
+
+async def test_init_containers_run_first_and_on_failure_restarts_the_container(
+    kube: KubeClient, namespace: str, mini_kubelet: MiniKubelet
+) -> None:
+    mounts = [{"name": "work", "mountPath": "/work"}]
+    init = python("init", "import sys; open(sys.argv[1], 'w').write('initialised')", "/work/init", volumeMounts=mounts)
+    main = python("main", FLAKY, "/work/marker", "/work/init", volumeMounts=mounts)
+    volumes = [{"name": "work", "emptyDir": {}}]
+    spec = pod_spec(mini_kubelet, main, via_volcano=False, volumes=volumes, restartPolicy="OnFailure")
+    spec["initContainers"] = [init]
+    await kube.create(PODS, pod("flaky", spec), namespace)
+    done = await wait_pod(kube, namespace, "flaky", "Succeeded")
+    assert done["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+    status = done["status"]["containerStatuses"][0]
+    assert status["restartCount"] == 1
+    assert status["lastState"]["terminated"]["exitCode"] == 7
+    assert status["state"]["terminated"]["exitCode"] == 0
+    assert mini_kubelet.container_log(namespace, "flaky", "main", restart_count=0) == ""

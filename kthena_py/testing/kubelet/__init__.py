@@ -19,9 +19,10 @@ Where the harness bends reality (the one place it does):
   a claim -> its PV's path under the volume root, ``emptyDir``/``configMap``/``secret`` -> a pod directory), and a
   container sees them only because **arguments and environment values that equal a mountPath or start with
   ``mountPath/``** (also the value of ``--opt=VALUE`` / ``NAME=VALUE`` arguments) are rewritten to the host path,
-  longest mountPath first (:class:`MountTable`). Paths inside scripts or shell lines are not rewritten: pass them as
-  arguments or env. ``subPath`` is honoured; ``readOnly`` is **not enforced**. ``terminationMessagePath`` is mapped
-  the same way onto a per-container file read after exit; ``workingDir`` is mapped or a per-container directory.
+  longest mountPath first (:class:`MountTable`); the host program the mapper puts first is never rewritten. Paths
+  inside scripts or shell lines are not rewritten: pass them as arguments or env. ``subPath`` is honoured;
+  ``readOnly`` is **not enforced**. ``terminationMessagePath`` is mapped the same way onto a per-container file
+  read after exit; ``workingDir`` is mapped or a per-container directory.
 * No probes (a running container is ready), no resource limits, no image pulls, no service links; the process
   inherits only ``PATH`` (``HOME`` is its working directory, ``HOSTNAME`` the pod name) plus its resolved env.
 * Pod IPs are leased from 127.100.250.0/24 on loopback (so a process may bind its pod IP); the node IP is 127.0.0.1.
@@ -46,7 +47,7 @@ from kthena_py.testing.kubelet.node import (
     hostpath_volume,
 )
 from kthena_py.testing.kubelet.paths import Mount, MountTable, host_path_for
-from kthena_py.testing.kubelet.runner import DEFAULT_PROGRAMS, CommandMapper, ContainerRunner
+from kthena_py.testing.kubelet.runner import DEFAULT_PROGRAMS, CommandMapper, ContainerRunner, LocalCommand
 
 __all__ = [
     "DEFAULT_POD_IP_RANGE",
@@ -58,6 +59,7 @@ __all__ = [
     "CommandMapper",
     "ContainerConfigError",
     "ContainerRunner",
+    "LocalCommand",
     "ManualNode",
     "MiniKubelet",
     "Mount",

@@ -233,20 +233,20 @@ class PodWorker:
 
     async def _prepare(self, containers: list[KubeObject]) -> list[_Prepared]:
         runner = self._config.runner
-        argvs = []
+        commands = []
         for c in containers:
-            argv = runner.argv(c)
-            if argv is None:
+            command = runner.argv(c)
+            if command is None:
                 raise _Unrunnable(
                     "ErrImagePull",
                     f'mini-kubelet cannot run container "{c["name"]}" (image "{c.get("image", "")}", command '
                     f"{c.get('command') or []}): no local program mapped",
                     retry=False,
                 )
-            argvs.append(argv)
+            commands.append(command)
         volumes = await self._volumes()
         prepared = []
-        for c, argv in zip(containers, argvs, strict=True):
+        for c, command in zip(containers, commands, strict=True):
             env = await self._environment(c)
             termination_file = self.dir / "termination" / c["name"]
             termination_file.parent.mkdir(parents=True, exist_ok=True)
@@ -269,7 +269,7 @@ class PodWorker:
                 _Prepared(
                     name=c["name"],
                     image=str(c.get("image", "")),
-                    argv=[table.map_value(expand(a, env)) for a in argv],
+                    argv=[*command.program, *(table.map_value(expand(a, env)) for a in command.args)],
                     env={**base, **mapped_env},
                     cwd=cwd,
                     termination_file=termination_file,

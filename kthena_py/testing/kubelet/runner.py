@@ -13,9 +13,10 @@ from __future__ import annotations
 import posixpath
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["DEFAULT_PROGRAMS", "CommandMapper", "ContainerRunner", "image_name"]
+__all__ = ["DEFAULT_PROGRAMS", "CommandMapper", "ContainerRunner", "LocalCommand", "image_name"]
 
 DEFAULT_PROGRAMS: Mapping[str, Sequence[str]] = {
     "kthena-py": (sys.executable, "-m", "kthena_py"),
@@ -26,11 +27,25 @@ DEFAULT_PROGRAMS: Mapping[str, Sequence[str]] = {
 """The programs a container may name (by base name), and the argv prefix each becomes."""
 
 
-class ContainerRunner(Protocol):
-    """Maps a container to the argv of a local process."""
+@dataclass(frozen=True)
+class LocalCommand:
+    """The local process for a container.
 
-    def argv(self, container: Mapping[str, Any]) -> list[str] | None:
-        """The argv for ``container`` (before ``$(VAR)`` expansion and path mapping), or None if it cannot run."""
+    Attributes:
+        program: The host program and its own leading arguments (host paths: never rewritten).
+        args: The container's arguments (its command after the program, then its ``args``): ``$(VAR)`` is expanded
+            and mounted paths are rewritten in these only.
+    """
+
+    program: tuple[str, ...]
+    args: tuple[str, ...]
+
+
+class ContainerRunner(Protocol):
+    """Maps a container to a local process."""
+
+    def argv(self, container: Mapping[str, Any]) -> LocalCommand | None:
+        """The command for ``container``, or None if it cannot run here."""
         ...
 
 
@@ -63,14 +78,14 @@ class CommandMapper:
         self.programs = dict(DEFAULT_PROGRAMS if programs is None else programs)
         self.images = {image_name(k): list(v) for k, v in (images or {}).items()}
 
-    def argv(self, container: Mapping[str, Any]) -> list[str] | None:
-        """Map ``container`` to an argv.
+    def argv(self, container: Mapping[str, Any]) -> LocalCommand | None:
+        """Map ``container`` to a local command.
 
         Args:
             container: The container spec.
 
         Returns:
-            The argv, or None when neither its command's program nor its image is known.
+            The command, or None when neither its command's program nor its image is known.
         """
         command = [str(c) for c in container.get("command") or []]
         args = [str(a) for a in container.get("args") or []]
@@ -82,4 +97,4 @@ class CommandMapper:
         program = self.programs.get(posixpath.basename(command[0]))
         if program is None:
             return None
-        return [*program, *command[1:], *args]
+        return LocalCommand(tuple(program), (*command[1:], *args))

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kthena_py.testing.kubelet import CommandMapper
-from kthena_py.testing.kubelet.runner import image_name
+from kthena_py.testing.kubelet.runner import LocalCommand, image_name
 
 PY = sys.executable
 
@@ -29,12 +29,18 @@ PY = sys.executable
 )
 def test_default_mapping(container: dict[str, Any], argv: list[str] | None) -> None:
     mapper = CommandMapper(images={"reg.local:5000/team/kthena-py:latest": ["kthena-py"]})
-    assert mapper.argv(container) == argv
+    command = mapper.argv(container)
+    assert (command and [*command.program, *command.args]) == argv
+
+
+def test_only_the_containers_own_arguments_are_subject_to_rewriting() -> None:
+    command = CommandMapper().argv({"command": ["kthena-py", "download"], "args": ["-o", "/models"]})
+    assert command == LocalCommand((PY, "-m", "kthena_py"), ("download", "-o", "/models"))
 
 
 def test_custom_programs_replace_the_defaults() -> None:
     mapper = CommandMapper(programs={"vllm": ["/bin/echo", "vllm"]})
-    assert mapper.argv({"command": ["vllm", "serve"]}) == ["/bin/echo", "vllm", "serve"]
+    assert mapper.argv({"command": ["vllm", "serve"]}) == LocalCommand(("/bin/echo", "vllm"), ("serve",))
     assert mapper.argv({"command": ["python3"]}) is None
 
 
