@@ -6,7 +6,8 @@ Start order (each step waits for the previous one):
 2. Volcano's CRDs (from the Volcano cache directory ``crd/``), then the caller's CRDs, all listed by
    discovery before any controller starts (the garbage collector only rediscovers every 30 s).
 3. kube-controller-manager with :data:`DEFAULT_CONTROLLERS` (garbage collector, namespace
-   deletion, service accounts, Deployment/ReplicaSet/Job/StatefulSet, TTL-after-finished), no
+   deletion, service accounts, Deployment/ReplicaSet/Job/StatefulSet, TTL-after-finished, claim binding and the
+   volume protection finalizers, :data:`VOLUME_CONTROLLERS`), no
    serving port (``--secure-port=0``). Ready when the ``default`` ServiceAccount exists.
 4. kwok (the stock "fast" stages: node-initialize, pod-ready, pod-complete, pod-delete; pod-ready after
    ``pod_ready_delay_ms``, and never for a pod with an image under :data:`BAD_IMAGE_PREFIX`, which an extra
@@ -31,7 +32,9 @@ gang-scheduled onto fake nodes and become Running/Ready; deleted pods go away.
 
 Not included: kube-scheduler (pods without ``schedulerName: volcano`` stay Pending unless a test
 sets ``nodeName``), vc-controller-manager (no automatic PodGroups for bare pods, no Volcano Jobs),
-the node-lifecycle controller (nodes never go NotReady on their own), kubelet (no containers run).
+the node-lifecycle controller (nodes never go NotReady on their own), kubelet (no containers run; for pods
+that must really run, :mod:`kthena_py.testing.kubelet` serves a manual node from the test process), volume
+provisioning (no StorageClass: bind claims to PVs made with :func:`kthena_py.testing.kubelet.hostpath_volume`).
 """
 
 from __future__ import annotations
@@ -56,9 +59,21 @@ __all__ = [
     "DEFAULT_POD_CIDR",
     "DEFAULT_SCHEDULER_CONF",
     "KWOK_NODE_ANNOTATION",
+    "VOLUME_CONTROLLERS",
     "ClusterTier",
     "FakeNode",
 ]
+
+VOLUME_CONTROLLERS: tuple[str, ...] = (
+    "persistentvolume-binder-controller",
+    "persistentvolumeclaim-protection-controller",
+    "persistentvolume-protection-controller",
+)
+"""The controllers that bind claims to PersistentVolumes (a PV pre-bound through ``claimRef`` needs no provisioner)
+and remove the ``kubernetes.io/pvc-protection``/``pv-protection`` finalizers the apiserver's admission adds, so that
+deleting a namespace with claims completes. They act only on PersistentVolumes and claims, which no other test of
+the tier creates, and the tier has no StorageClass, so nothing is ever provisioned: harmless to every other test.
+Leave them out with ``ClusterTier(controllers=...)``."""
 
 DEFAULT_CONTROLLERS: tuple[str, ...] = (
     "garbage-collector-controller",
@@ -69,6 +84,7 @@ DEFAULT_CONTROLLERS: tuple[str, ...] = (
     "job-controller",
     "statefulset-controller",
     "ttl-after-finished-controller",
+    *VOLUME_CONTROLLERS,
 )
 """kube-controller-manager controllers the tier runs (names as of Kubernetes 1.35)."""
 
