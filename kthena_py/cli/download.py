@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
@@ -54,7 +55,7 @@ def _configure_logging(fmt: str, secrets: list[str]) -> None:
     logconfig.configure("info", json=json_lines)
     for handler in logging.getLogger().handlers:
         if isinstance(handler, logging.StreamHandler):
-            handler.setStream(RedactingStream(sys.stderr, secrets))  # type: ignore[arg-type]
+            handler.setStream(RedactingStream(sys.stderr, secrets))
     for noisy in ("botocore", "boto3", "urllib3", "httpx", "httpx2", "huggingface_hub", "filelock"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
@@ -101,10 +102,8 @@ def run(args: argparse.Namespace) -> int:
     """Run ``kthena-py download``; returns the exit status."""
     out = os.path.abspath(os.path.expanduser(args.output_dir))
     secrets: list[str] = []
-    try:
+    with contextlib.suppress(DownloadError):  # a bad --config is reported by _build_request below
         secrets = resolve_settings(parse_config(args.config), os.environ).secret_values()
-    except DownloadError:
-        pass
     _configure_logging(args.log_format, secrets)
     log = logging.getLogger("kthena_py.download")
     if args.remove:

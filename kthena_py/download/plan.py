@@ -10,7 +10,8 @@ Guarantees (no I/O, no clock):
 * :func:`plan_files` skips a file only when the journal says it verified for the same remote identity, the
   final file still has the recorded size and the recorded digest satisfies every expectation; it resumes a
   partial only when it was started for the same identity and is not longer than the file; anything else is
-  fetched from zero;
+  fetched from zero; a final file of the right size whose digest the journal does not know is hashed
+  locally (:class:`VerifyLocal`) when there is a digest to check it against;
 * :func:`check_digest` is the one place that compares a computed digest with the expectations.
 """
 
@@ -245,11 +246,15 @@ def plan_files(
         ):
             actions.append(Fetch(f, facts.partial_size))
             continue
+        known_digest = (
+            entry is not None and entry.complete and entry.identity == f.identity and entry.size == facts.final_size
+        )
         if (
             facts.partial_size is None
             and facts.final_size is not None
             and facts.final_size == f.size
             and wanted.get(f.name)
+            and not known_digest  # the journal knows this file's digest already, and it did not match
         ):
             actions.append(VerifyLocal(f))
             continue

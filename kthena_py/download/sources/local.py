@@ -72,7 +72,7 @@ class LocalSource:
     async def open(self, file: RemoteFile, offset: int) -> Stream:
         """Read from ``offset``."""
         try:
-            handle = open(file.locator, "rb")  # noqa: SIM115 - closed by the generator
+            handle = await asyncio.to_thread(open, file.locator, "rb")
         except OSError as exc:
             raise DownloadError(Reason.SOURCE_NOT_FOUND, f"{file.locator}: {exc.strerror}") from None
         handle.seek(offset)

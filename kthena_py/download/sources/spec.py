@@ -69,7 +69,7 @@ def parse_source(source: str) -> SourceSpec:
     if scheme == "pvc":
         if not rest.strip("/"):
             raise DownloadError(Reason.INVALID_ARGUMENTS, "pvc:// source needs a path: pvc://CLAIM/PATH")
-        return SourceSpec(Kind.LOCAL, posixpath.normpath("/" + rest), scheme=scheme, pvc=True)
+        return SourceSpec(Kind.LOCAL, posixpath.normpath("/" + rest.lstrip("/")), scheme=scheme, pvc=True)
     if scheme in ("hf", "ms"):
         repo = rest.strip("/")
         if not _REPO_ID.match(repo):
