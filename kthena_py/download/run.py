@@ -41,7 +41,7 @@ from .plan import (
 from .progress import Phase, Progress
 from .reporting import ProgressServer, Reporter
 from .result import DownloadError, FileEntry, Outcome, Reason
-from .sources.base import Source
+from .sources.base import Source, TransientError
 from .sources.spec import Kind, SourceSpec, parse_source
 from .transfer import fetch_file, verify_local
 
@@ -213,10 +213,20 @@ async def execute(request: Request, progress: Progress | None = None) -> Outcome
     except DownloadError as exc:
         progress.phase = Phase.FAILED
         return Outcome(exc.reason, redact(exc.message, request.settings.secret_values()), source_name, request.out)
+    except TransientError as exc:  # a listing that failed to connect: not retried (the Job's backoff is)
+        progress.phase = Phase.FAILED
+        return Outcome(
+            Reason.DOWNLOAD_FAILED, redact(str(exc), request.settings.secret_values()), source_name, request.out
+        )
     except OSError as exc:
         progress.phase = Phase.FAILED
         message = redact(f"{type(exc).__name__}: {exc}", request.settings.secret_values())
         return Outcome(Reason.STORAGE_UNAVAILABLE, message, source_name, request.out)
+    except Exception as exc:  # a bug or an unforeseen client error: still a result, never a traceback alone
+        progress.phase = Phase.FAILED
+        log.exception("unexpected error")
+        message = redact(f"{type(exc).__name__}: {exc}", request.settings.secret_values())
+        return Outcome(Reason.DOWNLOAD_FAILED, message, source_name, request.out)
     finally:
         if server is not None:
             with contextlib.suppress(Exception):

@@ -161,7 +161,9 @@ MARKER = Marker(KEY, "c" * 40, (FileEntry("a", 3, "2" * 64),), "2026-01-01T00:00
 def test_marker_round_trip_and_match() -> None:
     decoded = decode(encode(MARKER))
     assert decoded == MARKER
-    assert decoded is not None and satisfies(decoded, RequestKey.of("hf://org/repo", "main", ("a", "b"), None, {"a": "1" * 64}))
+    assert decoded is not None and satisfies(
+        decoded, RequestKey.of("hf://org/repo", "main", ("a", "b"), None, {"a": "1" * 64})
+    )
 
 
 @pytest.mark.parametrize(
