@@ -62,10 +62,14 @@ class Artifact:
 
 @dataclass
 class HubRepo:
-    """A fake hub model repository at one commit."""
+    """A fake hub model repository at one commit.
+
+    A file's content is bytes, or (LFS files only, for large benchmarks) the path of a file on disk whose
+    sha256 is given in ``lfs_sha256_override``.
+    """
 
     repo_id: str
-    files: dict[str, bytes]
+    files: dict[str, bytes | str]
     lfs: set[str] = field(default_factory=set)
     commit: str = "0123456789abcdef0123456789abcdef01234567"
     refs: dict[str, str] = field(default_factory=lambda: {"main": ""})
@@ -73,20 +77,34 @@ class HubRepo:
     token: str | None = None
     cdn: str | None = None
 
+    def size(self, name: str) -> int:
+        """A file's size."""
+        content = self.files[name]
+        return len(content) if isinstance(content, bytes) else os.path.getsize(content)
+
+    def artifact(self, name: str, etag: str) -> Artifact:
+        """The file as an :class:`Artifact`."""
+        content = self.files[name]
+        return Artifact(content, etag=etag) if isinstance(content, bytes) else Artifact(path=content, etag=etag)
+
     def lfs_sha256(self, name: str) -> str:
         """The sha256 the hub reports for an LFS file."""
-        return self.lfs_sha256_override.get(name) or hashlib.sha256(self.files[name]).hexdigest()
+        if name in self.lfs_sha256_override:
+            return self.lfs_sha256_override[name]
+        content = self.files[name]
+        assert isinstance(content, bytes), "give the sha256 of a file on disk in lfs_sha256_override"
+        return hashlib.sha256(content).hexdigest()
 
     def blob_id(self, name: str) -> str:
         """The git blob sha1 of a file (of its LFS pointer for LFS files)."""
         data = self.files[name] if name not in self.lfs else self.pointer(name)
+        assert isinstance(data, bytes), "files on disk must be LFS files"
         return hashlib.sha1(b"blob %d\0" % len(data) + data, usedforsecurity=False).hexdigest()
 
     def pointer(self, name: str) -> bytes:
         """The LFS pointer file."""
         return (
-            f"version https://git-lfs.github.com/spec/v1\noid sha256:{self.lfs_sha256(name)}\n"
-            f"size {len(self.files[name])}\n"
+            f"version https://git-lfs.github.com/spec/v1\noid sha256:{self.lfs_sha256(name)}\nsize {self.size(name)}\n"
         ).encode()
 
     def resolve(self, revision: str) -> str | None:
@@ -184,11 +202,11 @@ class ArtifactServer:
             sibling: dict[str, Any] = {"rfilename": name}
             if request.query.get("blobs") == "True" or request.query.get("blobs") == "true":
                 sibling["blobId"] = repo.blob_id(name)
-                sibling["size"] = len(repo.files[name]) if name not in repo.lfs else len(repo.pointer(name))
+                sibling["size"] = repo.size(name) if name not in repo.lfs else len(repo.pointer(name))
                 if name in repo.lfs:
                     sibling["lfs"] = {
                         "sha256": repo.lfs_sha256(name),
-                        "size": len(repo.files[name]),
+                        "size": repo.size(name),
                         "pointerSize": len(repo.pointer(name)),
                     }
             siblings.append(sibling)
@@ -211,14 +229,14 @@ class ArtifactServer:
         headers = {"X-Repo-Commit": commit}
         if name in repo.lfs:
             headers["X-Linked-Etag"] = f'"{repo.lfs_sha256(name)}"'
-            headers["X-Linked-Size"] = str(len(repo.files[name]))
+            headers["X-Linked-Size"] = str(repo.size(name))
             if repo.cdn:
                 headers["Location"] = f"{repo.cdn.rstrip('/')}/cdn/{repo.repo_id}/{commit}/{name}"
                 return web.Response(status=302, headers=headers)
             etag = f'"{repo.lfs_sha256(name)}"'
         else:
             etag = f'"{repo.blob_id(name)}"'
-        artifact = self.artifacts.get(f"/{repo_id}/resolve/{name}") or Artifact(repo.files[name], etag=etag)
+        artifact = self.artifacts.get(f"/{repo_id}/resolve/{name}") or repo.artifact(name, etag)
         return await self._serve(request, artifact, headers)
 
     async def _serve(self, request: web.Request, artifact: Artifact, extra: dict[str, str]) -> web.StreamResponse:
