@@ -6,8 +6,8 @@ Guarantees:
   run's partial is resumed by the next run only against the same remote version;
 * a resumed partial's prefix is re-hashed locally, then the source is asked for the rest; when it serves the
   whole file instead, the partial and the hash restart from 0;
-* writing and hashing a block run in a worker thread while the event loop reads the next block (one block
-  in flight: order is kept);
+* chunks are batched (:data:`BATCH` bytes) and each batch is hashed and written in a worker thread while the
+  event loop reads the next one (one batch in flight: order is kept; no chunk is copied);
 * a transient failure (connection reset, 5xx, short read) is retried from where the partial ends, at most
   :data:`ATTEMPTS` times; a digest mismatch is never retried: the partial (and any old file at the final
   path) is removed and ``IntegrityCheckFailed`` raised;
@@ -30,6 +30,8 @@ from .sources.base import Source, TransientError
 from .verify import PartialWriter, hash_file
 
 ATTEMPTS = 4
+# Bytes handed to the writer thread at once: few thread hops, and the socket keeps filling meanwhile.
+BATCH = 1024 * 1024
 BACKOFF = (0.5, 1.0, 2.0)
 log = structlog.get_logger("kthena_py.download")
 
@@ -60,15 +62,24 @@ async def _stream_into(source: Source, file: RemoteFile, writer: PartialWriter, 
                 progress.bytes_done -= writer.size
                 await asyncio.to_thread(writer.restart)
             pending: asyncio.Future[None] | None = None
+            batch: list[bytes] = []
+            batched = 0
             try:
-                async for block in stream.chunks:
+                async for chunk in stream.chunks:
+                    batch.append(chunk)
+                    batched += len(chunk)
+                    progress.bytes_done += len(chunk)
+                    if batched < BATCH:
+                        continue
                     if pending is not None:
                         await pending
-                    pending = asyncio.ensure_future(asyncio.to_thread(writer.write, block))
-                    progress.bytes_done += len(block)
+                    pending = asyncio.ensure_future(asyncio.to_thread(writer.write_batch, batch))
+                    batch, batched = [], 0
                 if pending is not None:
                     await pending
                     pending = None
+                if batch:
+                    await asyncio.to_thread(writer.write_batch, batch)
             finally:
                 if pending is not None:
                     with contextlib.suppress(BaseException):

@@ -7,8 +7,8 @@ Guarantees:
   token meant for the hub is not sent to the host the hub redirects to;
 * a ranged read asks ``Range: bytes=N-`` with ``If-Range`` when an ETag is known; a ``200`` answer means the
   source sent the whole file, and :class:`~.base.Stream` says it starts at 0;
-* bytes are handed on in blocks of at least :data:`BLOCK` bytes (except the last), so hashing and writing
-  happen in few, large calls; content is never decoded (``Accept-Encoding: identity``);
+* bytes are handed on as the socket delivers them, without copying (the transfer layer batches them for
+  hashing and writing); content is never decoded (``Accept-Encoding: identity``);
 * 404/410 are ``SourceNotFound``, 401/403 ``AccessDenied``, 408/429/5xx and connection errors transient.
 """
 
@@ -25,7 +25,6 @@ from ..result import DownloadError, Reason
 from .base import Stream, TransientError
 
 MAX_REDIRECTS = 10
-BLOCK = 1024 * 1024
 READ_BUFSIZE = 4 * 1024 * 1024
 _REDIRECTS = {301, 302, 303, 307, 308}
 
@@ -129,21 +128,16 @@ class HttpFetcher:
         return Stream(start, self._blocks(response, url))
 
     async def _blocks(self, response: aiohttp.ClientResponse, url: str) -> AsyncGenerator[bytes, None]:
+        # Chunks are handed on as they arrive (no copy here); the transfer layer batches them.
         try:
-            block = bytearray()
             while True:
                 try:
                     chunk = await response.content.readany()
                 except (aiohttp.ClientError, TimeoutError) as exc:
                     raise TransientError(f"{sanitize_source(url)}: {type(exc).__name__} while reading") from None
                 if not chunk:
-                    break
-                block += chunk
-                if len(block) >= BLOCK:
-                    yield bytes(block)
-                    block = bytearray()
-            if block:
-                yield bytes(block)
+                    return
+                yield chunk
         finally:
             response.release()
 
