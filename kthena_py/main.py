@@ -18,6 +18,7 @@ from kthena_py import __version__
 from kthena_py.cli import (
     autoscaler,
     crds,
+    download_args,
     manager,
     modelbooster,
     optimize,
@@ -29,7 +30,18 @@ from kthena_py.cli import (
 from kthena_py.cli.common import CommandError
 
 # One line per subcommand module (each has add_parser(sub) and sets args.run).
-SUBCOMMANDS = [manager, render, crds, validate, optimize, autoscaler, modelbooster, rollout_args, status_args]
+SUBCOMMANDS = [
+    manager,
+    render,
+    crds,
+    validate,
+    optimize,
+    autoscaler,
+    modelbooster,
+    rollout_args,
+    status_args,
+    download_args,
+]
 
 
 def build_parser() -> argparse.ArgumentParser:

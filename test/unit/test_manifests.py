@@ -619,7 +619,7 @@ def containerfile_instructions() -> list[tuple[str, str]]:
 def test_containerfile_builds_a_non_root_image_of_the_console_script(container: Doc) -> None:
     instructions = containerfile_instructions()
     froms = [args for keyword, args in instructions if keyword == "FROM"]
-    assert len(froms) == 2, "a builder stage and a final stage"
+    assert [f.split()[-1] for f in froms] == ["builder", "downloader", "manager"], "the manager is the default (last)"
     (base,) = [args for keyword, args in instructions if keyword == "ARG" and args.startswith("PYTHON_IMAGE=")]
     assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11-slim@sha256:[0-9a-f]{64}", base), "base image pinned by digest"
     final = instructions[max(i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM") :]
@@ -633,6 +633,17 @@ def test_containerfile_builds_a_non_root_image_of_the_console_script(container: 
     assert {int(p) for p in exposed.split()} == {p["containerPort"] for p in container["ports"]}
     with (ROOT / "pyproject.toml").open("rb") as f:
         assert "kthena-py" in tomllib.load(f)["project"]["scripts"]
+
+
+def test_containerfile_downloader_target_carries_the_download_extra_only_there() -> None:
+    instructions = containerfile_instructions()
+    starts = [i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM"]
+    downloader = instructions[starts[1] : starts[2]]
+    manager = instructions[starts[2] :]
+    assert ("USER", "65532:65532") in downloader
+    assert downloader[-1] == ("ENTRYPOINT", '["kthena-py", "download"]')
+    assert any("kthena-py[download]" in args for keyword, args in downloader if keyword == "RUN")
+    assert not any("[download]" in args for _, args in manager)
 
 
 def test_container_ignore_files_are_an_identical_allowlist() -> None:
@@ -739,6 +750,8 @@ def test_dependencies_are_pinned_by_constraints_txt_and_the_image_uses_it() -> N
             assert version and re.fullmatch(r"[0-9][0-9A-Za-z.+!-]*", version), f"not an exact pin: {line}"
             pins[_name(name)] = version
     assert {_name(r) for r in project["dependencies"]} <= set(pins), "every runtime dependency is pinned"
+    download = {_name(r) for r in project["optional-dependencies"]["download"]}
+    assert download and download <= set(pins), "the downloader's clients are pinned too"
     builds = [args for keyword, args in containerfile_instructions() if keyword == "RUN" and "pip wheel" in args]
     assert builds and all("--constraint constraints.txt" in args for args in builds)
 

@@ -1,0 +1,113 @@
+"""Benchmark: ``kthena-py download`` (sha256 verified while streaming) against ``curl`` on the same files.
+
+A model of ``--files`` random files of ``--mib`` MiB each (default 4 x 512 MiB = 2 GiB) is written to a temporary
+directory and served by the loopback artifact server as LFS files of a fake Hugging Face repository; ``curl``
+fetches the same resolve URLs with the same parallelism (``--parallel``), then ``kthena-py download
+hf://bench/model`` fetches them with every file's LFS sha256 checked, then runs again on the complete directory
+(the cached run); curl runs again afterwards and the faster curl run is the reference. Prints throughputs, the
+ratio ours/curl (target >= 0.9) and the cached run's time; nothing is asserted. Everything is deleted at the end.
+
+Usage: python bench/download_throughput.py [--files N] [--mib M] [--workers W]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from kthena_py.testing.artifacts import ArtifactServer, HubRepo
+
+ROOT = Path(__file__).resolve().parents[1]
+BLOCK = 8 * 1024 * 1024
+
+
+def make_file(path: Path, mib: int) -> str:
+    digest = hashlib.sha256()
+    with path.open("wb") as handle:
+        for _ in range(mib * 1024 * 1024 // BLOCK):
+            block = os.urandom(BLOCK)
+            digest.update(block)
+            handle.write(block)
+    return digest.hexdigest()
+
+
+async def timed(*argv: str, env: dict[str, str] | None = None) -> float:
+    start = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *argv, env=env, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE
+    )
+    _, err = await proc.communicate()
+    elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise SystemExit(f"{argv[0]} failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return elapsed
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=4)
+    parser.add_argument("--mib", type=int, default=512)
+    parser.add_argument("--workers", type=int, default=4)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="kthena-bench-download-"))
+    try:
+        src = work / "src"
+        src.mkdir()
+        names = [f"model-{i + 1:05d}-of-{args.files:05d}.safetensors" for i in range(args.files)]
+        digests = {name: make_file(src / name, args.mib) for name in names}
+        total = args.files * args.mib * 1024 * 1024
+        async with ArtifactServer() as server:
+            repo = server.add_repo(
+                HubRepo(
+                    "bench/model",
+                    {name: str(src / name) for name in names},
+                    lfs=set(names),
+                    lfs_sha256_override=digests,
+                )
+            )
+            urls = [f"{server.url}/bench/model/resolve/{repo.commit}/{name}" for name in names]
+            curl_dir = work / "curl"
+            curl_args = ["curl", "-sSf", "--parallel", "--parallel-max", str(args.workers)]
+            for url, name in zip(urls, names, strict=True):
+                curl_args += ["-o", str(curl_dir / name), url]
+
+            async def curl() -> float:
+                curl_dir.mkdir()
+                try:
+                    return await timed(*curl_args)
+                finally:
+                    shutil.rmtree(curl_dir)
+
+            curl_times = [await curl()]
+
+            out = work / "ours"
+            env = {**os.environ, "HF_ENDPOINT": server.url, "NO_PROXY": "127.0.0.1"}
+            cmd = [sys.executable, "-m", "kthena_py", "download", "-s", "hf://bench/model", "-o", str(out)]
+            cmd += ["-w", str(args.workers)]
+            ours_time = await timed(*cmd, env=env)
+            cached_time = await timed(*cmd, env=env)
+            shutil.rmtree(out)
+            curl_times.append(await curl())  # before and after ours: the faster one is the reference
+        curl_time = min(curl_times)
+        mib_s = total / 1024 / 1024
+        print(f"model: {args.files} x {args.mib} MiB = {mib_s:.0f} MiB, {args.workers} in parallel, loopback")
+        print(
+            f"curl (no verification)          {curl_time:7.2f} s  {mib_s / curl_time:8.1f} MiB/s"
+            f"  (best of {', '.join(f'{t:.2f}' for t in curl_times)} s)"
+        )
+        print(f"kthena-py download (sha256 on)  {ours_time:7.2f} s  {mib_s / ours_time:8.1f} MiB/s")
+        print(f"ratio ours/curl                 {curl_time / ours_time:7.2f}   (target >= 0.9)")
+        print(f"second run (complete marker)    {cached_time:7.2f} s")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,52 @@
+"""``http(s)://URL``: one file, named after the last segment of the URL's path.
+
+Guarantees: one HEAD lists it (size from ``Content-Length``, identity from the ETag, else the size); user-info
+in the URL becomes Basic authentication for that URL's origin only and is stripped from the URL itself.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from urllib.parse import unquote, urlsplit
+
+from ..credentials import HttpCredentials, origin, split_userinfo
+from ..plan import RemoteFile
+from .base import Listing, Stream
+from .httpstream import HttpFetcher
+
+
+def file_name(url: str) -> str:
+    """The file name a URL is saved under."""
+    name = posixpath.basename(unquote(urlsplit(url).path))
+    return name if name not in ("", ".", "..") else "download"
+
+
+class HttpSource:
+    """One file over HTTP(S)."""
+
+    def __init__(self, url: str, hf: HttpCredentials, connections: int) -> None:
+        clean, user, password = split_userinfo(url)
+        self._url = clean
+        creds = HttpCredentials(
+            hf_endpoint=hf.hf_endpoint,
+            hf_token=hf.hf_token,
+            basic_origin=origin(clean) if user is not None else None,
+            basic_user=user,
+            basic_password=password,
+        )
+        self._fetcher = HttpFetcher(creds, connections=connections)
+
+    async def list(self) -> Listing:
+        """HEAD the URL."""
+        head = await self._fetcher.head(self._url)
+        identity = f"etag:{head.etag}" if head.etag else f"size:{head.size}"
+        return Listing((RemoteFile(file_name(self._url), head.size, None, identity, self._url),))
+
+    async def open(self, file: RemoteFile, offset: int) -> Stream:
+        """GET from ``offset``."""
+        etag = file.identity[5:] if file.identity.startswith("etag:") else None
+        return await self._fetcher.open(file.locator, offset, etag)
+
+    async def close(self) -> None:
+        """Close the session."""
+        await self._fetcher.close()
