@@ -33,10 +33,12 @@ CERT_SECRET = "kthena-py-webhook-server-cert"
 WEBHOOK_SERVICE = "kthena-py-webhook-service"
 VALIDATING = "kthena-py-validating-webhook-configuration"
 MUTATING = "kthena-py-mutating-webhook-configuration"
+OWN_GROUP = "serving.kthena-py.io"
 GENERATED_CRDS = {
     "workload.serving.volcano.sh_modelservings.yaml": "modelservings",
     "workload.serving.volcano.sh_autoscalingpolicies.yaml": "autoscalingpolicies",
     "workload.serving.volcano.sh_modelboosters.yaml": "modelboosters",
+    "serving.kthena-py.io_modelcaches.yaml": "modelcaches",
 }
 VALIDATING_PATHS = {
     "modelservings": "/validate-workload-serving-volcano-sh-v1alpha1-modelserving",
@@ -206,7 +208,7 @@ def test_every_yaml_file_in_a_kustomize_folder_is_used(folder: Path) -> None:
             assert path.name in used, f"{rel(path)} is not referenced by its kustomization.yaml"
 
 
-def test_crd_kustomization_lists_the_three_crds() -> None:
+def test_crd_kustomization_lists_every_crd() -> None:
     (kustomization,) = load(MANIFESTS / "crd" / "kustomization.yaml")
     assert sorted(kustomization["resources"]) == sorted(GENERATED_CRDS)
 
@@ -228,9 +230,11 @@ def test_generated_crds() -> None:
         pytest.skip(f"generated CRD files not present yet in manifests/crd/: {', '.join(missing)}")
     for name, plural in GENERATED_CRDS.items():
         (crd,) = load(MANIFESTS / "crd" / name)
+        group = name.partition("_")[0]
+        assert group in (GROUP, OWN_GROUP)
         assert crd["kind"] == "CustomResourceDefinition"
-        assert crd["metadata"]["name"] == f"{plural}.{GROUP}"
-        assert crd["spec"]["group"] == GROUP
+        assert crd["metadata"]["name"] == f"{plural}.{group}"
+        assert crd["spec"]["group"] == group
         assert crd["spec"]["names"]["plural"] == plural
         assert crd["spec"]["scope"] == "Namespaced"
 
@@ -586,7 +590,7 @@ def test_kustomize_builds_the_default_install(folder: str, kubectl_path: Path) -
         pytest.skip(f"generated CRD files not present yet in manifests/crd/: {', '.join(missing)}")
     docs = kustomize(kubectl_path, MANIFESTS / folder)
     crds = {d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"}
-    assert crds == {f"{plural}.{GROUP}" for plural in GENERATED_CRDS.values()}
+    assert crds == {f"{plural}.{name.partition('_')[0]}" for name, plural in GENERATED_CRDS.items()}
     for d in docs:
         if d["kind"] not in CLUSTER_SCOPED:
             assert d["metadata"]["namespace"] == NAMESPACE, f"{d['kind']} {d['metadata']['name']}"
