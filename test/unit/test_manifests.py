@@ -44,6 +44,7 @@ VALIDATING_PATHS = {
     "modelservings": "/validate-workload-serving-volcano-sh-v1alpha1-modelserving",
     "autoscalingpolicies": "/validate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy",
     "modelboosters": "/validate-workload-serving-volcano-sh-v1alpha1-modelbooster",
+    "modelcaches": "/validate-serving-kthena-py-io-v1alpha1-modelcache",
 }
 MUTATING_PATHS = {"autoscalingpolicies": "/mutate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy"}
 KUSTOMIZATION_KINDS = {"Kustomization", "Component"}
@@ -482,7 +483,7 @@ def test_webhook_paths_and_rules(base: list[Doc]) -> None:
         assert hook["name"] not in names
         names.add(hook["name"])
         (rule,) = hook["rules"]
-        assert rule["apiGroups"] == [GROUP]
+        assert rule["apiGroups"] == [OWN_GROUP if rule["resources"] == ["modelcaches"] else GROUP]
         assert rule["apiVersions"] == ["v1alpha1"]
         assert sorted(rule["operations"]) == ["CREATE", "UPDATE"]
         assert rule["scope"] == "Namespaced"
