@@ -214,7 +214,8 @@ def test_values_for_image_flags_resources_and_webhook_url(helm_path: Path) -> No
     for hook in webhooks(docs):
         assert "service" not in hook["clientConfig"]
         assert re.fullmatch(
-            r"https://127\.0\.0\.1:9443/(validate|mutate)-workload-serving-.*", hook["clientConfig"]["url"]
+            r"https://127\.0\.0\.1:9443/(validate|mutate)-(workload-serving|serving-kthena-py-io)-.*",
+            hook["clientConfig"]["url"],
         )
         assert hook["namespaceSelector"] == {"matchLabels": {"team": "serving"}}
 
