@@ -126,7 +126,9 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
             "obs://bucket/path (S3-compatible; the endpoint comes from the secret's ENDPOINT), http(s)://..., "
             "or pvc://claim/path; ms:// only where the downloader has ModelScope support."
         ),
-        "revision": "Revision is the source revision to stage (a Hugging Face branch, tag or commit). Unset: the default.",
+        "revision": (
+            "Revision is the source revision to stage (a Hugging Face branch, tag or commit). Unset: the default."
+        ),
         "files": "Files limits the download to these paths of the source. Unset: every file.",
         "sha256": "SHA256 is the expected sha256 of a one-file model (lower-case hex).",
         "fileSHA256": (

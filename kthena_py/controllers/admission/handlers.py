@@ -75,7 +75,7 @@ def _deleting(obj: Any) -> bool:
 
 
 def validator(kind: str) -> Handler:
-    """Return the validating handler of ``kind`` (``ModelServing``, ``AutoscalingPolicy``, ``ModelBooster``, ``ModelCache``)."""
+    """Return the validating handler of ``kind`` (one of :data:`~kthena_py.api.validation.KINDS`)."""
 
     async def validate(request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in _WRITES or request.sub_resource:
