@@ -29,7 +29,7 @@ from kthena_py.api.modelcache import PHASE_READY, DownloadProgress, ModelCache
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, is_deleting, meta
 from kthena_py.plan.modelcache import DOWNLOAD, Observed, PlanSettings, fingerprint, plan_cache, plan_deletion
-from kthena_py.runtime.cache import CacheReader
+from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
 from kthena_py.vocab.conditions import REASON_INVALID_SPEC
@@ -53,7 +53,7 @@ class CacheReconciler:
     def __init__(
         self,
         client: KubeApi,
-        cache: CacheReader,
+        cache: SharedCache,
         recorder: EventSink,
         settings: PlanSettings,
         progress: ProgressSource,
@@ -81,6 +81,7 @@ class CacheReconciler:
             return await self._delete(obj, mc)
         patched = await set_finalizer(self.client, obj, True)
         if patched is not None:
+            self.cache.record_write(MODELCACHES, patched)  # read our own write, even while the watch lags
             obj = patched
         return await self._stage(obj, mc)
 

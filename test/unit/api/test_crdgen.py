@@ -12,11 +12,11 @@ import yaml
 from pydantic import BaseModel
 
 from kthena_py.api import AutoscalingPolicy, ModelBooster, ModelServing
-from kthena_py.api.modelcache import ModelCache
 from kthena_py.api.crdgen import KIND_SPECS, build_crds, render_api_docs
 from kthena_py.api.crdgen.descriptions import field_description, type_description
 from kthena_py.api.crdgen.openapi import QUANTITY_PATTERN, inline_schema
 from kthena_py.api.crdgen.schema import field_schema, kind_schema, model_fields, reachable_models
+from kthena_py.api.modelcache import ModelCache
 from kthena_py.cli.crds import expected_files
 from kthena_py.vocab.conditions import SCHEDULED
 

@@ -29,7 +29,10 @@ def cache(status: dict[str, Any] | None = None, **spec: Any) -> ModelCache:
 
 
 def result(ok: bool = True, reason: str | None = None, message: str = "", **extra: Any) -> str:
-    files = [{"name": "model.safetensors", "size": 2 * 1024**3, "sha256": SHA_A}, {"name": "config.json", "size": 512, "sha256": SHA_B}]
+    files = [
+        {"name": "model.safetensors", "size": 2 * 1024**3, "sha256": SHA_A},
+        {"name": "config.json", "size": 512, "sha256": SHA_B},
+    ]
     body: dict[str, Any] = {"ok": ok, "message": message, "files": files if ok else [], **extra}
     if reason:
         body["reason"] = reason
@@ -43,10 +46,23 @@ def pod(job_uid: str, phase: str = "Running", message: str | None = None, ip: st
     status: dict[str, Any] = {"phase": phase, "podIP": ip}
     if message is not None:
         status["containerStatuses"] = [
-            {"name": "download", "state": {"terminated": {"exitCode": 0 if phase == "Succeeded" else 1, "reason": "Completed" if phase == "Succeeded" else "Error", "message": message}}}
+            {
+                "name": "download",
+                "state": {
+                    "terminated": {
+                        "exitCode": 0 if phase == "Succeeded" else 1,
+                        "reason": "Completed" if phase == "Succeeded" else "Error",
+                        "message": message,
+                    }
+                },
+            }
         ]
     return {
-        "metadata": {"name": f"p-{job_uid}", "creationTimestamp": format_time(100), "ownerReferences": [{"uid": job_uid, "controller": True}]},
+        "metadata": {
+            "name": f"p-{job_uid}",
+            "creationTimestamp": format_time(100),
+            "ownerReferences": [{"uid": job_uid, "controller": True}],
+        },
         "status": status,
     }
 
@@ -71,9 +87,23 @@ def job(
     annotations = {MODEL_CACHE_NODE: node} if node else {}
     status: dict[str, Any] = {}
     if state == "succeeded":
-        status = {"succeeded": 1, "completionTime": format_time(finished or created + 60), "conditions": [{"type": "Complete", "status": "True"}]}
+        status = {
+            "succeeded": 1,
+            "completionTime": format_time(finished or created + 60),
+            "conditions": [{"type": "Complete", "status": "True"}],
+        }
     elif state == "failed":
-        status = {"failed": 2, "conditions": [{"type": "Failed", "status": "True", "message": "Job has reached the specified backoff limit", "lastTransitionTime": format_time(finished or created + 30)}]}
+        status = {
+            "failed": 2,
+            "conditions": [
+                {
+                    "type": "Failed",
+                    "status": "True",
+                    "message": "Job has reached the specified backoff limit",
+                    "lastTransitionTime": format_time(finished or created + 30),
+                }
+            ],
+        }
     obj = {
         "metadata": {
             "name": name or uid,

@@ -35,7 +35,9 @@ def test_a_claim_cache_runs_one_cleanup_job_then_lets_go() -> None:
 def test_a_failed_cleanup_abandons_with_a_warning_naming_the_path() -> None:
     mc = cache()
     name = cleanup_job_name("llama", fingerprint(mc.spec))
-    plan = plan_deletion(mc, Observed(jobs=(job(mc, "failed", kind="cleanup", name=name),), claim=CLAIM), SETTINGS, 30.0, 0.0)
+    plan = plan_deletion(
+        mc, Observed(jobs=(job(mc, "failed", kind="cleanup", name=name),), claim=CLAIM), SETTINGS, 30.0, 0.0
+    )
     assert plan.remove_finalizer and _events(plan) == [("Warning", "CleanupAbandoned")]
     assert "pvc://models/" in plan.events[0].message
 
@@ -82,12 +84,21 @@ def test_node_local_cleans_every_node_left_and_names_the_gone_ones() -> None:
     st.floats(0, 1e6),
     st.floats(0, 3600),
 )
-def test_the_finalizer_never_outlives_its_bound(storage: str, in_use: bool, cleanup: str, deleted: float, later: float) -> None:
+def test_the_finalizer_never_outlives_its_bound(
+    storage: str, in_use: bool, cleanup: str, deleted: float, later: float
+) -> None:
     spec = {"claim": {}, "template": {"storage": TEMPLATE}, "node-local": {"storage": NODE_LOCAL}}[storage]
     mc = cache(**spec)
     jobs = ()
     if cleanup != "none":
-        jobs = (job(mc, cleanup, kind="cleanup", name=cleanup_job_name("llama", fingerprint(mc.spec), "a" if storage == "node-local" else None)),)
+        jobs = (
+            job(
+                mc,
+                cleanup,
+                kind="cleanup",
+                name=cleanup_job_name("llama", fingerprint(mc.spec), "a" if storage == "node-local" else None),
+            ),
+        )
     observed = Observed(jobs=jobs, claim=CLAIM, nodes=(node("a", gpu="true"),), in_use_by=("x",) if in_use else ())
     now = deleted + later
     plan = plan_deletion(mc, observed, SETTINGS, now, deleted)

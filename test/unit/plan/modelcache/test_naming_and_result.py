@@ -45,7 +45,9 @@ def test_the_fingerprint_ignores_how_a_download_runs_but_not_what_it_stages() ->
     assert len(fingerprint(base.spec)) == 16
 
 
-@given(NAME, st.text(alphabet="0123456789abcdef", min_size=16, max_size=16), st.one_of(st.none(), NAME), st.integers(0, 99))
+@given(
+    NAME, st.text(alphabet="0123456789abcdef", min_size=16, max_size=16), st.one_of(st.none(), NAME), st.integers(0, 99)
+)
 def test_names_are_deterministic_bounded_and_distinct(cache_name: str, fp: str, node: str | None, attempt: int) -> None:
     name = download_job_name(cache_name, fp, node, attempt)
     assert name == download_job_name(cache_name, fp, node, attempt)
@@ -67,10 +69,40 @@ def test_short_names_read_as_the_convention_and_long_ones_get_a_hash() -> None:
 @pytest.mark.parametrize(
     ("text", "ok", "reason", "files", "size", "revision"),
     [
-        (json.dumps({"ok": True, "files": [{"name": "m", "size": 3, "sha256": SHA_A}], "sizeBytes": 3, "revision": "r1"}), True, None, 1, 3, "r1"),
-        ('{"ok": false, "reason": "IntegrityCheckFailed", "message": "m: sha256 differs"}', False, "IntegrityCheckFailed", 0, None, None),
-        ('downloading...\nstill going\n{"ok": false, "reason": "SourceNotFound", "message": "404"}', False, "SourceNotFound", 0, None, None),
-        ('{"files": [{"path": "a", "bytes": 2, "sha256": "' + SHA_B.upper() + '"}, {"name": "bad"}]}', True, None, 1, 2, None),
+        (
+            json.dumps(
+                {"ok": True, "files": [{"name": "m", "size": 3, "sha256": SHA_A}], "sizeBytes": 3, "revision": "r1"}
+            ),
+            True,
+            None,
+            1,
+            3,
+            "r1",
+        ),
+        (
+            '{"ok": false, "reason": "IntegrityCheckFailed", "message": "m: sha256 differs"}',
+            False,
+            "IntegrityCheckFailed",
+            0,
+            None,
+            None,
+        ),
+        (
+            'downloading...\nstill going\n{"ok": false, "reason": "SourceNotFound", "message": "404"}',
+            False,
+            "SourceNotFound",
+            0,
+            None,
+            None,
+        ),
+        (
+            '{"files": [{"path": "a", "bytes": 2, "sha256": "' + SHA_B.upper() + '"}, {"name": "bad"}]}',
+            True,
+            None,
+            1,
+            2,
+            None,
+        ),
         ('{"error": "boom"}', False, "DownloadFailed", 0, None, None),
         ('{"ok": true, "size_bytes": 7}', True, None, 0, 7, None),
     ],
@@ -80,11 +112,19 @@ def test_results_are_read_tolerantly(
 ) -> None:
     parsed = parse_result(text)
     assert parsed is not None
-    assert (parsed.ok, parsed.reason, len(parsed.files), parsed.size_bytes, parsed.revision) == (ok, reason, files, size, revision)
+    assert (parsed.ok, parsed.reason, len(parsed.files), parsed.size_bytes, parsed.revision) == (
+        ok,
+        reason,
+        files,
+        size,
+        revision,
+    )
     assert all(f.sha256 == f.sha256.lower() for f in parsed.files)
 
 
-@pytest.mark.parametrize("text", [None, "", "Traceback (most recent call last):\n  ...\nOSError: disk full", "[1, 2]", "{not json"])
+@pytest.mark.parametrize(
+    "text", [None, "", "Traceback (most recent call last):\n  ...\nOSError: disk full", "[1, 2]", "{not json"]
+)
 def test_text_without_a_result_is_not_a_result(text: str | None) -> None:
     assert parse_result(text) is None
 
@@ -102,9 +142,24 @@ def test_a_one_file_result_has_the_files_digest() -> None:
 @pytest.mark.parametrize(
     ("body", "expected"),
     [
-        ({"bytesDone": 50, "bytesTotal": 200, "filesDone": 1, "filesTotal": 3, "etaSeconds": 12, "rateBytesPerSecond": 9}, DownloadProgress(bytes_done=50, bytes_total=200, files_done=1, files_total=3, percent="25%", eta_seconds=12)),
+        (
+            {
+                "bytesDone": 50,
+                "bytesTotal": 200,
+                "filesDone": 1,
+                "filesTotal": 3,
+                "etaSeconds": 12,
+                "rateBytesPerSecond": 9,
+            },
+            DownloadProgress(
+                bytes_done=50, bytes_total=200, files_done=1, files_total=3, percent="25%", eta_seconds=12
+            ),
+        ),
         ({"bytesDone": 7}, DownloadProgress(bytes_done=7, files_done=0)),
-        ({"bytesDone": 300, "bytesTotal": 200}, DownloadProgress(bytes_done=300, bytes_total=200, files_done=0, percent="100%")),
+        (
+            {"bytesDone": 300, "bytesTotal": 200},
+            DownloadProgress(bytes_done=300, bytes_total=200, files_done=0, percent="100%"),
+        ),
         ({"phase": "listing"}, None),
         ([1], None),
         (None, None),
@@ -115,7 +170,8 @@ def test_progress_reports(body: object, expected: DownloadProgress | None) -> No
 
 
 @pytest.mark.parametrize(
-    ("size", "text"), [(0, "0 B"), (512, "512 B"), (1536, "1.5 KiB"), (2 * 1024**3, "2.0 GiB"), (5 * 1024**5, "5.0 PiB")]
+    ("size", "text"),
+    [(0, "0 B"), (512, "512 B"), (1536, "1.5 KiB"), (2 * 1024**3, "2.0 GiB"), (5 * 1024**5, "5.0 PiB")],
 )
 def test_human_sizes(size: int, text: str) -> None:
     assert human_size(size) == text

@@ -49,7 +49,11 @@ def test_a_new_cache_starts_one_download_job_with_its_podgroup() -> None:
     name = download_job_name("llama", fingerprint(mc.spec))
     assert [(c.kind, c.name) for c in plan.creates] == [("PodGroup", name), ("Job", name)]
     assert plan.status["phase"] == "Pending" and plan.status["jobName"] == name
-    assert _conditions(plan) == {"Ready": ("False", "Pending"), "Progressing": ("True", "Pending"), "Degraded": ("False", "NoFailure")}
+    assert _conditions(plan) == {
+        "Ready": ("False", "Pending"),
+        "Progressing": ("True", "Pending"),
+        "Degraded": ("False", "NoFailure"),
+    }
     assert plan.status["observedGeneration"] == 2 and plan.status["path"].startswith("pvc://models/")
     assert plan.requeue_after == SETTINGS.progress_interval and plan.events == ()
 
@@ -88,7 +92,11 @@ def test_a_succeeded_job_makes_the_cache_ready_with_files_digests_and_size() -> 
     assert status["size"] == "2.0 GiB" and status["sizeBytes"] == 2 * 1024**3 + 512
     assert [f["name"] for f in status["files"]] == ["config.json", "model.safetensors"]
     assert status["revision"] == "abc123" and status["jobName"] == done.name
-    assert _conditions(plan) == {"Ready": ("True", "Cached"), "Progressing": ("False", "Cached"), "Degraded": ("False", "NoFailure")}
+    assert _conditions(plan) == {
+        "Ready": ("True", "Cached"),
+        "Progressing": ("False", "Cached"),
+        "Degraded": ("False", "NoFailure"),
+    }
     assert [(e.type, e.reason) for e in plan.events] == [("Normal", "Cached")]
     assert plan.requeue_after is None
     # Converged: the pod may be gone, the status and its transition times stay, nothing is said again.
@@ -100,9 +108,17 @@ def test_a_succeeded_job_makes_the_cache_ready_with_files_digests_and_size() -> 
 @pytest.mark.parametrize(
     ("message", "reason", "text"),
     [
-        (result(False, "IntegrityCheckFailed", "model.safetensors: sha256 differs"), "IntegrityCheckFailed", "IntegrityCheckFailed: model.safetensors: sha256 differs"),
+        (
+            result(False, "IntegrityCheckFailed", "model.safetensors: sha256 differs"),
+            "IntegrityCheckFailed",
+            "IntegrityCheckFailed: model.safetensors: sha256 differs",
+        ),
         (result(False, "SourceNotFound", "404 from the hub"), "DownloadFailed", "SourceNotFound: 404 from the hub"),
-        ("Traceback...\nOSError: No space left on device", "DownloadFailed", "download failed (exit code 1): Traceback... | OSError: No space left on device"),
+        (
+            "Traceback...\nOSError: No space left on device",
+            "DownloadFailed",
+            "download failed (exit code 1): Traceback... | OSError: No space left on device",
+        ),
         (None, "DownloadFailed", "Job has reached the specified backoff limit"),
     ],
 )
@@ -203,7 +219,10 @@ def test_prefetch_false_waits_for_a_modelserving() -> None:
     mc = cache(prefetch=False)
     waiting = _plan(mc)
     assert waiting.creates == () and waiting.status["phase"] == "Pending" and waiting.requeue_after is None
-    assert "waiting for a ModelServing" in next(c for c in waiting.status["conditions"] if c["type"] == "Progressing")["message"]
+    assert (
+        "waiting for a ModelServing"
+        in next(c for c in waiting.status["conditions"] if c["type"] == "Progressing")["message"]
+    )
     asked = _plan(mc, requested=True)
     assert [c.kind for c in asked.creates] == ["PodGroup", "Job"]
 
@@ -213,7 +232,9 @@ def test_node_local_fans_out_to_ready_matching_nodes_and_lists_where_it_is_ready
     nodes = (node("a", gpu="true"), node("b", gpu="true"), node("c", ready=False, gpu="true"), node("d"))
     plan = _plan(mc, nodes=nodes)
     jobs = [c for c in plan.creates if c.kind == "Job"]
-    assert [j.body["metadata"]["annotations"] for j in jobs] == [{"modelcache.serving.kthena-py.io/node": n} for n in ("a", "b")]
+    assert [j.body["metadata"]["annotations"] for j in jobs] == [
+        {"modelcache.serving.kthena-py.io/node": n} for n in ("a", "b")
+    ]
     done_a = job(mc, "succeeded", node="a", message=result())
     running_b = job(mc, "active", node="b")
     orphan = job(mc, "succeeded", node="gone")
@@ -221,10 +242,12 @@ def test_node_local_fans_out_to_ready_matching_nodes_and_lists_where_it_is_ready
     assert later.status["phase"] == "Ready" and later.status["nodes"] == ["a"]
     assert later.creates == () and [d.name for d in later.deletes] == [orphan.name]
     assert later.requeue_after == SETTINGS.progress_interval  # b still downloads
-    grown = nodes + (node("e", gpu="true"),)
+    grown = (*nodes, node("e", gpu="true"))
     more = _plan(mc, done_a, job(mc, "succeeded", node="b", message=result()), nodes=grown)
     assert more.status["nodes"] == ["a", "b"]
-    assert [c.body["metadata"]["annotations"] for c in more.creates if c.kind == "Job"] == [{"modelcache.serving.kthena-py.io/node": "e"}]
+    assert [c.body["metadata"]["annotations"] for c in more.creates if c.kind == "Job"] == [
+        {"modelcache.serving.kthena-py.io/node": "e"}
+    ]
 
 
 def test_node_local_failure_on_one_node_degrades_but_keeps_ready() -> None:

@@ -57,7 +57,7 @@ def test_no_podgroup_annotation_for_another_scheduler_and_no_secret_without_a_re
     job = download_job(cache(sha256=SHA_A), "j", "f" * 16, JobSettings(scheduler_name="default-scheduler"))
     assert "annotations" not in job["spec"]["template"]["metadata"]
     (container,) = _pod(job)["containers"]
-    assert "envFrom" not in container and ["--sha256", SHA_A] == container["args"][7:9]
+    assert "envFrom" not in container and container["args"][7:9] == ["--sha256", SHA_A]
 
 
 def test_a_node_local_job_is_pinned_to_its_node_with_a_host_path() -> None:
