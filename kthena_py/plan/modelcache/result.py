@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.api.modelcache import DownloadProgress, ModelCacheFile
+from kthena_py.vocab.conditions import REASON_DOWNLOAD_FAILED
 
 __all__ = ["DownloadResult", "human_size", "parse_progress", "parse_result"]
 
@@ -120,7 +121,7 @@ def parse_result(text: str | None) -> DownloadResult | None:
         digest = files[0].sha256
     return DownloadResult(
         ok=ok,
-        reason=None if ok else (reason or "DownloadFailed"),
+        reason=None if ok else (reason or REASON_DOWNLOAD_FAILED),
         message=_text(data.get("message")) or error or "",
         files=tuple(sorted(files, key=lambda f: f.name)),
         size_bytes=size,
