@@ -5,7 +5,8 @@ Guarantees:
 * Children (Jobs, PodGroups, the claim) are created, never updated: their specs are immutable and their names
   deterministic, so AlreadyExists means the child is there (the cache lagged, or a previous manager made it)
   and is success. Every create carries the field manager :data:`FIELD_MANAGER`.
-* A PodGroup is created before its Job, so the Job's pod never waits for a PodGroup that is not there.
+* A PodGroup is created before its Job, so the Job's pod never waits for a PodGroup that is not there; when the
+  PodGroup CRD is not installed (NotFound) the Job is created without it and a warning is logged.
 * A refused create records a Warning ``FailedCreate`` Event naming the object and the API server's words and
   raises :class:`ChildWriteError` (an :class:`~kthena_py.kube.ApiError`): the controller engine retries the key
   with its per-key exponential backoff, never in a tight loop. Nothing after the refused write is attempted.
@@ -92,6 +93,12 @@ async def apply_changes(
         try:
             await client.create(rt, create.body, namespace, field_manager=FIELD_MANAGER)
         except AlreadyExists:
+            continue
+        except NotFound:
+            if create.kind != "PodGroup":
+                raise
+            # The PodGroup CRD is not installed: the Job is still created (its pod then waits for Volcano).
+            log.warning("PodGroup CRD not installed; Job created without its PodGroup", podgroup=create.name)
             continue
         except ApiError as exc:
             JOB_WRITES.labels(create.kind, "create", "error").inc()
