@@ -18,6 +18,7 @@ another.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 
@@ -114,14 +115,7 @@ class CacheReconciler:
         observed = await observe(self.client, self.cache, mc)
         progress = await self._scrape(mc, observed)
         if progress:
-            observed = Observed(
-                jobs=observed.jobs,
-                claim=observed.claim,
-                nodes=observed.nodes,
-                requested=observed.requested,
-                in_use_by=observed.in_use_by,
-                progress=progress,
-            )
+            observed = dataclasses.replace(observed, progress=progress)
         now = self._now()
         plan = plan_cache(mc, observed, self.settings, now)
         done = await apply_changes(self.client, self.recorder, obj, plan.creates, plan.deletes)
