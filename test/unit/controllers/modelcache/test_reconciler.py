@@ -17,6 +17,7 @@ from kthena_py.controllers.resources import MODELCACHES, MODELSERVINGS
 from kthena_py.kube import ApiError, ServerError
 from kthena_py.kube.resources import JOBS, NODES, PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request
 from kthena_py.testing.fake import FakeKube, RecordedEvents
 from kthena_py.testing.fake.faults import refuse
@@ -191,6 +192,10 @@ async def test_a_cache_goes_pending_downloading_ready_and_then_stays_quiet() -> 
     status = world.mc()["status"]
     assert (status["phase"], status["size"], status["sha256"], status["revision"]) == ("Ready", "3.0 MiB", SHA, "r1")
     assert "progress" not in status and ("Normal", "Cached") in world.recorded()
+    labels = {"namespace": "ns", "name": "llama"}
+    assert REGISTRY.get_sample_value("kthena_modelcache_phase", {**labels, "phase": "Ready"}) == 1.0
+    assert REGISTRY.get_sample_value("kthena_modelcache_phase", {**labels, "phase": "Downloading"}) == 0.0
+    assert REGISTRY.get_sample_value("kthena_modelcache_bytes", labels) == 3 * 1024**2
 
     world.restart()  # a new manager on the converged cluster
     await world.reconcile()
@@ -279,6 +284,8 @@ async def test_deleting_a_cache_whose_claim_is_gone_lets_go_with_a_warning() -> 
     await world.reconcile()
     assert world.kube.peek(MODELCACHES, "llama", "ns") is None
     assert ("Warning", "CleanupAbandoned") in world.recorded()
+    phase = {"namespace": "ns", "name": "llama", "phase": "Pending"}
+    assert REGISTRY.get_sample_value("kthena_modelcache_phase", phase) is None  # a deleted cache's series go
 
 
 async def test_deletion_waits_while_a_modelserving_names_the_cache_then_cleans_up() -> None:
