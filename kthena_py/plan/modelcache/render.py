@@ -9,6 +9,7 @@ Guarantees:
   (``POD_IP`` from the downward API). ``terminationMessagePolicy: FallbackToLogsOnError``, so a process that
   dies before writing its result still leaves its last log lines where the controller reads them.
 * Credentials come only from the Secret ``sourceSecretRef`` names, as ``envFrom``: nothing secret is rendered.
+  The pod gets no service account token, no privilege escalation, no capabilities, the runtime's seccomp profile.
 * The storage is the existing claim, the created claim :func:`~.naming.claim_name`, or ``hostPath`` (type
   ``DirectoryOrCreate``) on the one node the Job is pinned to by ``nodeSelector kubernetes.io/hostname``.
   ``placement`` adds its nodeSelector, tolerations and affinity (the node pin wins a conflicting key).
@@ -168,6 +169,7 @@ def _job(
         "volumeMounts": [{"name": _VOLUME, "mountPath": JOB_MOUNT_PATH}],
         "terminationMessagePath": _TERMINATION_LOG,
         "terminationMessagePolicy": "FallbackToLogsOnError",
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
     }
     if kind == DOWNLOAD:
         container["ports"] = [{"name": "progress", "containerPort": settings.progress_port, "protocol": "TCP"}]
@@ -177,6 +179,7 @@ def _job(
         "restartPolicy": "Never",
         "schedulerName": settings.scheduler_name,
         "automountServiceAccountToken": False,
+        "securityContext": {"seccompProfile": {"type": "RuntimeDefault"}},
         "containers": [container],
         "volumes": [_volume(cache)],
     }

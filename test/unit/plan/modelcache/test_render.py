@@ -46,6 +46,8 @@ def test_a_download_job_runs_the_downloader_once_into_the_claim() -> None:
     assert container["envFrom"] == [{"secretRef": {"name": "hf-token"}}]
     assert container["env"][0]["valueFrom"]["fieldRef"]["fieldPath"] == "status.podIP"
     assert pod["restartPolicy"] == "Never" and pod["schedulerName"] == "volcano"
+    assert pod["automountServiceAccountToken"] is False
+    assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
     assert pod["volumes"] == [{"name": "cache", "persistentVolumeClaim": {"claimName": "models"}}]
     assert pod["nodeSelector"] == {"zone": "a"} and pod["tolerations"][0]["key"] == "gpu"
     assert job["spec"]["template"]["metadata"]["annotations"] == {VOLCANO_PODGROUP: "llama-01234567"}
