@@ -58,7 +58,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 say "starting the control plane in $DIR (logs: $DIR/logs)"
-"$PY" -m kthena_py.testing.controlplane up --tier cluster --dir "$DIR" --crds manifests/crd/workload.serving.volcano.sh_*.yaml \
+"$PY" -m kthena_py.testing.controlplane up --tier cluster --dir "$DIR" --crds manifests/crd/workload.serving.volcano.sh_*.yaml manifests/crd/serving.kthena-py.io_*.yaml \
   >"$DIR/logs/controlplane-up.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do

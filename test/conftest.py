@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 def project_crds() -> list[Path]:
     """The project's generated CRDs (manifests/crd), plus any listed in KTHENA_PY_EXTRA_CRDS (os.pathsep)."""
     paths = sorted((REPO / "manifests" / "crd").glob("workload.serving.volcano.sh_*.yaml"))
+    paths += sorted((REPO / "manifests" / "crd").glob("serving.kthena-py.io_*.yaml"))
     extra = os.environ.get("KTHENA_PY_EXTRA_CRDS")
     if extra:
         paths += [Path(p) for p in extra.split(os.pathsep) if p]

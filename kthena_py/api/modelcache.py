@@ -34,6 +34,10 @@ __all__ = [
     "MODEL_CACHE_VERSION",
     "MODEL_CACHE_VOLUME",
     "MODEL_PATH_ENV",
+    "PHASE_DOWNLOADING",
+    "PHASE_FAILED",
+    "PHASE_PENDING",
+    "PHASE_READY",
     "DownloadPlacement",
     "DownloadProgress",
     "ModelCache",
@@ -68,6 +72,14 @@ MODEL_CACHE_NAME_ENV = "KTHENA_MODEL_CACHE"
 """The env var naming the ModelCache a gated pod serves."""
 
 ModelCachePhase = Literal["Pending", "Downloading", "Ready", "Failed"]
+PHASE_PENDING: ModelCachePhase = "Pending"
+"""Nothing staged yet, and no download running (waiting for a ModelServing, a claim, or the download pod)."""
+PHASE_DOWNLOADING: ModelCachePhase = "Downloading"
+"""The download pod runs."""
+PHASE_READY: ModelCachePhase = "Ready"
+"""Every file is staged and verified (on at least one node, for a node-local cache)."""
+PHASE_FAILED: ModelCachePhase = "Failed"
+"""The last download failed (and is retried with backoff), or the storage is unavailable."""
 
 _SHA256 = r"^[a-f0-9]{64}$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"

@@ -113,8 +113,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=_split_controllers,
         default=None,
         metavar="NAME,...",
-        help="controllers to run: modelserving, modelbooster, autoscaler; 'foo' or '+foo' enables foo, '-foo' "
-        "disables it, '*' enables all not disabled (repeatable, comma-separated; default: '*', as Kthena)",
+        help="controllers to run: modelserving, modelbooster, autoscaler, modelcache; 'foo' or '+foo' enables foo, "
+        "'-foo' disables it, '*' enables all not disabled (repeatable, comma-separated; default: '*', as Kthena)",
     )
     m.add_argument("--workers", type=positive_int, default=4, help="concurrent reconciles per controller")
     m.add_argument(
@@ -136,6 +136,24 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=None,
         help="runtime sidecar image of ModelBooster pods (default: ConfigMap model-booster-controller-config, "
         "else kthena/runtime:latest)",
+    )
+    m.add_argument(
+        "--modelcache-downloader-image",
+        default=None,
+        help="image of ModelCache download and cleanup Jobs; it runs `kthena-py download` (default: kthena-py:latest)",
+    )
+    m.add_argument(
+        "--modelcache-scheduler-name",
+        default="volcano",
+        help="scheduler of ModelCache Jobs; volcano also gets a one-member PodGroup per Job (default: volcano)",
+    )
+    m.add_argument(
+        "--modelcache-cleanup-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="seconds after a ModelCache's deletion after which its finalizer goes even if the cleanup did not "
+        "finish (default: 300)",
     )
     m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
     m.add_argument("--log-level", choices=LOG_LEVELS, default="info")
@@ -169,7 +187,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
     import structlog
 
     from kthena_py.controllers import admission, eviction, register_all
-    from kthena_py.controllers.selection import MODELBOOSTER
+    from kthena_py.controllers.selection import MODELBOOSTER, MODELCACHE
     from kthena_py.kube import ApiError, ConfigError, KubeClient
     from kthena_py.runtime.manager import Manager, ManagerOptions
 
@@ -210,6 +228,15 @@ async def _run_manager(args: argparse.Namespace) -> int:
                 runtime_image=args.modelbooster_runtime_image,
                 config_namespace=_own_namespace(),
             )
+        cache_settings = None
+        if MODELCACHE in selection.enabled:
+            from kthena_py.controllers.modelcache import Settings as CacheSettings
+
+            cache_settings = CacheSettings(
+                scheduler_name=args.modelcache_scheduler_name,
+                cleanup_timeout=args.modelcache_cleanup_timeout,
+                **({"downloader_image": args.modelcache_downloader_image} if args.modelcache_downloader_image else {}),
+            )
         names = register_all(
             manager,
             controllers=selection.enabled,
@@ -217,6 +244,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             autoscaler_sync_period=args.autoscaler_sync_period if (args.autoscaler_sync_period or 0) > 0 else None,
             modelbooster_settings=booster_settings,
             eviction_budget=args.enable_eviction_webhook,
+            modelcache_settings=cache_settings,
         )
         try:
             server = admission.register(

@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from .selection import AUTOSCALER, CONTROLLERS, MODELBOOSTER, MODELSERVING
+from .selection import AUTOSCALER, CONTROLLERS, MODELBOOSTER, MODELCACHE, MODELSERVING
 
 if TYPE_CHECKING:
     from kthena_py.runtime.manager import Manager
 
     from .modelbooster.settings import Settings as ModelBoosterSettings
+    from .modelcache.settings import Settings as ModelCacheSettings
 
 
 def register_all(
@@ -26,6 +27,7 @@ def register_all(
     autoscaler_sync_period: float | None = None,
     modelbooster_settings: ModelBoosterSettings | None = None,
     eviction_budget: bool = False,
+    modelcache_settings: ModelCacheSettings | None = None,
 ) -> list[str]:
     """Register the enabled controllers with ``manager``; return the names of what was registered.
 
@@ -38,6 +40,8 @@ def register_all(
         eviction_budget: Also run the eviction budget reconciler (``--enable-eviction-webhook``; it needs the
             ConfigMap permissions of ``manifests/eviction``). It belongs to the ModelServing controller and
             runs only with it.
+        modelcache_settings: Downloader image, scheduler and cleanup bound of the ModelCache controller
+            (None: defaults).
 
     Raises:
         ValueError: ``controllers`` names an unknown controller.
@@ -57,6 +61,10 @@ def register_all(
         from . import modelbooster
 
         modelbooster.register(manager, workers=workers, settings=modelbooster_settings)
+    if MODELCACHE in controllers:
+        from . import modelcache
+
+        modelcache.register(manager, workers=workers, settings=modelcache_settings)
     if eviction_budget and MODELSERVING in controllers:
         from . import eviction
 

@@ -6,12 +6,13 @@ under the name Kthena uses for it: the ModelServing controllers (ServingGroups, 
 notifier) as ``modelserving-controller``. Kthena's autoscaler records no Events; its controller is named
 ``autoscaler`` (``--controllers``), so both autoscaling controllers record as ``autoscaler-controller``, by the
 same pattern. The ModelBooster controller records as ``modelbooster-controller``, the name Kthena's
-ModelBooster work uses. Get a recorder with ``manager.recorder_for(<component>)``.
+ModelBooster work uses; the ModelCache controller (ours) as
+``modelcache-controller``. Get a recorder with ``manager.recorder_for(<component>)``.
 """
 
 from __future__ import annotations
 
-__all__ = ["AUTOSCALER", "COMPONENTS", "MODELBOOSTER", "MODELSERVING"]
+__all__ = ["AUTOSCALER", "COMPONENTS", "MODELBOOSTER", "MODELCACHE", "MODELSERVING"]
 
 MODELSERVING = "modelserving-controller"
 """ModelServing Events (Kthena's own name)."""
@@ -19,10 +20,13 @@ AUTOSCALER = "autoscaler-controller"
 """AutoscalingPolicy Events (Kthena's autoscaler records none; named after its ``autoscaler`` controller)."""
 MODELBOOSTER = "modelbooster-controller"
 """ModelBooster Events."""
+MODELCACHE = "modelcache-controller"
+"""ModelCache Events (kthena_py's own kind)."""
 
 COMPONENTS: dict[str, str] = {
     "ModelServing": MODELSERVING,
     "AutoscalingPolicy": AUTOSCALER,
     "ModelBooster": MODELBOOSTER,
+    "ModelCache": MODELCACHE,
 }
 """The component that records Events about each kind."""

@@ -17,6 +17,7 @@ from kthena_py.api.common import (
     MODEL_SERVING_PLURAL,
     VERSION,
 )
+from kthena_py.api.modelcache import MODEL_CACHE_GROUP, MODEL_CACHE_KIND, MODEL_CACHE_PLURAL, MODEL_CACHE_VERSION
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelbooster.naming import NETWORKING_GROUP
 from kthena_py.plan.modelserving.core import naming
@@ -25,6 +26,8 @@ from kthena_py.runtime.cache import SharedCache
 MODELSERVINGS = ResourceType(GROUP, VERSION, MODEL_SERVING_KIND, MODEL_SERVING_PLURAL)
 AUTOSCALINGPOLICIES = ResourceType(GROUP, VERSION, AUTOSCALING_POLICY_KIND, AUTOSCALING_POLICY_PLURAL)
 MODELBOOSTERS = ResourceType(GROUP, VERSION, MODEL_BOOSTER_KIND, MODEL_BOOSTER_PLURAL)
+# kthena_py's own group.
+MODELCACHES = ResourceType(MODEL_CACHE_GROUP, MODEL_CACHE_VERSION, MODEL_CACHE_KIND, MODEL_CACHE_PLURAL)
 # Kthena's router API (optional CRDs): what a ModelBooster expands into next to its ModelServing.
 MODELSERVERS = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelServer", "modelservers")
 MODELROUTES = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelRoute", "modelroutes")

@@ -3,7 +3,7 @@
 Guarantees (Kthena's ``kthena-controller-manager --controllers``, a string list, default ``["*"]``):
 
 * The known names are :data:`CONTROLLERS`: ``modelserving`` (with the eviction budget reconciler),
-  ``modelbooster`` and ``autoscaler``.
+  ``modelbooster``, ``autoscaler`` and ``modelcache`` (ours: Kthena has no such controller).
 * ``foo`` or ``+foo`` enables ``foo``, ``-foo`` disables it, ``*`` enables every controller the list does not
   disable. A name listed both ways is enabled (Kthena's documented rule; its code lets the first mention
   win). Entries are trimmed; empty entries are ignored.
@@ -23,7 +23,8 @@ from dataclasses import dataclass
 MODELSERVING = "modelserving"
 MODELBOOSTER = "modelbooster"
 AUTOSCALER = "autoscaler"
-CONTROLLERS: tuple[str, ...] = (MODELSERVING, MODELBOOSTER, AUTOSCALER)
+MODELCACHE = "modelcache"
+CONTROLLERS: tuple[str, ...] = (MODELSERVING, MODELBOOSTER, AUTOSCALER, MODELCACHE)
 """Every controller name ``--controllers`` knows, in registration order."""
 ALL = "*"
 

@@ -77,6 +77,8 @@ MUTATING_WEBHOOKS = ResourceType(
     "mutatingwebhookconfigurations",
     namespaced=False,
 )
+PERSISTENT_VOLUME_CLAIMS = ResourceType("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims")
+JOBS = ResourceType("batch", "v1", "Job", "jobs")
 PODGROUPS = ResourceType("scheduling.volcano.sh", "v1beta1", "PodGroup", "podgroups")
 QUEUES = ResourceType("scheduling.volcano.sh", "v1beta1", "Queue", "queues", namespaced=False)
 PRIORITY_CLASSES = ResourceType("scheduling.k8s.io", "v1", "PriorityClass", "priorityclasses", namespaced=False)

@@ -28,6 +28,7 @@ __all__ = [
     "LWS_NAME",
     "LWS_WORKER_INDEX",
     "MODEL_CACHE",
+    "MODEL_CACHE_ATTEMPT",
     "MODEL_CACHE_FINALIZER",
     "MODEL_CACHE_FINGERPRINT",
     "MODEL_CACHE_JOB_KIND",
@@ -105,8 +106,11 @@ MODEL_CACHE_NAME = "modelcache.serving.kthena-py.io/name"
 MODEL_CACHE_FINGERPRINT = "modelcache.serving.kthena-py.io/fingerprint"
 """On a download Job: the fingerprint of the spec it stages (source, revision, files, digests, storage)."""
 MODEL_CACHE_NODE = "modelcache.serving.kthena-py.io/node"
-"""On a node-local cache's Job: the node it stages onto."""
+"""On a node-local cache's Job: the node it stages onto (an annotation with the node's name; the label of the same
+key holds it too, hash-shortened when longer than a label value may be)."""
 MODEL_CACHE_JOB_KIND = "modelcache.serving.kthena-py.io/job"
 """On a cache's Jobs: ``download`` or ``cleanup``."""
+MODEL_CACHE_ATTEMPT = "modelcache.serving.kthena-py.io/attempt"
+"""On a download Job: which attempt at its fingerprint it is (0, 1, ...); retries count from the Jobs themselves."""
 MODEL_CACHE_FINALIZER = "modelcache.serving.kthena-py.io/cleanup"
 """The finalizer that removes a cache's files before the ModelCache goes (bounded: it never sticks)."""

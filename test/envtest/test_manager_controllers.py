@@ -78,9 +78,15 @@ async def test_modelserving_only(kubeconfig: Path, namespace: str) -> None:
     assert _reconcilers(metrics) == {"modelserving", "modelserving-rollout", "modelserving-gang"}
     (start,) = [line for line in log if line.get("event") == "starting manager"]
     assert start["controllers"] == ["modelserving", "modelserving-rollout", "modelserving-gang"]
-    assert start["disabled"] == ["modelbooster", "autoscaler"]
+    assert start["disabled"] == ["modelbooster", "autoscaler", "modelcache"]
 
 
 async def test_all_but_the_autoscaler(kubeconfig: Path, namespace: str) -> None:
     metrics, _ = await _run(kubeconfig, namespace, "*,-autoscaler")
-    assert _reconcilers(metrics) == {"modelserving", "modelserving-rollout", "modelserving-gang", "modelbooster"}
+    assert _reconcilers(metrics) == {
+        "modelserving",
+        "modelserving-rollout",
+        "modelserving-gang",
+        "modelbooster",
+        "modelcache",
+    }

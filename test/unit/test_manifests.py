@@ -33,15 +33,18 @@ CERT_SECRET = "kthena-py-webhook-server-cert"
 WEBHOOK_SERVICE = "kthena-py-webhook-service"
 VALIDATING = "kthena-py-validating-webhook-configuration"
 MUTATING = "kthena-py-mutating-webhook-configuration"
+OWN_GROUP = "serving.kthena-py.io"
 GENERATED_CRDS = {
     "workload.serving.volcano.sh_modelservings.yaml": "modelservings",
     "workload.serving.volcano.sh_autoscalingpolicies.yaml": "autoscalingpolicies",
     "workload.serving.volcano.sh_modelboosters.yaml": "modelboosters",
+    "serving.kthena-py.io_modelcaches.yaml": "modelcaches",
 }
 VALIDATING_PATHS = {
     "modelservings": "/validate-workload-serving-volcano-sh-v1alpha1-modelserving",
     "autoscalingpolicies": "/validate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy",
     "modelboosters": "/validate-workload-serving-volcano-sh-v1alpha1-modelbooster",
+    "modelcaches": "/validate-serving-kthena-py-io-v1alpha1-modelcache",
 }
 MUTATING_PATHS = {"autoscalingpolicies": "/mutate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy"}
 KUSTOMIZATION_KINDS = {"Kustomization", "Component"}
@@ -206,7 +209,7 @@ def test_every_yaml_file_in_a_kustomize_folder_is_used(folder: Path) -> None:
             assert path.name in used, f"{rel(path)} is not referenced by its kustomization.yaml"
 
 
-def test_crd_kustomization_lists_the_three_crds() -> None:
+def test_crd_kustomization_lists_every_crd() -> None:
     (kustomization,) = load(MANIFESTS / "crd" / "kustomization.yaml")
     assert sorted(kustomization["resources"]) == sorted(GENERATED_CRDS)
 
@@ -228,9 +231,11 @@ def test_generated_crds() -> None:
         pytest.skip(f"generated CRD files not present yet in manifests/crd/: {', '.join(missing)}")
     for name, plural in GENERATED_CRDS.items():
         (crd,) = load(MANIFESTS / "crd" / name)
+        group = name.partition("_")[0]
+        assert group in (GROUP, OWN_GROUP)
         assert crd["kind"] == "CustomResourceDefinition"
-        assert crd["metadata"]["name"] == f"{plural}.{GROUP}"
-        assert crd["spec"]["group"] == GROUP
+        assert crd["metadata"]["name"] == f"{plural}.{group}"
+        assert crd["spec"]["group"] == group
         assert crd["spec"]["names"]["plural"] == plural
         assert crd["spec"]["scope"] == "Namespaced"
 
@@ -384,7 +389,12 @@ def test_cluster_role_covers_the_controllers(base: list[Doc]) -> None:
         ("scheduling.volcano.sh", "podgroups"): watch | {"create", "patch", "delete"},
         ("scheduling.volcano.sh", "queues"): watch,
         ("scheduling.k8s.io", "priorityclasses"): watch,
-        ("", "nodes"): {"get", "list"},
+        ("", "nodes"): watch,
+        (OWN_GROUP, "modelcaches"): watch | {"patch"},
+        (OWN_GROUP, "modelcaches/status"): {"update", "patch"},
+        (OWN_GROUP, "modelcaches/finalizers"): {"update"},
+        ("batch", "jobs"): watch | {"create", "delete"},
+        ("", "persistentvolumeclaims"): watch | {"create"},
         ("apiextensions.k8s.io", "customresourcedefinitions"): watch,
         ("admissionregistration.k8s.io", "validatingwebhookconfigurations"): {"get", "patch"},
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"): {"get", "patch"},
@@ -478,7 +488,7 @@ def test_webhook_paths_and_rules(base: list[Doc]) -> None:
         assert hook["name"] not in names
         names.add(hook["name"])
         (rule,) = hook["rules"]
-        assert rule["apiGroups"] == [GROUP]
+        assert rule["apiGroups"] == [OWN_GROUP if rule["resources"] == ["modelcaches"] else GROUP]
         assert rule["apiVersions"] == ["v1alpha1"]
         assert sorted(rule["operations"]) == ["CREATE", "UPDATE"]
         assert rule["scope"] == "Namespaced"
@@ -586,7 +596,7 @@ def test_kustomize_builds_the_default_install(folder: str, kubectl_path: Path) -
         pytest.skip(f"generated CRD files not present yet in manifests/crd/: {', '.join(missing)}")
     docs = kustomize(kubectl_path, MANIFESTS / folder)
     crds = {d["metadata"]["name"] for d in docs if d["kind"] == "CustomResourceDefinition"}
-    assert crds == {f"{plural}.{GROUP}" for plural in GENERATED_CRDS.values()}
+    assert crds == {f"{plural}.{name.partition('_')[0]}" for name, plural in GENERATED_CRDS.items()}
     for d in docs:
         if d["kind"] not in CLUSTER_SCOPED:
             assert d["metadata"]["namespace"] == NAMESPACE, f"{d['kind']} {d['metadata']['name']}"

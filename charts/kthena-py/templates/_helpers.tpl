@@ -26,6 +26,17 @@ app.kubernetes.io/component: controller-manager
 {{- end -}}
 {{- end -}}
 
+{{/* The image of ModelCache download and cleanup Jobs: modelCache.downloaderImage, else the manager's own. */}}
+{{- define "kthena-py.downloaderImage" -}}
+{{- $values := .Values.modelCache | default dict -}}
+{{- $repository := dig "downloaderImage" "repository" "" $values -}}
+{{- if $repository -}}
+{{ $repository }}:{{ dig "downloaderImage" "tag" "" $values | default "latest" }}
+{{- else -}}
+{{ include "kthena-py.image" . }}
+{{- end -}}
+{{- end -}}
+
 {{/* clientConfig of one webhook; call with (dict "root" $ "path" "/validate-...") */}}
 {{- define "kthena-py.webhookClientConfig" -}}
 {{- if .root.Values.webhook.url }}

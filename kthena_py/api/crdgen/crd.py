@@ -1,4 +1,7 @@
-"""Assemble the three CustomResourceDefinitions of ``workload.serving.volcano.sh/v1alpha1``.
+"""Assemble the CustomResourceDefinitions: Kthena's three kinds and the kinds of kthena_py's own group.
+
+Kthena's kinds (ModelServing, AutoscalingPolicy, ModelBooster) are served in ``workload.serving.volcano.sh``;
+kinds of our own (ModelCache) in ``serving.kthena-py.io`` (:attr:`KindSpec.group`), never in Kthena's group.
 
 Guarantees: :func:`build_crds` is deterministic and pure (the vendored data is package data); each CRD has
 the full schema of :func:`kthena_py.api.crdgen.schema.kind_schema`, a ``status`` subresource, printer columns,
@@ -28,11 +31,19 @@ from kthena_py.api.common import (
     MODEL_SERVING_LIST_KIND,
     MODEL_SERVING_PLURAL,
     VERSION,
-    KthenaObject,
+    ApiObject,
 )
 from kthena_py.api.crdgen.k8s import kubernetes_version
 from kthena_py.api.crdgen.schema import kind_schema
 from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING, ModelBooster
+from kthena_py.api.modelcache import (
+    MODEL_CACHE_GROUP,
+    MODEL_CACHE_KIND,
+    MODEL_CACHE_LIST_KIND,
+    MODEL_CACHE_PLURAL,
+    MODEL_CACHE_VERSION,
+    ModelCache,
+)
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.vocab.conditions import ACTIVE, SCHEDULED
 
@@ -57,9 +68,11 @@ class KindSpec:
         scale: Whether the kind has a ``scale`` subresource.
         deprecation_warning: Marks the kind's version deprecated; the API server sends this warning with every
             request for the kind.
+        group: The API group (Kthena's by default; kthena_py's own kinds name theirs).
+        version: The served (and stored) version.
     """
 
-    model: type[KthenaObject]
+    model: type[ApiObject]
     kind: str
     list_kind: str
     plural: str
@@ -67,6 +80,8 @@ class KindSpec:
     printer_columns: tuple[dict[str, Any], ...] = field(default=())
     scale: bool = False
     deprecation_warning: str | None = None
+    group: str = GROUP
+    version: str = VERSION
 
     @property
     def singular(self) -> str:
@@ -182,12 +197,55 @@ KIND_SPECS: tuple[KindSpec, ...] = (
         ),
         deprecation_warning=MODEL_BOOSTER_DEPRECATION_WARNING,
     ),
+    KindSpec(
+        ModelCache,
+        MODEL_CACHE_KIND,
+        MODEL_CACHE_LIST_KIND,
+        MODEL_CACHE_PLURAL,
+        ("mcache",),
+        (
+            {
+                "name": "Phase",
+                "type": "string",
+                "jsonPath": ".status.phase",
+                "description": "Pending, Downloading, Ready or Failed",
+            },
+            {
+                "name": "Size",
+                "type": "string",
+                "jsonPath": ".status.size",
+                "description": "Size of the staged files",
+            },
+            {
+                "name": "Progress",
+                "type": "string",
+                "jsonPath": ".status.progress.percent",
+                "description": "How far the running download is",
+            },
+            {
+                "name": "Path",
+                "type": "string",
+                "jsonPath": ".status.path",
+                "priority": 1,
+                "description": "Where the model is (claim and directory, or node-local directory)",
+            },
+            {
+                "name": "Revision",
+                "type": "string",
+                "jsonPath": ".status.revision",
+                "priority": 1,
+                "description": "The source revision staged",
+            },
+        ),
+        group=MODEL_CACHE_GROUP,
+        version=MODEL_CACHE_VERSION,
+    ),
 )
 
 
 def file_name(spec: KindSpec) -> str:
     """The file the CRD is written to, e.g. ``workload.serving.volcano.sh_modelservings.yaml``."""
-    return f"{GROUP}_{spec.plural}.yaml"
+    return f"{spec.group}_{spec.plural}.yaml"
 
 
 def build_crd(spec: KindSpec) -> CRD:
@@ -207,7 +265,7 @@ def build_crd(spec: KindSpec) -> CRD:
             "labelSelectorPath": ".status.labelSelector",
         }
     version: dict[str, Any] = {
-        "name": VERSION,
+        "name": spec.version,
         "served": True,
         "storage": True,
         "schema": {"openAPIV3Schema": kind_schema(spec.model)},
@@ -221,9 +279,9 @@ def build_crd(spec: KindSpec) -> CRD:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"{spec.plural}.{GROUP}"},
+        "metadata": {"name": f"{spec.plural}.{spec.group}"},
         "spec": {
-            "group": GROUP,
+            "group": spec.group,
             "names": {
                 "kind": spec.kind,
                 "listKind": spec.list_kind,

@@ -39,6 +39,34 @@ EXTRA_TYPES: dict[str, str] = {
     "RoleRolloutDependency": (
         "RoleRolloutDependency declares that a Role starts its target version only after the Roles it depends on."
     ),
+    "ModelCache": (
+        "ModelCache stages model weights once into shared or node-local storage with a download Job, verifies "
+        "every file's sha256, and reports when they are Ready; ModelServings that name it wait for it."
+    ),
+    "ModelCacheSpec": "ModelCacheSpec says what to stage, how to check it, and where.",
+    "ModelCacheStatus": "ModelCacheStatus says what the cache holds and where it stands.",
+    "ModelCacheStorage": (
+        "ModelCacheStorage is where the weights live: exactly one of an existing claim, a claim the cache "
+        "creates, or a node-local directory. Immutable: a changed storage is a new cache."
+    ),
+    "PersistentVolumeClaimStorage": (
+        "PersistentVolumeClaimStorage is an existing claim the cache writes into; the user owns it, and deleting "
+        "the cache removes only the model's directory."
+    ),
+    "VolumeClaimTemplateStorage": (
+        "VolumeClaimTemplateStorage is a claim the cache creates (named <cache>-cache), owned by the cache and "
+        "deleted with it."
+    ),
+    "NodeLocalStorage": (
+        "NodeLocalStorage is a directory on every node nodeSelector names; the cache is staged on each such node "
+        "by its own Job, and status.nodes lists where it is ready."
+    ),
+    "SecretReference": "SecretReference names a Secret in the cache's namespace.",
+    "DownloadPlacement": (
+        "DownloadPlacement is where the download Job's pod may run; it does not decide where the model is served."
+    ),
+    "ModelCacheFile": "ModelCacheFile is one staged file.",
+    "DownloadProgress": "DownloadProgress is how far the running download is, scraped from the download pod.",
 }
 
 #: Fields absent from the API reference, by type and JSON name.
@@ -91,6 +119,85 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
             "HighestTierName names the highest network tier the pods may span. Cannot be set together with "
             "highestTierAllowed."
         ),
+    },
+    "ModelCacheSpec": {
+        "source": (
+            "Source is the model to stage: hf://org/name or org/name (Hugging Face), s3://bucket/path or "
+            "obs://bucket/path (S3-compatible; the endpoint comes from the secret's ENDPOINT), http(s)://..., "
+            "or pvc://claim/path; ms:// only where the downloader has ModelScope support."
+        ),
+        "revision": (
+            "Revision is the source revision to stage (a Hugging Face branch, tag or commit). Unset: the default."
+        ),
+        "files": "Files limits the download to these paths of the source. Unset: every file.",
+        "sha256": "SHA256 is the expected sha256 of a one-file model (lower-case hex).",
+        "fileSHA256": (
+            "FileSHA256 maps file paths to their expected sha256 (lower-case hex). With files set, every key must "
+            "be one of files."
+        ),
+        "sourceSecretRef": (
+            "SourceSecretRef names a Secret whose keys become the download Job's environment (HF_TOKEN, "
+            "ACCESS_KEY, SECRET_KEY, ENDPOINT, ...). Its values never appear in the status, Events or logs."
+        ),
+        "storage": "Storage is where the weights are staged (immutable).",
+        "placement": "Placement constrains where the download Job's pod runs.",
+        "prefetch": (
+            "Prefetch stages the model as soon as the cache exists (true, the default); false waits until a "
+            "ModelServing in the namespace names the cache."
+        ),
+        "maxWorkers": "MaxWorkers is how many files the downloader fetches in parallel.",
+    },
+    "SecretReference": {"name": "Name of the Secret."},
+    "PersistentVolumeClaimStorage": {"claimName": "ClaimName is the name of the claim, in the cache's namespace."},
+    "VolumeClaimTemplateStorage": {
+        "storageClassName": "StorageClassName of the claim. Unset: the cluster's default class.",
+        "size": "Size of the claim (its storage request).",
+        "accessModes": "AccessModes of the claim; ReadWriteMany lets pods on every node mount it.",
+    },
+    "NodeLocalStorage": {
+        "path": "Path is the directory on each node (a hostPath); the model goes into a subdirectory of it.",
+        "nodeSelector": "NodeSelector picks the nodes the model is staged on (at least one label).",
+    },
+    "ModelCacheStorage": {
+        "persistentVolumeClaim": "PersistentVolumeClaim is an existing claim to stage into.",
+        "volumeClaimTemplate": "VolumeClaimTemplate is a claim the cache creates and owns.",
+        "nodeLocal": "NodeLocal is a directory on every node a selector names.",
+    },
+    "DownloadPlacement": {
+        "nodeSelector": "NodeSelector of the download pod (node-local caches are pinned to their node anyway).",
+        "tolerations": "Tolerations of the download pod.",
+        "affinity": "Affinity of the download pod.",
+    },
+    "ModelCacheFile": {
+        "name": "Name is the file's path relative to the model directory.",
+        "size": "Size in bytes.",
+        "sha256": "SHA256 is the file's verified sha256 (lower-case hex).",
+    },
+    "DownloadProgress": {
+        "bytesDone": "BytesDone is how many bytes are downloaded and verified so far.",
+        "bytesTotal": "BytesTotal is the size of the whole download, when known.",
+        "filesDone": "FilesDone is how many files are complete.",
+        "filesTotal": "FilesTotal is how many files the download has, when known.",
+        "percent": "Percent is bytesDone of bytesTotal, e.g. 42%.",
+        "etaSeconds": "EtaSeconds is the estimated time left, in seconds.",
+    },
+    "ModelCacheStatus": {
+        "phase": "Phase is Pending, Downloading, Ready or Failed.",
+        "path": (
+            "Path says where the model is: pvc://<claim>/<dir> for a claim, <nodeLocal.path>/<dir> on each ready "
+            "node for a node-local cache."
+        ),
+        "size": "Size of the staged files, human-readable (e.g. 2.0 GiB).",
+        "sizeBytes": "SizeBytes is the size of the staged files in bytes.",
+        "files": "Files are the staged files with their sizes and verified digests.",
+        "sha256": "SHA256 is the digest of a one-file model.",
+        "revision": "Revision is the source revision that was staged, as the source reported it.",
+        "progress": "Progress of the running download (only while Downloading).",
+        "nodes": "Nodes are the nodes where a node-local cache is ready.",
+        "jobName": "JobName is the newest download Job of the current spec.",
+        "fingerprint": "Fingerprint identifies the staging spec (source, revision, files, digests, storage).",
+        "observedGeneration": "ObservedGeneration is the generation this status describes.",
+        "conditions": "Conditions: Ready, Progressing and Degraded.",
     },
     "Condition": {
         "type": "Type of the condition, in CamelCase or in foo.example.com/CamelCase.",

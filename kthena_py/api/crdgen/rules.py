@@ -13,6 +13,10 @@ Rules that need more than CEL offers (DNS-1035 role names, percentage parsing, d
 resolved against replicas, ModelBooster's engine configuration) and rules whose list has no length bound
 (CEL cost limits) are left to the webhook. Transition rules (those using ``oldSelf``) only run on UPDATE.
 
+ModelCache: exactly one storage kind, ``sha256`` and ``fileSHA256`` exclusive, and ``spec.storage`` immutable
+(a changed storage is a new cache). That every ``fileSHA256`` key is one of ``files`` is the webhook's (both
+are unbounded, so CEL's cost estimate would refuse the rule).
+
 ``minRoleReplicas`` is immutable once set, as in Kthena (a gang minimum changed under running PodGroups
 would silently change what "all or nothing" means for existing groups).
 """
@@ -32,6 +36,7 @@ from kthena_py.api.autoscaling import (
     RoleRatioConstraint,
 )
 from kthena_py.api.modelbooster import ModelStatus
+from kthena_py.api.modelcache import ModelCacheSpec, ModelCacheStatus, ModelCacheStorage
 from kthena_py.api.modelserving import (
     GangPolicy,
     ModelServingSpec,
@@ -43,7 +48,10 @@ from kthena_py.api.modelserving import (
 )
 from kthena_py.api.networktopology import NetworkTopologySpec
 
-__all__ = ["FIELD_EXTENSIONS", "FIELD_RULES", "TYPE_RULES"]
+__all__ = ["FIELD_EXTENSIONS", "FIELD_RULES", "STORAGE_IMMUTABLE_MESSAGE", "TYPE_RULES"]
+
+STORAGE_IMMUTABLE_MESSAGE = "storage is immutable: a changed storage is a new cache (create another ModelCache)"
+"""The message of the API server and of the webhook when an update changes a ModelCache's ``spec.storage``."""
 
 Rule = dict[str, Any]
 
@@ -170,6 +178,23 @@ TYPE_RULES: dict[type[BaseModel], list[Rule]] = {
             "message": "numeratorRole and denominatorRole must differ",
         },
     ],
+    ModelCacheStorage: [
+        {
+            "rule": (
+                "[has(self.persistentVolumeClaim), has(self.volumeClaimTemplate), has(self.nodeLocal)]"
+                ".filter(x, x).size() == 1"
+            ),
+            "message": "exactly one of persistentVolumeClaim, volumeClaimTemplate, nodeLocal must be set",
+        },
+    ],
+    ModelCacheSpec: [
+        {
+            "rule": "!(has(self.sha256) && has(self.fileSHA256))",
+            "message": "sha256 and fileSHA256 are mutually exclusive: sha256 pins a one-file model",
+            "fieldPath": ".fileSHA256",
+            "reason": "FieldValueForbidden",
+        },
+    ],
     MetricSource: [
         {"rule": "has(self.pod) || has(self.prometheus)", "message": "one metric source backend config is required"},
         {
@@ -184,6 +209,9 @@ FIELD_RULES: dict[tuple[type[BaseModel], str], list[Rule]] = {
     (ServingGroup, "roles"): [
         {"rule": "self.all(x, self.exists_one(y, y.name == x.name))", "message": "roles name must be unique"},
     ],
+    (ModelCacheSpec, "storage"): [
+        {"rule": "self == oldSelf", "message": STORAGE_IMMUTABLE_MESSAGE},
+    ],
 }
 
 _CONDITIONS = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
@@ -193,5 +221,6 @@ FIELD_EXTENSIONS: dict[tuple[type[BaseModel], str], dict[str, Any]] = {
     (ModelServingStatus, "conditions"): _CONDITIONS,
     (AutoscalingPolicyStatus, "conditions"): _CONDITIONS,
     (ModelStatus, "conditions"): _CONDITIONS,
+    (ModelCacheStatus, "conditions"): _CONDITIONS,
     (PrometheusMetricSource, "serverURL"): {"format": "uri"},
 }

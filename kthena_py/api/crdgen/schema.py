@@ -33,13 +33,14 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from kthena_py.api.autoscaling import DisaggregatedTarget, PodMetricSource, Target, TargetScalingStatus
-from kthena_py.api.common import Condition, KthenaObject
+from kthena_py.api.common import ApiObject, Condition
 from kthena_py.api.crdgen import k8s, podlists, rules
 from kthena_py.api.crdgen.descriptions import COMMON_FIELDS, field_description, type_description
 from kthena_py.api.crdgen.openapi import int_or_string, quantity
 from kthena_py.api.duration import Duration
 from kthena_py.api.intstr import IntOrString
 from kthena_py.api.modelbooster import ModelBackend, ModelBoosterSpec, ModelWorker
+from kthena_py.api.modelcache import DownloadPlacement
 from kthena_py.api.modelserving import PluginSpec, PodTemplateSpec
 from kthena_py.api.quantity import Quantity
 
@@ -113,6 +114,8 @@ EMBEDDED: dict[tuple[type[BaseModel], str], Embedded] = {
     (ModelBackend, "env"): Embedded(k8s.ENV_VAR, array=True, pod_path="containers[].env"),
     (ModelBackend, "envFrom"): Embedded(k8s.ENV_FROM_SOURCE, array=True, pod_path="containers[].envFrom"),
     (ModelBoosterSpec, "modelMatch"): _ANY_OBJECT,
+    (DownloadPlacement, "affinity"): Embedded(k8s.AFFINITY, pod_path="affinity"),
+    (DownloadPlacement, "tolerations"): Embedded(k8s.TOLERATION, array=True, pod_path="tolerations"),
     (PluginSpec, "config"): _ANY,
     (Condition, "lastTransitionTime"): _DATE_TIME,
     (TargetScalingStatus, "lastScaleTime"): _DATE_TIME,
@@ -213,7 +216,7 @@ def field_schema(model: type[BaseModel], json_name: str, info: FieldInfo) -> Sch
     Raises:
         TypeError: The field has no structural schema.
     """
-    if issubclass(model, KthenaObject) and json_name in COMMON_FIELDS:
+    if issubclass(model, ApiObject) and json_name in COMMON_FIELDS:
         if json_name == "metadata":
             return {"type": "object"}  # the API server forbids more: metadata has its own schema
         return {"type": "string", "description": COMMON_FIELDS[json_name]}
@@ -233,7 +236,11 @@ def field_schema(model: type[BaseModel], json_name: str, info: FieldInfo) -> Sch
     schema.update(rules.FIELD_EXTENSIONS.get((model, json_name), {}))
     validations = rules.FIELD_RULES.get((model, json_name))
     if validations:
-        schema["x-kubernetes-validations"] = [dict(rule) for rule in validations]
+        # After the rules of the field's own type (an object field keeps both).
+        schema["x-kubernetes-validations"] = [
+            *schema.get("x-kubernetes-validations", []),
+            *(dict(rule) for rule in validations),
+        ]
     return schema
 
 
@@ -258,8 +265,8 @@ def _model_schema(model: type[BaseModel], description: str = "") -> Schema:
     return schema
 
 
-def kind_schema(model: type[KthenaObject]) -> Schema:
-    """Return the ``openAPIV3Schema`` of a top-level kind (ModelServing, AutoscalingPolicy, ModelBooster).
+def kind_schema(model: type[ApiObject]) -> Schema:
+    """Return the ``openAPIV3Schema`` of a top-level kind (ModelServing, AutoscalingPolicy, ModelBooster, ModelCache).
 
     Raises:
         TypeError: A field has no structural schema (see the module docstring).

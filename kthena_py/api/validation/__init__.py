@@ -4,7 +4,8 @@ Entry points:
 
 * :func:`validate_document` takes a decoded manifest, dispatches on ``apiVersion``/``kind``, runs the schema
   (pydantic) and then the semantic rules, and returns Kubernetes-style :class:`FieldError` objects.
-* :func:`validate_modelserving`, :func:`validate_autoscalingpolicy` and :func:`validate_modelbooster` take
+* :func:`validate_modelserving`, :func:`validate_autoscalingpolicy`, :func:`validate_modelbooster` and
+  :func:`validate_modelcache` take
   parsed models (plus the stored object on UPDATE) and run the webhook/CEL rules only.
 * :func:`parse_model` runs only the schema and converts pydantic errors into field errors.
 
@@ -34,6 +35,7 @@ from kthena_py.api.validation.errors import (
     too_many,
 )
 from kthena_py.api.validation.modelbooster import validate_modelbooster
+from kthena_py.api.validation.modelcache import validate_modelcache
 from kthena_py.api.validation.modelserving import validate_modelserving
 from kthena_py.api.validation.modelserving_update import COORDINATION_BLOCKED_CONDITION
 from kthena_py.api.validation.schema import loc_to_path, parse_model
@@ -61,6 +63,7 @@ __all__ = [
     "validate_document",
     "validate_int_or_percent",
     "validate_modelbooster",
+    "validate_modelcache",
     "validate_modelserving",
     "validate_pod_template",
 ]

@@ -1,5 +1,8 @@
 """Validate a raw manifest end to end: dispatch by ``apiVersion``/``kind``, strict decoding, schema, semantic rules.
 
+Kthena's kinds are ``workload.serving.volcano.sh/v1alpha1``; ModelCache is ``serving.kthena-py.io/v1alpha1``
+(:data:`API_VERSIONS`): a kind under the other group's apiVersion is an unsupported ``apiVersion``.
+
 Guarantees, in the API server's order:
 
 1. Strict decoding (what ``kubectl apply`` asks for): a field the CRD's structural schema does not know,
@@ -22,15 +25,17 @@ from pydantic import BaseModel
 from kthena_py.api.autoscaling import AutoscalingPolicy, AutoscalingPolicyList
 from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelbooster import ModelBooster, ModelBoosterList
+from kthena_py.api.modelcache import MODEL_CACHE_API_VERSION, ModelCache, ModelCacheList
 from kthena_py.api.modelserving import ModelServing, ModelServingList
 from kthena_py.api.structural import kind_schema_of, unknown_fields
 from kthena_py.api.validation.autoscaling import validate_autoscalingpolicy
 from kthena_py.api.validation.errors import FieldError, forbidden, invalid, not_supported, required
 from kthena_py.api.validation.modelbooster import validate_modelbooster
+from kthena_py.api.validation.modelcache import validate_modelcache
 from kthena_py.api.validation.modelserving import validate_modelserving
 from kthena_py.api.validation.schema import parse_model
 
-__all__ = ["KINDS", "validate_document"]
+__all__ = ["API_VERSIONS", "KINDS", "validate_document"]
 
 _Semantic = Callable[[Any, Any], list[FieldError]]
 #: kind -> (model, list model, semantic validator)
@@ -38,7 +43,10 @@ KINDS: dict[str, tuple[type[BaseModel], type[BaseModel], _Semantic]] = {
     "ModelServing": (ModelServing, ModelServingList, validate_modelserving),
     "AutoscalingPolicy": (AutoscalingPolicy, AutoscalingPolicyList, validate_autoscalingpolicy),
     "ModelBooster": (ModelBooster, ModelBoosterList, validate_modelbooster),
+    "ModelCache": (ModelCache, ModelCacheList, validate_modelcache),
 }
+#: The apiVersion of each kind that is not Kthena's (``workload.serving.volcano.sh/v1alpha1``).
+API_VERSIONS: dict[str, str] = {"ModelCache": MODEL_CACHE_API_VERSION}
 
 
 def _strict(kind: str, doc: Any) -> list[FieldError]:
@@ -79,9 +87,13 @@ def validate_document(doc: Any, old: Any = None) -> list[FieldError]:
     api_version, kind = doc.get("apiVersion"), doc.get("kind")
     if api_version is None:
         return [required("apiVersion")]
-    if api_version != API_VERSION:
-        return [not_supported("apiVersion", api_version, [API_VERSION])]
     list_kinds = {f"{name}List": name for name in KINDS}
+    known = sorted({API_VERSION, *API_VERSIONS.values()})
+    if api_version not in known:
+        return [not_supported("apiVersion", api_version, known)]
+    item = list_kinds.get(kind, kind) if isinstance(kind, str) else None
+    if item in KINDS and api_version != API_VERSIONS.get(item, API_VERSION):
+        return [not_supported("apiVersion", api_version, [API_VERSIONS.get(item, API_VERSION)])]
     if kind in KINDS:
         return _single(kind, KINDS[kind][2], doc, old)
     if kind in list_kinds:

@@ -3,7 +3,7 @@
 :func:`register` adds to a :class:`~kthena_py.runtime.manager.Manager`:
 
 * a :class:`~kthena_py.runtime.webhook.WebhookServer` (TLS, ``--webhook-port``) with the validating handlers
-  of ModelServing, AutoscalingPolicy and ModelBooster and the mutating handler of AutoscalingPolicy, at the
+  of ModelServing, AutoscalingPolicy, ModelBooster and ModelCache and the mutating handler of AutoscalingPolicy, at the
   paths of ``manifests/webhook/`` (:data:`VALIDATING_PATHS`, :data:`MUTATING_PATHS`);
 * in ``self`` certificate mode, a :class:`~kthena_py.runtime.certs.CertificateManager` that keeps the serving
   certificate in Secret ``kthena-py-webhook-server-cert`` of the manager's namespace (shared by all replicas,
@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from kthena_py.api.common import AUTOSCALING_POLICY_KIND, MODEL_BOOSTER_KIND, MODEL_SERVING_KIND
+from kthena_py.api.modelcache import MODEL_CACHE_KIND
 from kthena_py.runtime.certs import CertificateManager
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.webhook import CertSource, FileCertSource, WebhookServer
@@ -58,6 +59,7 @@ VALIDATING_PATHS = {
     MODEL_SERVING_KIND: f"{_PREFIX}modelserving",
     AUTOSCALING_POLICY_KIND: f"{_PREFIX}autoscalingpolicy",
     MODEL_BOOSTER_KIND: f"{_PREFIX}modelbooster",
+    MODEL_CACHE_KIND: "/validate-serving-kthena-py-io-v1alpha1-modelcache",
 }
 #: Mutating webhook path of each kind.
 MUTATING_PATHS = {AUTOSCALING_POLICY_KIND: "/mutate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy"}

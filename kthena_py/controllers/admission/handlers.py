@@ -1,4 +1,4 @@
-r"""Kthena's admission handlers: validation of the three kinds, defaulting of AutoscalingPolicy.
+r"""Kthena's admission handlers: validation of the four kinds (ModelCache is ours), defaulting of AutoscalingPolicy.
 
 Guarantees:
 
@@ -24,6 +24,7 @@ from typing import Any
 
 from kthena_py.api.common import GROUP, MODEL_BOOSTER_KIND
 from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING
+from kthena_py.api.modelcache import MODEL_CACHE_GROUP, MODEL_CACHE_KIND
 from kthena_py.api.validation import ErrorType, FieldError, aggregate_message, validate_document
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse, Handler, StatusCause
 
@@ -60,7 +61,7 @@ def denial(kind: str, name: str, errors: list[FieldError], warnings: tuple[str, 
         code=422,
         reason="Invalid",
         causes=causes,
-        details={"name": name, "group": GROUP, "kind": kind},
+        details={"name": name, "group": MODEL_CACHE_GROUP if kind == MODEL_CACHE_KIND else GROUP, "kind": kind},
         warnings=warnings,
     )
 
@@ -74,7 +75,7 @@ def _deleting(obj: Any) -> bool:
 
 
 def validator(kind: str) -> Handler:
-    """Return the validating handler of ``kind`` (``ModelServing``, ``AutoscalingPolicy`` or ``ModelBooster``)."""
+    """Return the validating handler of ``kind`` (one of :data:`~kthena_py.api.validation.KINDS`)."""
 
     async def validate(request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in _WRITES or request.sub_resource:

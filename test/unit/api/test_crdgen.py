@@ -16,12 +16,13 @@ from kthena_py.api.crdgen import KIND_SPECS, build_crds, render_api_docs
 from kthena_py.api.crdgen.descriptions import field_description, type_description
 from kthena_py.api.crdgen.openapi import QUANTITY_PATTERN, inline_schema
 from kthena_py.api.crdgen.schema import field_schema, kind_schema, model_fields, reachable_models
+from kthena_py.api.modelcache import ModelCache
 from kthena_py.cli.crds import expected_files
 from kthena_py.vocab.conditions import SCHEDULED
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = ROOT.parent / "shared" / "seeds" / "000_70b6a46a3d8abcc9.txt"
-KINDS = (ModelServing, AutoscalingPolicy, ModelBooster)
+KINDS = (ModelServing, AutoscalingPolicy, ModelBooster, ModelCache)
 MODELS = {model.__name__: model for kind in KINDS for model in reachable_models(kind)}
 
 
@@ -40,9 +41,16 @@ def test_generation_is_deterministic_and_names_follow_the_convention() -> None:
     first, second = build_crds(), build_crds()
     assert first == second
     assert sorted(first) == sorted(
-        f"workload.serving.volcano.sh_{plural}.yaml"
-        for plural in ("modelservings", "autoscalingpolicies", "modelboosters")
+        [
+            *(
+                f"workload.serving.volcano.sh_{plural}.yaml"
+                for plural in ("modelservings", "autoscalingpolicies", "modelboosters")
+            ),
+            "serving.kthena-py.io_modelcaches.yaml",
+        ]
     )
+    for name, crd in first.items():
+        assert name == f"{crd['spec']['group']}_{crd['spec']['names']['plural']}.yaml"
     kustomization = yaml.safe_load((ROOT / "manifests" / "crd" / "kustomization.yaml").read_text())
     assert sorted(kustomization["resources"]) == sorted(first)
 
@@ -64,7 +72,7 @@ def _walk(schema: Any, path: str = "") -> list[tuple[str, dict[str, Any]]]:
 
 @pytest.mark.parametrize("spec", KIND_SPECS, ids=[spec.kind for spec in KIND_SPECS])
 def test_schema_is_structural(spec: Any) -> None:
-    crd = build_crds()[f"workload.serving.volcano.sh_{spec.plural}.yaml"]
+    crd = build_crds()[f"{spec.group}_{spec.plural}.yaml"]
     (version,) = crd["spec"]["versions"]
     schema = version["schema"]["openAPIV3Schema"]
     assert schema["properties"]["metadata"] == {"type": "object"}

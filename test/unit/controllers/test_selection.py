@@ -17,10 +17,10 @@ from kthena_py.controllers.selection import CONTROLLERS, parse_controllers
 from kthena_py.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[3]
-ALL = ("modelserving", "modelbooster", "autoscaler")
+ALL = ("modelserving", "modelbooster", "autoscaler", "modelcache")
 
 
-def test_the_known_names_are_kthenas() -> None:
+def test_the_known_names_are_kthenas_and_ours() -> None:
     assert CONTROLLERS == ALL
 
 
@@ -36,9 +36,10 @@ def test_the_known_names_are_kthenas() -> None:
         ([" modelserving "], ("modelserving",), False),  # entries are trimmed
         (["modelserving", "autoscaler"], ("modelserving", "autoscaler"), False),
         (["autoscaler", "modelserving"], ("modelserving", "autoscaler"), False),  # canonical order
-        (["*", "-autoscaler"], ("modelserving", "modelbooster"), False),
-        (["-autoscaler", "*"], ("modelserving", "modelbooster"), False),
-        (["*", "-autoscaler", "-modelbooster"], ("modelserving",), False),
+        (["*", "-autoscaler"], ("modelserving", "modelbooster", "modelcache"), False),
+        (["-autoscaler", "*"], ("modelserving", "modelbooster", "modelcache"), False),
+        (["*", "-autoscaler", "-modelbooster"], ("modelserving", "modelcache"), False),
+        (["*", "-modelcache"], ("modelserving", "modelbooster", "autoscaler"), False),
         (["*", "+autoscaler"], ALL, False),
         (["modelbooster", "-autoscaler"], ("modelbooster",), False),  # no '*': only what is named
         (["+autoscaler", "-autoscaler"], ("autoscaler",), False),  # both ways: enabled
@@ -46,7 +47,7 @@ def test_the_known_names_are_kthenas() -> None:
         (["*", "-modelserving", "modelserving"], ALL, False),
         # A list that enables nothing enables everything, with a warning (Kthena's fallback):
         (["-autoscaler"], ALL, True),
-        (["*", "-modelserving", "-modelbooster", "-autoscaler"], ALL, True),
+        (["*", "-modelserving", "-modelbooster", "-autoscaler", "-modelcache"], ALL, True),
         (["", "-modelserving"], ALL, True),
     ],
 )
@@ -166,6 +167,7 @@ def test_all_controllers_by_default() -> None:
         "autoscaling",
         "autoscaling-heterogeneous",
         "modelbooster",
+        "modelcache",
     ]
 
 

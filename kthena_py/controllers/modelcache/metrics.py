@@ -1,0 +1,62 @@
+"""Prometheus metrics of the ModelCache controller, registered in :data:`kthena_py.runtime.metrics.REGISTRY`.
+
+Guarantees: ``kthena_modelcache_phase`` is 1 for the cache's current phase and 0 for the other three, and a
+deleted cache's series are removed (:func:`forget`), so the gauge counts caches per phase with ``sum by
+(phase)``; the download histogram gets one sample per cache that becomes Ready (from its Job's start to its
+end, as the Job reports them), never one per reconcile.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Final, get_args
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from kthena_py.api.modelcache import ModelCachePhase
+from kthena_py.runtime.metrics import REGISTRY
+
+__all__ = ["BYTES", "DOWNLOAD_SECONDS", "JOB_WRITES", "PHASE", "forget", "set_phase"]
+
+PHASES: tuple[str, ...] = get_args(ModelCachePhase)
+
+PHASE: Final = Gauge(
+    "kthena_modelcache_phase",
+    "1 for the phase each ModelCache is in (Pending, Downloading, Ready, Failed), 0 for the others.",
+    ("namespace", "name", "phase"),
+    registry=REGISTRY,
+)
+BYTES: Final = Gauge(
+    "kthena_modelcache_bytes",
+    "Bytes a Ready ModelCache holds (status.sizeBytes).",
+    ("namespace", "name"),
+    registry=REGISTRY,
+)
+DOWNLOAD_SECONDS: Final = Histogram(
+    "kthena_modelcache_download_seconds",
+    "Seconds from a download Job's creation to its completion, for each ModelCache that became Ready.",
+    buckets=(5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400),
+    registry=REGISTRY,
+)
+JOB_WRITES: Final = Counter(
+    "kthena_modelcache_child_writes_total",
+    "Writes of ModelCache children: kind (Job, PodGroup, PersistentVolumeClaim), action (create, delete) and "
+    "result (success, error).",
+    ("kind", "action", "result"),
+    registry=REGISTRY,
+)
+
+
+def set_phase(namespace: str, name: str, phase: str) -> None:
+    """Record ``phase`` as the cache's current phase."""
+    for candidate in PHASES:
+        PHASE.labels(namespace, name, candidate).set(1 if candidate == phase else 0)
+
+
+def forget(namespace: str, name: str) -> None:
+    """Remove a deleted cache's series."""
+    for candidate in PHASES:
+        with contextlib.suppress(KeyError):
+            PHASE.remove(namespace, name, candidate)
+    with contextlib.suppress(KeyError):
+        BYTES.remove(namespace, name)

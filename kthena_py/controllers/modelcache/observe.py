@@ -1,0 +1,94 @@
+"""What the ModelCache reconciler reads: the cache, its Jobs with their pods, its claim, nodes, ModelServings.
+
+Guarantees:
+
+* Jobs, claims, nodes and ModelServings come from the informer cache; a cache's Jobs are those it owns
+  (owner UID), whatever their labels say.
+* Pods are read live, with one label-selected LIST per reconcile and only when the cache has Jobs: the manager's
+  shared pod cache holds only ModelServing pods (:func:`~kthena_py.controllers.resources.narrow_cache`), and a
+  download pod's termination message and IP are needed only while its Job runs or just finished.
+* A ModelServing names a cache by the annotation :data:`~kthena_py.vocab.labels.MODEL_CACHE` (same namespace).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+
+from kthena_py.api.modelcache import (
+    MODEL_CACHE_API_VERSION,
+    MODEL_CACHE_KIND,
+    DownloadProgress,
+    ModelCache,
+    ModelCacheStatus,
+)
+from kthena_py.kube import KubeApi
+from kthena_py.kube.objects import KubeObject, annotations_of, name_of
+from kthena_py.kube.resources import JOBS, NODES, PERSISTENT_VOLUME_CLAIMS, PODS
+from kthena_py.plan.modelcache import (
+    Observed,
+    claim_view,
+    job_view,
+    label_value,
+    node_view,
+    uses_claim,
+)
+from kthena_py.runtime.cache import CacheReader
+from kthena_py.vocab.labels import MODEL_CACHE, MODEL_CACHE_NAME
+
+from ..resources import MODELSERVINGS
+
+__all__ = ["naming_modelservings", "observe", "parse_cache"]
+
+
+def parse_cache(obj: KubeObject) -> ModelCache:
+    """Parse a cached ModelCache; a status our model does not accept is dropped (it is rewritten anyway).
+
+    Raises:
+        pydantic.ValidationError: The spec or metadata is invalid.
+    """
+    document: dict[str, Any] = {
+        "apiVersion": obj.get("apiVersion", MODEL_CACHE_API_VERSION),
+        "kind": MODEL_CACHE_KIND,
+        "metadata": obj.get("metadata") or {},
+        "spec": obj.get("spec") or {},
+    }
+    cache = ModelCache.model_validate(document)
+    try:
+        status = ModelCacheStatus.model_validate(obj.get("status") or {})
+    except pydantic.ValidationError:
+        return cache
+    return cache.model_copy(update={"status": status})
+
+
+def naming_modelservings(cache: CacheReader, namespace: str, name: str) -> tuple[str, ...]:
+    """The ModelServings of ``namespace`` whose annotation names the cache ``name``."""
+    return tuple(
+        sorted(
+            name_of(ms) for ms in cache.list(MODELSERVINGS, namespace) if annotations_of(ms).get(MODEL_CACHE) == name
+        )
+    )
+
+
+async def observe(
+    client: KubeApi, cache: CacheReader, mc: ModelCache, progress: dict[str, DownloadProgress] | None = None
+) -> Observed:
+    """Everything :func:`~kthena_py.plan.modelcache.plan_cache` and ``plan_deletion`` need about ``mc``."""
+    jobs = cache.owned_by(JOBS, mc.uid) if mc.uid else []
+    pods: list[KubeObject] = []
+    if jobs:
+        listed = await client.list(PODS, mc.namespace, label_selector=f"{MODEL_CACHE_NAME}={label_value(mc.name)}")
+        pods = list(listed.items)
+    claim_name = uses_claim(mc)
+    claim = cache.get(PERSISTENT_VOLUME_CLAIMS, claim_name, mc.namespace) if claim_name else None
+    nodes = cache.list(NODES) if mc.spec.storage.node_local is not None else []
+    users = naming_modelservings(cache, mc.namespace, mc.name)
+    return Observed(
+        jobs=tuple(sorted((job_view(j, pods) for j in jobs), key=lambda v: v.name)),
+        claim=claim_view(claim) if claim is not None else None,
+        nodes=tuple(node_view(n) for n in nodes),
+        requested=bool(users),
+        in_use_by=users,
+        progress=progress or {},
+    )

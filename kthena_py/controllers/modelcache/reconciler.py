@@ -1,0 +1,171 @@
+"""The ModelCache reconciler: stage a cache's model with Jobs, report its status, clean up on deletion.
+
+Flow of one reconcile (every decision is made by :mod:`kthena_py.plan.modelcache`; this layer reads and writes):
+
+1. Read the cache from the informer cache; a cache that is gone is forgotten (its metric series removed).
+2. A deleting cache: if it still has the finalizer, observe, :func:`~kthena_py.plan.modelcache.plan_deletion`,
+   apply (cleanup Jobs, stopping download Jobs), record the Events, and remove the finalizer when the plan
+   says so. A spec the model cannot parse never holds the finalizer: it is removed with a Warning.
+3. A live cache: add the finalizer if it is missing; observe (Jobs with their pods, claim, nodes,
+   ModelServings); scrape the progress of running download pods (bounded, failures ignored); plan; apply the
+   deletes and creates (a refused write: Warning Event, then the engine's backoff); write the status if it
+   changed; record the plan's Events; update the metrics; look again after the plan's ``requeue_after``.
+
+Guarantees: the status, the Jobs and their names are functions of the cluster's state, so a restarted manager
+on a converged cache makes no write, and one restarted mid-download finds the running Job instead of starting
+another.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+
+import pydantic
+import structlog
+
+from kthena_py.api.common import to_dict
+from kthena_py.api.modelcache import PHASE_READY, DownloadProgress, ModelCache
+from kthena_py.kube import KubeApi
+from kthena_py.kube.objects import KubeObject, is_deleting, meta
+from kthena_py.plan.modelcache import DOWNLOAD, Observed, PlanSettings, fingerprint, plan_cache, plan_deletion
+from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.events import EventSink
+from kthena_py.runtime.reconcile import Request, Result, TerminalError
+from kthena_py.vocab.conditions import REASON_INVALID_SPEC
+from kthena_py.vocab.labels import MODEL_CACHE_FINALIZER
+from kthena_py.vocab.times import parse_time
+
+from ..resources import MODELCACHES
+from . import metrics
+from .apply import apply_changes, set_finalizer, write_status
+from .observe import observe, parse_cache
+from .progress import ProgressSource, scrape_all
+
+__all__ = ["CacheReconciler"]
+
+log = structlog.get_logger("kthena_py.modelcache")
+
+
+class CacheReconciler:
+    """Keeps one ModelCache's Jobs, claim, status and finalizer in line with it."""
+
+    def __init__(
+        self,
+        client: KubeApi,
+        cache: SharedCache,
+        recorder: EventSink,
+        settings: PlanSettings,
+        progress: ProgressSource,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+        self.settings = settings
+        self.progress = progress
+        self._now = wall_clock
+
+    async def reconcile(self, request: Request) -> Result | None:
+        """Reconcile the ModelCache ``request`` names."""
+        obj = self.cache.get(MODELCACHES, request.name, request.namespace)
+        if obj is None:
+            metrics.forget(request.namespace, request.name)
+            return None
+        try:
+            mc = parse_cache(obj)
+        except pydantic.ValidationError as exc:
+            return await self._invalid(obj, exc)
+        if is_deleting(obj):
+            return await self._delete(obj, mc)
+        patched = await set_finalizer(self.client, obj, True)
+        if patched is not None:
+            self.cache.record_write(MODELCACHES, patched)  # read our own write, even while the watch lags
+            obj = patched
+        return await self._stage(obj, mc)
+
+    async def _invalid(self, obj: KubeObject, exc: pydantic.ValidationError) -> Result | None:
+        first = exc.errors()[0]
+        problem = f"invalid spec: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        if is_deleting(obj):
+            await set_finalizer(self.client, obj, False)  # never held by a spec we cannot read
+            return None
+        self.recorder.event(obj, "Warning", REASON_INVALID_SPEC, problem)
+        raise TerminalError(problem)
+
+    async def _scrape(self, mc: ModelCache, observed: Observed) -> dict[str, DownloadProgress]:
+        fp = fingerprint(mc.spec)
+        targets = {
+            job.name: job.pod.ip
+            for job in observed.jobs
+            if job.kind == DOWNLOAD
+            and job.fingerprint == fp
+            and job.state == "active"
+            and job.pod is not None
+            and job.pod.phase == "Running"
+            and job.pod.ip
+        }
+        if not targets:
+            return {}
+        return await scrape_all(self.progress, targets, self.settings.job.progress_port)
+
+    async def _stage(self, obj: KubeObject, mc: ModelCache) -> Result | None:
+        observed = await observe(self.client, self.cache, mc)
+        progress = await self._scrape(mc, observed)
+        if progress:
+            observed = dataclasses.replace(observed, progress=progress)
+        now = self._now()
+        plan = plan_cache(mc, observed, self.settings, now)
+        done = await apply_changes(self.client, self.recorder, obj, plan.creates, plan.deletes)
+        if done:
+            log.info("modelcache children written", cache=f"{mc.namespace}/{mc.name}", writes=done)
+        written = await write_status(self.client, obj, plan.status)
+        for event in plan.events:
+            self.recorder.event(obj, "Warning" if event.type == "Warning" else "Normal", event.reason, event.message)
+        self._metrics(mc, observed, plan.status)
+        if written:
+            log.info(
+                "modelcache status",
+                cache=f"{mc.namespace}/{mc.name}",
+                phase=plan.status.get("phase"),
+                job=plan.status.get("jobName"),
+            )
+        return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
+
+    def _metrics(self, mc: ModelCache, observed: Observed, status: dict[str, object]) -> None:
+        phase = str(status.get("phase") or "")
+        metrics.set_phase(mc.namespace, mc.name, phase)
+        size = status.get("sizeBytes")
+        if isinstance(size, int):
+            metrics.BYTES.labels(mc.namespace, mc.name).set(size)
+        before = to_dict(mc.status).get("phase") if mc.status is not None else None
+        if phase == PHASE_READY and before != PHASE_READY:
+            job = next((j for j in observed.jobs if j.name == status.get("jobName")), None)
+            if job is not None and job.finished_at is not None:
+                metrics.DOWNLOAD_SECONDS.observe(max(0.0, job.finished_at - job.created_at))
+
+    async def _delete(self, obj: KubeObject, mc: ModelCache) -> Result | None:
+        if MODEL_CACHE_FINALIZER not in (meta(obj).get("finalizers") or []):
+            return None
+        observed = await observe(self.client, self.cache, mc)
+        now = self._now()
+        deleted_at = parse_time(meta(obj).get("deletionTimestamp")) or now
+        plan = plan_deletion(mc, observed, self.settings, now, deleted_at)
+        try:
+            await apply_changes(self.client, self.recorder, obj, plan.creates, plan.deletes)
+        except Exception:
+            if now < deleted_at + self.settings.cleanup_timeout:
+                raise
+            log.warning(
+                "cleanup writes failed past the bound; removing the finalizer", cache=f"{mc.namespace}/{mc.name}"
+            )
+        for event in plan.events:
+            self.recorder.event(obj, "Warning" if event.type == "Warning" else "Normal", event.reason, event.message)
+        if plan.remove_finalizer:
+            await set_finalizer(self.client, obj, False)
+            metrics.forget(mc.namespace, mc.name)
+            log.info("modelcache finalizer removed", cache=f"{mc.namespace}/{mc.name}")
+            return None
+        return Result(requeue_after=max(0.5, plan.requeue_after)) if plan.requeue_after else None

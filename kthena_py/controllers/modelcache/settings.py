@@ -1,0 +1,63 @@
+"""Settings of the ModelCache controller (the manager's ``--modelcache-*`` flags), injectable for tests.
+
+Guarantees: every default is usable as is (the project's image, Volcano, a 5 minute cleanup bound); the
+planner's settings are derived in one place (:meth:`Settings.plan_settings`), so a test that shortens the
+cleanup bound or the backoff changes exactly what the planner sees.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kthena_py.plan.modelcache import VOLCANO, Backoff, JobSettings, PlanSettings
+
+__all__ = ["DEFAULT_DOWNLOADER_IMAGE", "Settings"]
+
+DEFAULT_DOWNLOADER_IMAGE = "kthena-py:latest"
+"""The project's image: it carries ``kthena-py download``."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """ModelCache controller settings.
+
+    Attributes:
+        downloader_image: The image of download and cleanup Jobs (``--modelcache-downloader-image``).
+        scheduler_name: The Jobs' scheduler (``--modelcache-scheduler-name``); ``volcano`` also creates a
+            one-member PodGroup per Job.
+        cleanup_timeout: Seconds after a cache's deletion after which its finalizer is removed even if the
+            cleanup did not finish (``--modelcache-cleanup-timeout``).
+        progress_port: The port download pods serve ``/progress`` on.
+        progress_interval: Seconds between progress scrapes while a download runs.
+        scrape_timeout: Seconds one progress scrape may take (a slow pod leaves the progress unset).
+        backoff_base: Seconds before the first retry of a failed download; doubles per failure.
+        backoff_cap: The longest wait between retries.
+        backoff_limit: Pod retries inside one download Job.
+        command: The downloader's command in the image.
+    """
+
+    downloader_image: str = DEFAULT_DOWNLOADER_IMAGE
+    scheduler_name: str = VOLCANO
+    cleanup_timeout: float = 300.0
+    progress_port: int = 8090
+    progress_interval: float = 5.0
+    scrape_timeout: float = 2.0
+    backoff_base: float = 10.0
+    backoff_cap: float = 600.0
+    backoff_limit: int = 1
+    command: tuple[str, ...] = ("kthena-py",)
+
+    def plan_settings(self) -> PlanSettings:
+        """The planner's view of these settings."""
+        return PlanSettings(
+            job=JobSettings(
+                image=self.downloader_image,
+                scheduler_name=self.scheduler_name,
+                progress_port=self.progress_port,
+                backoff_limit=self.backoff_limit,
+                command=self.command,
+            ),
+            backoff=Backoff(base=self.backoff_base, cap=self.backoff_cap),
+            progress_interval=self.progress_interval,
+            cleanup_timeout=self.cleanup_timeout,
+        )
