@@ -17,6 +17,7 @@ from kthena_py.api.common import (
     MODEL_SERVING_PLURAL,
     VERSION,
 )
+from kthena_py.api.modelcache import MODEL_CACHE_GROUP, MODEL_CACHE_KIND, MODEL_CACHE_PLURAL, MODEL_CACHE_VERSION
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelbooster.naming import NETWORKING_GROUP
 from kthena_py.plan.modelserving.core import naming
@@ -28,6 +29,8 @@ MODELBOOSTERS = ResourceType(GROUP, VERSION, MODEL_BOOSTER_KIND, MODEL_BOOSTER_P
 # Kthena's router API (optional CRDs): what a ModelBooster expands into next to its ModelServing.
 MODELSERVERS = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelServer", "modelservers")
 MODELROUTES = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelRoute", "modelroutes")
+# kthena_py's own API (optional CRD): the ModelCaches a ModelServing's serving gate waits for.
+MODELCACHES = ResourceType(MODEL_CACHE_GROUP, MODEL_CACHE_VERSION, MODEL_CACHE_KIND, MODEL_CACHE_PLURAL)
 
 NARROWED = (PODS, SERVICES, PODGROUPS, CONTROLLER_REVISIONS)
 
