@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
-from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH, MODEL_CACHE_VOLUME, ModelCache, model_dir
+from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH, MODEL_CACHE_VOLUME, ModelCache, ModelCachePhase, model_dir
 from kthena_py.vocab.conditions import (
     DEGRADED,
     REASON_MODEL_CACHE_CONFLICT,
@@ -51,7 +51,11 @@ __all__ = [
     "template_conflict",
 ]
 
-GateState = Literal["Ready", "Waiting", "Failed", "Conflict"]
+GateState = Literal["open", "waiting", "failed", "conflict"]
+"""Where a gate stands: only ``open`` lets pods be created."""
+
+_PENDING, _DOWNLOADING, _READY, _FAILED = get_args(ModelCachePhase)
+"""The cache's phases, as its API spells them."""
 
 
 @dataclass(frozen=True)
@@ -120,7 +124,7 @@ class CacheGate:
     @property
     def open(self) -> bool:
         """Whether new pods may be created."""
-        return self.state == "Ready"
+        return self.state == "open"
 
     @property
     def name(self) -> str:
@@ -245,13 +249,13 @@ def decide_gate(
     if not name:
         return CacheGate(
             CacheMount(name),
-            "Waiting",
+            "waiting",
             REASON_WAITING_FOR_MODEL_CACHE,
             f"the annotation {MODEL_CACHE} names no ModelCache",
         )
     if cache is None:
         why = f"ModelCache {name} cannot be read: {unreadable}" if unreadable else f"ModelCache {name} not found"
-        return CacheGate(CacheMount(name), "Waiting", REASON_WAITING_FOR_MODEL_CACHE, why)
+        return CacheGate(CacheMount(name), "waiting", REASON_WAITING_FOR_MODEL_CACHE, why)
     mount = mount_of(name, cache)
     conflict = template_conflict(templates)
     status = cache.status
@@ -259,26 +263,26 @@ def decide_gate(
     if conflict is not None:
         return CacheGate(
             mount,
-            "Conflict",
+            "conflict",
             REASON_MODEL_CACHE_CONFLICT,
             f"cannot mount ModelCache {name}: {conflict} (rename it, or drop the annotation {MODEL_CACHE})",
             phase=phase,
         )
     degraded = _condition(cache, DEGRADED)
-    if phase == "Failed" or (degraded is not None and degraded.status == "True"):
+    if phase == _FAILED or (degraded is not None and degraded.status == "True"):
         reason = degraded.reason if degraded is not None and degraded.status == "True" else None
         detail = degraded.message if degraded is not None and degraded.status == "True" else None
         text = f"ModelCache {name} failed" + (f" ({reason})" if reason else "") + (f": {detail}" if detail else "")
-        return CacheGate(mount, "Failed", REASON_MODEL_CACHE_FAILED, text, phase=phase, cache_reason=reason)
+        return CacheGate(mount, "failed", REASON_MODEL_CACHE_FAILED, text, phase=phase, cache_reason=reason)
     generation = (cache.metadata or {}).get("generation")
     observed = status.observed_generation if status is not None else None
     stale = isinstance(generation, int) and observed is not None and observed < generation
     nodes = tuple(sorted(set(status.nodes or ()))) if status is not None and mount.node_local else None
-    if phase == "Ready" and not stale:
+    if phase == _READY and not stale:
         if nodes is not None and not nodes:
             return CacheGate(
                 mount,
-                "Waiting",
+                "waiting",
                 REASON_WAITING_FOR_MODEL_CACHE,
                 f"ModelCache {name} is Ready on no node yet",
                 phase=phase,
@@ -288,17 +292,17 @@ def decide_gate(
         size = f" ({status.size})" if status is not None and status.size else ""
         return CacheGate(
             mount,
-            "Ready",
+            "open",
             REASON_MODEL_CACHE_READY,
             f"ModelCache {name} is Ready{size}{where}",
             phase=phase,
             nodes=nodes,
         )
-    progress = progress_text(cache) if phase == "Downloading" else None
+    progress = progress_text(cache) if phase == _DOWNLOADING else None
     if stale:
         text = f"ModelCache {name} has not yet staged its latest spec (generation {generation})"
     else:
-        text = f"ModelCache {name} is {phase or 'Pending'}" + (f" ({progress})" if progress else "")
+        text = f"ModelCache {name} is {phase or _PENDING}" + (f" ({progress})" if progress else "")
     return CacheGate(
-        mount, "Waiting", REASON_WAITING_FOR_MODEL_CACHE, text, phase=phase, progress=progress, nodes=nodes
+        mount, "waiting", REASON_WAITING_FOR_MODEL_CACHE, text, phase=phase, progress=progress, nodes=nodes
     )
