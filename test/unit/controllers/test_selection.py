@@ -142,7 +142,13 @@ def _packages(loaded: list[str]) -> set[str]:
 
 def test_modelserving_alone_never_imports_the_other_controllers() -> None:
     got = register(["modelserving"], eviction_budget=True)
-    assert got["names"] == ["modelserving", "modelserving-rollout", "modelserving-gang", "modelserving-modelcache", "eviction-budget"]
+    assert got["names"] == [
+        "modelserving",
+        "modelserving-rollout",
+        "modelserving-gang",
+        "modelserving-modelcache",
+        "eviction-budget",
+    ]
     shared = {"servingview", "components", "resources", "selection"}
     assert _packages(got["loaded"]) == {"modelserving", "eviction"} | shared
     assert "numpy" not in got["loaded"]
