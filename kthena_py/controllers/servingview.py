@@ -24,7 +24,7 @@ from kthena_py.api.modelcache import ModelCache
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES
-from kthena_py.plan.modelserving.core.modelcache import CacheGate, cache_name, decide_gate
+from kthena_py.plan.modelserving.core.modelcache import CacheGate, cache_name, decide_gate, templates_of
 from kthena_py.plan.modelserving.core.types import MSRef, Observed
 from kthena_py.runtime.cache import CacheReader, SharedCache
 from kthena_py.runtime.controller import Mapper
@@ -122,15 +122,6 @@ def _parse_cache(obj: KubeObject) -> ModelCache:
     return parsed
 
 
-def _templates(ms: ModelServing) -> list[tuple[str, dict[str, Any] | None]]:
-    found: list[tuple[str, dict[str, Any] | None]] = []
-    for role in ms.spec.template.roles:
-        found.append((f"role {role.name} entryTemplate", role.entry_template.spec))
-        if role.worker_template is not None:
-            found.append((f"role {role.name} workerTemplate", role.worker_template.spec))
-    return found
-
-
 def model_cache_gate(cache: CacheReader, obj: KubeObject | None) -> CacheGate | None:
     """The serving gate of the cached ModelServing ``obj`` (``None``: it names no ModelCache, or is gone).
 
@@ -152,7 +143,7 @@ def model_cache_gate(cache: CacheReader, obj: KubeObject | None) -> CacheGate | 
             parsed = _parse_cache(found)
         except ValueError as exc:
             unreadable = str(exc).splitlines()[0]
-    return decide_gate(annotations, _templates(ms), parsed, unreadable=unreadable)
+    return decide_gate(annotations, templates_of(ms), parsed, unreadable=unreadable)
 
 
 def modelservings_of_cache(cache: CacheReader) -> Mapper:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH, MODEL_CACHE_VOLUME, ModelCache, ModelCachePhase, model_dir
+from kthena_py.api.modelserving import ModelServing
 from kthena_py.vocab.conditions import (
     DEGRADED,
     REASON_MODEL_CACHE_CONFLICT,
@@ -49,6 +50,7 @@ __all__ = [
     "mount_of",
     "progress_text",
     "template_conflict",
+    "templates_of",
 ]
 
 GateState = Literal["open", "waiting", "failed", "conflict"]
@@ -216,6 +218,16 @@ def template_conflict(templates: Iterable[tuple[str, Mapping[str, Any] | None]])
                         f"{mount.get('name')} at {mount.get('mountPath')}"
                     )
     return None
+
+
+def templates_of(ms: ModelServing) -> list[tuple[str, dict[str, Any] | None]]:
+    """The pod specs of a ModelServing's templates as ``(where, pod spec)`` pairs, for :func:`decide_gate`."""
+    found: list[tuple[str, dict[str, Any] | None]] = []
+    for role in ms.spec.template.roles:
+        found.append((f"role {role.name} entryTemplate", role.entry_template.spec))
+        if role.worker_template is not None:
+            found.append((f"role {role.name} workerTemplate", role.worker_template.spec))
+    return found
 
 
 def _condition(cache: ModelCache, kind: str) -> Any:

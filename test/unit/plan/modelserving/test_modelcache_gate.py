@@ -421,3 +421,25 @@ def test_the_condition_and_its_events_follow_transitions_only() -> None:
     ready = decide_model_cached(gate_of(cache_doc()), Condition.model_validate(again.condition), 3, NOW + 20)
     assert ready.condition["status"] == "True" and ready.event is not None and ready.event.type == "Normal"
     assert ready.condition["lastTransitionTime"] != failed.condition["lastTransitionTime"]
+
+
+# -- kthena-py status -------------------------------------------------------------------------------------------------
+
+
+def test_status_shows_the_cache_of_a_gated_modelserving_and_nothing_for_others() -> None:
+    from kthena_py.plan.modelserving.view import build_view, render_text, status_document
+
+    from .builders import ms_doc
+
+    gated = ms_doc(role_doc("prefill"), annotations=ANNOTATED)
+    progress = {"bytesDone": 1288490189, "bytesTotal": 3113851290, "filesDone": 1, "percent": "42%"}
+    view = build_view(gated, [], now=NOW, model_cache=cache_doc("Downloading", progress=progress))
+    text = render_text(view, ages=False)
+    assert "ModelCache llama-3: Downloading (42%, 1.2 GiB of 2.9 GiB), WaitingForModelCache" in text
+    doc = status_document(view)["modelCache"]
+    assert doc["name"] == "llama-3" and doc["phase"] == "Downloading" and doc["ready"] is False
+    assert doc["progress"] == "42%, 1.2 GiB of 2.9 GiB" and doc["reason"] == "WaitingForModelCache"
+    missing = status_document(build_view(gated, [], now=NOW))["modelCache"]
+    assert missing["phase"] == "NotFound" and missing["message"] == "ModelCache llama-3 not found"
+    plain = build_view(ms_doc(role_doc("prefill")), [], now=NOW)
+    assert "modelCache" not in status_document(plain) and "ModelCache" not in render_text(plain, ages=False)
