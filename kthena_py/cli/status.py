@@ -34,12 +34,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from kthena_py.controllers.resources import MODELSERVINGS
+from kthena_py.controllers.resources import MODELCACHES, MODELSERVINGS
 from kthena_py.kube import ApiError, ApiUnavailable, Gone, KubeApi, KubeObject, NotFound, WatchApi, WatchEvent
 from kthena_py.kube.resources import CONFIGMAPS, CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.eviction.tracker import tracker_name
 from kthena_py.plan.modelserving.view import StatusView, build_view, render_json, render_text, status_document
+from kthena_py.vocab.labels import MODEL_CACHE
 
 from .common import CommandError
 from .rollout import connect
@@ -64,6 +65,8 @@ class Snapshot:
     tracker: KubeObject | None = None
     pods_version: str = ""
     podgroups_served: bool = False
+    model_cache: KubeObject | None = None
+    """The ModelCache the ModelServing's annotation names, when it names one and it can be read."""
 
 
 async def _optional_list(client: KubeApi, rt: ResourceType, namespace: str, selector: str) -> list[KubeObject] | None:
@@ -92,7 +95,15 @@ async def read_snapshot(client: KubeApi, name: str, namespace: str) -> Snapshot:
         tracker: KubeObject | None = await client.get(CONFIGMAPS, tracker_name(name), namespace)
     except NotFound:
         tracker = None
+    model_cache: KubeObject | None = None
+    cache_name = ((ms.get("metadata") or {}).get("annotations") or {}).get(MODEL_CACHE)
+    if isinstance(cache_name, str) and cache_name.strip():
+        try:
+            model_cache = await client.get(MODELCACHES, cache_name.strip(), namespace)
+        except NotFound:
+            model_cache = None  # absent, or its CRD is not installed: the view says "not found"
     return Snapshot(
+        model_cache=model_cache,
         ms=ms,
         pods=tuple(pods.items),
         services=tuple(services.items),
@@ -119,6 +130,7 @@ def view_of(snapshot: Snapshot, now: float) -> StatusView:
             podgroups=snapshot.podgroups,
             revisions=snapshot.revisions,
             tracker=snapshot.tracker,
+            model_cache=snapshot.model_cache,
         )
     except ValueError as err:
         first = str(err).splitlines()

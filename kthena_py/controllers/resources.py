@@ -31,6 +31,8 @@ MODELCACHES = ResourceType(MODEL_CACHE_GROUP, MODEL_CACHE_VERSION, MODEL_CACHE_K
 # Kthena's router API (optional CRDs): what a ModelBooster expands into next to its ModelServing.
 MODELSERVERS = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelServer", "modelservers")
 MODELROUTES = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelRoute", "modelroutes")
+# kthena_py's own API (optional CRD): the ModelCaches a ModelServing's serving gate waits for.
+MODELCACHES = ResourceType(MODEL_CACHE_GROUP, MODEL_CACHE_VERSION, MODEL_CACHE_KIND, MODEL_CACHE_PLURAL)
 
 NARROWED = (PODS, SERVICES, PODGROUPS, CONTROLLER_REVISIONS)
 

@@ -5,6 +5,13 @@ Shared by the ModelServing and eviction reconcilers, which do not import each ot
 Guarantees: no API calls; :func:`observe` returns only objects controlled by the given ModelServing UID (leftovers
 of a deleted same-named predecessor are never adopted); :func:`parse_modelserving` memoises by (uid,
 resourceVersion) in a bounded LRU, derived data lost harmlessly on restart.
+
+The serving gate: :func:`observe` also carries the gate of a ModelServing that names a ModelCache (the annotation
+``serving.kthena-py.io/model-cache``), decided by the pure
+:func:`~kthena_py.plan.modelserving.core.modelcache.decide_gate` from the cached ModelCache (or its absence), so
+every ModelServing planner, and the eviction budget, plan the same revision. The ModelCache informer is optional
+(:func:`watch_model_caches`: the CRD may not be installed; then every named cache is "not found"), and a
+ModelServing without the annotation never reads it.
 """
 
 from __future__ import annotations
@@ -13,15 +20,30 @@ from collections import OrderedDict
 from typing import Any
 
 from kthena_py.api.common import API_VERSION
+from kthena_py.api.modelcache import ModelCache
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES
+from kthena_py.plan.modelserving.core.modelcache import CacheGate, cache_name, decide_gate, templates_of
 from kthena_py.plan.modelserving.core.types import MSRef, Observed
-from kthena_py.runtime.cache import CacheReader
+from kthena_py.runtime.cache import CacheReader, SharedCache
+from kthena_py.runtime.controller import Mapper
+from kthena_py.runtime.reconcile import Request
 from kthena_py.vocab.labels import SERVING_NAME
 from kthena_py.vocab.owners import controlled_by
 
-__all__ = ["NAME_LABEL", "ms_ref", "observe", "parse_modelserving"]
+from .resources import MODELCACHES, MODELSERVINGS
+
+__all__ = [
+    "NAME_LABEL",
+    "model_cache_changed",
+    "model_cache_gate",
+    "modelservings_of_cache",
+    "ms_ref",
+    "observe",
+    "parse_modelserving",
+    "watch_model_caches",
+]
 
 NAME_LABEL = SERVING_NAME
 
@@ -78,9 +100,87 @@ def _parse_modelserving(obj: KubeObject) -> ModelServing:
     return ModelServing.model_validate(base)
 
 
+def watch_model_caches(cache: SharedCache) -> None:
+    """Cache ModelCaches (optional: without their CRD, a named cache is simply not found)."""
+    cache.informer(MODELCACHES, optional=True)
+
+
+_CACHES: OrderedDict[tuple[str, str], ModelCache] = OrderedDict()
+
+
+def _parse_cache(obj: KubeObject) -> ModelCache:
+    md = meta(obj)
+    key = (str(md.get("uid") or ""), str(md.get("resourceVersion") or ""))
+    if all(key) and key in _CACHES:
+        _CACHES.move_to_end(key)
+        return _CACHES[key]
+    parsed = ModelCache.model_validate(obj)
+    if all(key):
+        _CACHES[key] = parsed
+        if len(_CACHES) > _PARSED_MAX:
+            _CACHES.popitem(last=False)
+    return parsed
+
+
+def model_cache_gate(cache: CacheReader, obj: KubeObject | None) -> CacheGate | None:
+    """The serving gate of the cached ModelServing ``obj`` (``None``: it names no ModelCache, or is gone).
+
+    Raises:
+        pydantic.ValidationError: The ModelServing's spec is invalid (as :func:`parse_modelserving`).
+    """
+    if obj is None:
+        return None
+    annotations = meta(obj).get("annotations")
+    name = cache_name(annotations)
+    if name is None:
+        return None
+    ms = parse_modelserving(obj)
+    found = cache.get(MODELCACHES, name, ms.namespace) if name else None
+    unreadable: str | None = None
+    parsed: ModelCache | None = None
+    if found is not None:
+        try:
+            parsed = _parse_cache(found)
+        except ValueError as exc:
+            unreadable = str(exc).splitlines()[0]
+    return decide_gate(annotations, templates_of(ms), parsed, unreadable=unreadable)
+
+
+def modelservings_of_cache(cache: CacheReader) -> Mapper:
+    """Map a ModelCache to the ModelServings of its namespace that name it."""
+
+    def mapper(obj: KubeObject) -> list[Request]:
+        md = meta(obj)
+        namespace, name = str(md.get("namespace") or ""), str(md.get("name") or "")
+        return [
+            Request(namespace, str(meta(ms).get("name")))
+            for ms in cache.list(MODELSERVINGS, namespace)
+            if cache_name(meta(ms).get("annotations")) == name
+        ]
+
+    return mapper
+
+
+def model_cache_changed(old: KubeObject | None, new: KubeObject) -> bool:
+    """Whether a ModelCache changed in what a gate reads (its spec, generation or status)."""
+    if old is None:
+        return True
+    return (
+        old.get("spec") != new.get("spec")
+        or old.get("status") != new.get("status")
+        or meta(old).get("generation") != meta(new).get("generation")
+    )
+
+
 def observe(cache: CacheReader, ref: MSRef) -> Observed:
-    """Everything owned by the ModelServing ``ref``, as the cache sees it now."""
+    """Everything owned by the ModelServing ``ref`` (and its ModelCache gate), as the cache sees it now.
+
+    Raises:
+        pydantic.ValidationError: The ModelServing names a ModelCache but its spec is invalid.
+    """
+    gate = model_cache_gate(cache, cache.get(MODELSERVINGS, ref.name, ref.namespace))
     return Observed(
+        model_cache=gate,
         pods=tuple(o for o in cache.owned_by(PODS, ref.uid) if controlled_by(o, ref.uid)),
         services=tuple(o for o in cache.owned_by(SERVICES, ref.uid) if controlled_by(o, ref.uid)),
         podgroups=tuple(o for o in cache.owned_by(PODGROUPS, ref.uid) if controlled_by(o, ref.uid)),

@@ -55,6 +55,7 @@ __all__ = [
     "REASON_INVALID_SPEC",
     "REASON_MODEL_ABNORMAL",
     "REASON_MODEL_AVAILABLE",
+    "REASON_MODEL_CACHE_CONFLICT",
     "REASON_MODEL_CACHE_FAILED",
     "REASON_MODEL_CACHE_READY",
     "REASON_MODEL_CREATING",
@@ -234,6 +235,8 @@ REASON_STORAGE_UNAVAILABLE = "StorageUnavailable"
 REASON_WAITING_FOR_MODEL_CACHE = "WaitingForModelCache"
 REASON_MODEL_CACHE_FAILED = "ModelCacheFailed"
 REASON_MODEL_CACHE_READY = "ModelCacheReady"
+REASON_MODEL_CACHE_CONFLICT = "ModelCacheMountConflict"
+"""A ModelServing template already uses the cache's volume name or mount path: the gate stays closed."""
 
 CONDITION_REASONS = (
     REASON_ALL_SCHEDULED,
@@ -292,5 +295,6 @@ CONDITION_REASONS = (
     REASON_WAITING_FOR_MODEL_CACHE,
     REASON_MODEL_CACHE_FAILED,
     REASON_MODEL_CACHE_READY,
+    REASON_MODEL_CACHE_CONFLICT,
 )
 """Every reason above."""

@@ -75,9 +75,19 @@ def _reconcilers(metrics: str) -> set[str]:
 
 async def test_modelserving_only(kubeconfig: Path, namespace: str) -> None:
     metrics, log = await _run(kubeconfig, namespace, "modelserving")
-    assert _reconcilers(metrics) == {"modelserving", "modelserving-rollout", "modelserving-gang"}
+    assert _reconcilers(metrics) == {
+        "modelserving",
+        "modelserving-rollout",
+        "modelserving-gang",
+        "modelserving-modelcache",
+    }
     (start,) = [line for line in log if line.get("event") == "starting manager"]
-    assert start["controllers"] == ["modelserving", "modelserving-rollout", "modelserving-gang"]
+    assert start["controllers"] == [
+        "modelserving",
+        "modelserving-rollout",
+        "modelserving-gang",
+        "modelserving-modelcache",
+    ]
     assert start["disabled"] == ["modelbooster", "autoscaler", "modelcache"]
 
 
@@ -87,6 +97,7 @@ async def test_all_but_the_autoscaler(kubeconfig: Path, namespace: str) -> None:
         "modelserving",
         "modelserving-rollout",
         "modelserving-gang",
+        "modelserving-modelcache",
         "modelbooster",
         "modelcache",
     }

@@ -26,6 +26,7 @@ from kthena_py.runtime.reconcile import Request
 from kthena_py.runtime.webhook import WebhookServer
 
 from ..resources import MODELSERVINGS, narrow_cache
+from ..servingview import watch_model_caches
 from .reconciler import FIELD_MANAGER, EvictionBudgetReconciler, condition_of
 from .webhook import DEFAULT_TTL, EVICTION_PATH, EvictionWebhook
 
@@ -76,6 +77,7 @@ def register(manager: Manager, *, workers: int) -> Controller:
     cache = manager.cache
     narrow_cache(cache)
     cache.select(CONFIGMAPS, naming.LABEL_NAME)  # trackers only
+    watch_model_caches(cache)  # the serving gate is part of what the budget plans from (its revisions)
     reconciler = EvictionBudgetReconciler(manager.client, cache)
 
     def trackers(obj: KubeObject) -> Iterable[Request]:

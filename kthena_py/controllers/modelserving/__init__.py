@@ -1,4 +1,8 @@
-"""The ModelServing controllers: ServingGroups (pods, Services, recovery, status), rollouts and gang scheduling."""
+"""The ModelServing controllers: ServingGroups, rollouts, gang scheduling and the ModelCache gate's condition.
+
+ServingGroups cover pods, Services, recovery and status; the gate's ``ModelCached`` condition is reported for
+ModelServings that name a ModelCache.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +16,10 @@ from kthena_py.runtime.reconcile import Request
 from kthena_py.vocab.labels import SERVING_NAME
 
 from ..components import MODELSERVING
-from ..resources import MODELSERVINGS
+from ..resources import MODELCACHES, MODELSERVINGS
+from ..servingview import model_cache_changed, modelservings_of_cache, watch_model_caches
 from .gang import PodGroupReconciler
+from .modelcache import ModelCacheGateReconciler
 from .notify import RunningNotifier
 from .observe import PODGROUP_CRD_SELECTOR, register_informers
 from .predicates import existing_pod_changed, pod_change_matters
@@ -44,6 +50,8 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
     recorder = manager.recorder_for(MODELSERVING)
     register_informers(cache)
     register_scheduling_informers(cache)
+    watch_model_caches(cache)
+    cache_owners = modelservings_of_cache(cache)
 
     def every_modelserving(_: KubeObject) -> Iterable[Request]:
         return [Request(o["metadata"]["namespace"], o["metadata"]["name"]) for o in cache.list(MODELSERVINGS)]
@@ -88,15 +96,28 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
         .owns(PODS, MODELSERVINGS, unit_change_matters(cache))
         .owns(CONTROLLER_REVISIONS, MODELSERVINGS, spec_or_metadata_changed)
     )
+    # The serving gate: a ModelCache that changes opens or closes the gate of the ModelServings naming it.
+    gate = (
+        Controller(
+            "modelserving-modelcache",
+            ModelCacheGateReconciler(manager.client, cache, recorder),
+            cache,
+            workers=workers,
+        )
+        .for_(MODELSERVINGS, spec_or_metadata_changed)
+        .watches(MODELCACHES, cache_owners, model_cache_changed)
+    )
+    for c in (groups, rollout, gang):
+        c.watches(MODELCACHES, cache_owners, model_cache_changed)
     if eviction_budget:
         # A grant or a release in the tracker changes which units count as disrupted: every planner looks again.
         cache.select(CONFIGMAPS, SERVING_NAME)  # trackers only (the eviction budget selects the same)
         for c in (groups, rollout, gang):
             c.owns(CONFIGMAPS, MODELSERVINGS, tracker_records_changed)
-    for c in (groups, rollout, gang):
+    for c in (groups, rollout, gang, gate):
         manager.add_controller(c)
     cache.informer(PODS).add_handler(RunningNotifier(cache, recorder, manager.leading.is_set))
-    return [groups, rollout, gang]
+    return [groups, rollout, gang, gate]
 
 
 def tracker_records_changed(old: KubeObject | None, new: KubeObject) -> bool:

@@ -143,7 +143,13 @@ def _packages(loaded: list[str]) -> set[str]:
 
 def test_modelserving_alone_never_imports_the_other_controllers() -> None:
     got = register(["modelserving"], eviction_budget=True)
-    assert got["names"] == ["modelserving", "modelserving-rollout", "modelserving-gang", "eviction-budget"]
+    assert got["names"] == [
+        "modelserving",
+        "modelserving-rollout",
+        "modelserving-gang",
+        "modelserving-modelcache",
+        "eviction-budget",
+    ]
     shared = {"servingview", "components", "resources", "selection"}
     assert _packages(got["loaded"]) == {"modelserving", "eviction"} | shared
     assert "numpy" not in got["loaded"]
@@ -164,6 +170,7 @@ def test_all_controllers_by_default() -> None:
         "modelserving",
         "modelserving-rollout",
         "modelserving-gang",
+        "modelserving-modelcache",
         "autoscaling",
         "autoscaling-heterogeneous",
         "modelbooster",

@@ -5,7 +5,10 @@ Guarantees:
 * :class:`RevisionData` holds everything that shapes the pods: the roles (their name, ``entryTemplate``,
   ``workerReplicas``, ``workerTemplate``), ``schedulerName`` and ``plugins``. Role ``replicas``,
   ``maxUnavailable``, ``maxSurge`` and ``partition`` do not shape a pod and are excluded from the hashes, so
-  scaling never changes the revision.
+  scaling never changes the revision. A ModelServing that names a ModelCache adds the cache's mount
+  (:class:`~kthena_py.plan.modelserving.core.modelcache.CacheMount`: name, mount path, ``subPath``, claim or host
+  path); without one the data, the hashes and the ControllerRevisions are exactly what they were before caches
+  existed (the key is left out, not written as null).
 * :func:`revision_hash` and :func:`role_template_hash` are deterministic functions of that data (canonical JSON,
   sorted keys, then SHA-256; env vars the controller injects itself, ``GROUP_SIZE`` / ``ENTRY_ADDRESS`` /
   ``WORKER_INDEX``, are left out because they never reach a pod as written; ``status.collisionCount`` salts the
@@ -32,6 +35,7 @@ from pydantic import ValidationError
 from kthena_py.api.common import to_dict
 from kthena_py.api.modelserving import ModelServingSpec, PluginSpec, Role
 from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.modelcache import CacheMount
 from kthena_py.plan.modelserving.core.plugins import plugin_applies
 from kthena_py.plan.modelserving.core.types import KubeObject, MSRef
 
@@ -60,15 +64,17 @@ class RevisionData:
     roles: tuple[Role, ...]
     scheduler_name: str
     plugins: tuple[PluginSpec, ...] = ()
+    model_cache: CacheMount | None = None
+    """The ModelCache the pods mount (``None``: the ModelServing names none)."""
 
     def role(self, name: str) -> Role | None:
         """Return the role called ``name``, or ``None``."""
         return next((role for role in self.roles if role.name == name), None)
 
 
-def revision_data(spec: ModelServingSpec) -> RevisionData:
-    """Extract the pod-shaping part of a spec."""
-    return RevisionData(tuple(spec.template.roles), spec.scheduler_name, tuple(spec.plugins or ()))
+def revision_data(spec: ModelServingSpec, model_cache: CacheMount | None = None) -> RevisionData:
+    """Extract the pod-shaping part of a spec (with the mount of the ModelCache it names, if any)."""
+    return RevisionData(tuple(spec.template.roles), spec.scheduler_name, tuple(spec.plugins or ()), model_cache)
 
 
 def encode_hash(payload: Any) -> str:
@@ -141,6 +147,8 @@ def revision_hash(data: RevisionData, collision_count: int = 0) -> str:
         "schedulerName": data.scheduler_name,
         "plugins": [_plugin_shape(plugin) for plugin in data.plugins],
     }
+    if data.model_cache is not None:
+        payload["modelCache"] = data.model_cache.shape()
     if collision_count > 0:
         payload["collisionCount"] = collision_count
     return encode_hash(payload)
@@ -177,9 +185,13 @@ _SPEC_HASHES = _IdentityMemo()
 _ROLE_HASHES = _IdentityMemo()
 
 
-def spec_revision_hash(spec: ModelServingSpec, collision_count: int = 0) -> str:
-    """``revision_hash(revision_data(spec), collision_count)``, once per spec object (:class:`_IdentityMemo`)."""
-    return _SPEC_HASHES.get((spec,), collision_count, lambda: revision_hash(revision_data(spec), collision_count))
+def spec_revision_hash(spec: ModelServingSpec, collision_count: int = 0, model_cache: CacheMount | None = None) -> str:
+    """``revision_hash(revision_data(spec, model_cache), collision_count)``, once per spec object and mount."""
+    return _SPEC_HASHES.get(
+        (spec,),
+        (collision_count, model_cache),
+        lambda: revision_hash(revision_data(spec, model_cache), collision_count),
+    )
 
 
 def role_template_hash(data: RevisionData, role: Role) -> str:
@@ -187,7 +199,9 @@ def role_template_hash(data: RevisionData, role: Role) -> str:
 
     Computed once per role and plugin objects (:class:`_IdentityMemo`): every planner asks for it on every reconcile.
     """
-    return _ROLE_HASHES.get((role, *data.plugins), data.scheduler_name, lambda: _role_template_hash(data, role))
+    return _ROLE_HASHES.get(
+        (role, *data.plugins), (data.scheduler_name, data.model_cache), lambda: _role_template_hash(data, role)
+    )
 
 
 def _role_template_hash(data: RevisionData, role: Role) -> str:
@@ -196,7 +210,10 @@ def _role_template_hash(data: RevisionData, role: Role) -> str:
         for plugin in data.plugins
         if plugin_applies(plugin, role.name, True) or plugin_applies(plugin, role.name, False)
     ]
-    return encode_hash({"role": _role_shape(role), "schedulerName": data.scheduler_name, "plugins": plugins})
+    payload: dict[str, Any] = {"role": _role_shape(role), "schedulerName": data.scheduler_name, "plugins": plugins}
+    if data.model_cache is not None:
+        payload["modelCache"] = data.model_cache.shape()
+    return encode_hash(payload)
 
 
 def controller_revision_number(revisions: Iterable[KubeObject]) -> int:
@@ -220,6 +237,13 @@ def build_controller_revision(
     Returns:
         The object to create.
     """
+    recorded: dict[str, Any] = {
+        "data": [to_dict(role) for role in data.roles],
+        "schedulerName": data.scheduler_name,
+        "plugins": [to_dict(plugin) for plugin in data.plugins],
+    }
+    if data.model_cache is not None:
+        recorded["modelCache"] = data.model_cache.shape()
     return {
         "apiVersion": "apps/v1",
         "kind": "ControllerRevision",
@@ -229,11 +253,7 @@ def build_controller_revision(
             "labels": {naming.LABEL_NAME: ref.name, naming.LABEL_REVISION: revision},
             "ownerReferences": [naming.owner_reference(ref)],
         },
-        "data": {
-            "data": [to_dict(role) for role in data.roles],
-            "schedulerName": data.scheduler_name,
-            "plugins": [to_dict(plugin) for plugin in data.plugins],
-        },
+        "data": recorded,
         "revision": controller_revision_number(existing),
     }
 
@@ -251,9 +271,14 @@ def parse_controller_revision(obj: KubeObject, default_scheduler: str) -> Revisi
     raw = obj.get("data")
     scheduler: Any = default_scheduler
     plugins_raw: Any = []
+    model_cache: CacheMount | None = None
     if isinstance(raw, dict):
         scheduler = raw.get("schedulerName", default_scheduler)
         plugins_raw = raw.get("plugins") or []
+        if "modelCache" in raw:
+            model_cache = CacheMount.from_shape(raw["modelCache"])
+            if model_cache is None:
+                return None
         raw = raw.get("data")
     if not isinstance(raw, list) or not raw or not isinstance(scheduler, str) or not isinstance(plugins_raw, list):
         return None
@@ -262,7 +287,7 @@ def parse_controller_revision(obj: KubeObject, default_scheduler: str) -> Revisi
         plugins = tuple(PluginSpec.model_validate(item) for item in plugins_raw)
     except ValidationError:
         return None
-    return RevisionData(roles, scheduler, plugins)
+    return RevisionData(roles, scheduler, plugins, model_cache)
 
 
 def revisions_to_prune(

@@ -13,6 +13,8 @@ Guarantees:
 * Revision resolution: a revision string resolves to the current spec when it is the update revision, else to
   the data of the observed ControllerRevision ``<ms>-<revision>`` owned by this ModelServing. Nothing that cannot
   be resolved is silently replaced by the current spec (see the targets module).
+* The update revision includes the mount of the ModelCache the ModelServing names (``Observed.model_cache``), so
+  re-pointing it at another cache (or a cache at another model) is a rollout like any template change.
 * The update revision is salted with ``status.collisionCount`` when it is set (StatefulSet-style): a
   ControllerRevision of the same name recording other data is a collision, reported in ``collision`` so that the
   status planner raises the count and the next reconcile uses a new name.
@@ -95,9 +97,10 @@ def build_state(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGr
     Returns:
         The state every planner works from.
     """
-    data = revision_data(ms.spec)
+    mount = observed.model_cache.mount if observed.model_cache is not None else None
+    data = revision_data(ms.spec, mount)
     salt = (ms.status.collision_count if ms.status is not None else None) or 0
-    revision = spec_revision_hash(ms.spec, salt)
+    revision = spec_revision_hash(ms.spec, salt, mount)
     objects: dict[str, KubeObject] = {}
     revisions: dict[str, RevisionData] = {}
     prefix = f"{ref.name}-"

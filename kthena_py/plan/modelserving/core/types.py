@@ -15,7 +15,10 @@ events, and a requeue if asked for.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from kthena_py.plan.modelserving.core.modelcache import CacheGate
 
 KubeObject = dict[str, Any]
 """An object as the API server serialises it (JSON decoded)."""
@@ -60,6 +63,10 @@ class Observed:
     disrupted: frozenset[str] = frozenset()
     """Unit keys this ModelServing's eviction tracker records as disrupted now (its unexpired entries, Kthena's
     keys: :mod:`kthena_py.plan.modelserving.core.disruption`): those units count as not ready in every planner."""
+    model_cache: CacheGate | None = None
+    """The serving gate (:mod:`kthena_py.plan.modelserving.core.modelcache`) when the ModelServing names a ModelCache:
+    its mount enters the revision, and while it is closed no pod, Service or PodGroup is created and no rollout step
+    is taken. ``None``: it names none (nothing changes)."""
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,9 @@
   cannot be resolved is reported (``RevisionUnresolved``) and nothing is created from a guess.
 * Outdated units are never taken down here: that is the rollout reconciler's job
   (:mod:`kthena_py.plan.modelserving.rollout.rollout`); this planner re-creates what it took down.
+* A ModelServing that names a ModelCache creates nothing (no pod, no Service) while the serving gate
+  (``Observed.model_cache``) is closed; deletions (scale-down, recovery) go on, and nothing existing is deleted
+  because of the gate. Pods rendered while it is open get the cache's nodes as node affinity when it is node-local.
 * A ControllerRevision name collision (same name, other data) stops creation for one reconcile while the status
   raises ``collisionCount`` (a ``RevisionCollision`` Warning says so).
 * ControllerRevisions beyond ``revisionHistoryLimit`` that no pod, nor the current or update revision, uses
@@ -38,6 +41,7 @@ from typing import Literal
 from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.core.groups import GroupState, InstanceState
+from kthena_py.plan.modelserving.core.modelcache import CacheGate
 from kthena_py.plan.modelserving.core.plugins import validate_plugins
 from kthena_py.plan.modelserving.core.revision import (
     build_controller_revision,
@@ -85,6 +89,7 @@ class _Builder:
     refused: frozenset[str] = frozenset()
     foreign: frozenset[str] = frozenset()
     awaiting: list[str] = field(default_factory=list)
+    model_cache: CacheGate | None = None
 
     def requeue_after(self, seconds: float | None) -> None:
         if seconds is not None:
@@ -109,7 +114,13 @@ class _Builder:
         self.events.append(PlannedEvent(type_, reason, message))
 
     def can_create_pods(self, group: int) -> bool:
-        """Whether pods of a group may be created now (its PodGroup is observed, or no gang scheduling)."""
+        """Whether pods of a group may be created now (the gate is open; its PodGroup is observed, or no gang)."""
+        gate = self.model_cache
+        if gate is not None and not gate.open:
+            group_name = naming.group_name(self.state.ref.name, group)
+            self.reasons.append(f"ServingGroup {group_name}: waiting for ModelCache {gate.name} ({gate.reason})")
+            self.activity.setdefault(group_name, f"waiting for ModelCache {gate.name}")
+            return False
         name = naming.podgroup_name(self.state.ref.name, group)
         if not self.state.gang or name in self.podgroups:
             return True
@@ -135,6 +146,11 @@ def _create_instance(
     skip: Collection[int] = (),
 ) -> int:
     """Create what an instance lacks (Service, then workers, then entry); return the number of pods created."""
+    if ctx.data.model_cache is not None and not ctx.data.model_cache.resolved:
+        b.reasons.append(
+            f"revision {ctx.revision} names ModelCache {ctx.data.model_cache.cache}, not found: nothing created"
+        )
+        return 0
     if naming.needs_service(role) and (instance is None or instance.service is None):
         b.creates.append(build_service(b.state.ref, group, role.name, ordinal))
     indices = [*range(1, role.worker_replicas + 1), naming.ENTRY_INDEX]
@@ -150,9 +166,11 @@ def _create_instance(
     return len(indices)
 
 
-def _render_context(state: PlanningState, revision: str) -> RenderContext:
+def _render_context(state: PlanningState, revision: str, gate: CacheGate | None) -> RenderContext:
     owners = tuple(o for o in (state.ms.metadata or {}).get("ownerReferences") or [] if isinstance(o, dict))
-    return RenderContext(state.ref, revision, state.revisions[revision], state.gang, owners)
+    data = state.revisions[revision]
+    nodes = gate.nodes_for(data.model_cache) if gate is not None else None
+    return RenderContext(state.ref, revision, data, state.gang, owners, nodes)
 
 
 def _unresolved(b: _Builder, unit: str, revision: str | None) -> None:
@@ -195,7 +213,7 @@ def _new_group(b: _Builder, ordinal: int, group: GroupState | None) -> None:
             _unresolved(b, f"{name}/{role_id}", _protected_revision(state))
             continue
         instance = group.instances.get((rt.role.name, ordinal_r)) if group is not None else None
-        _create_instance(b, _render_context(state, it.revision), it.role, ordinal, ordinal_r, instance)
+        _create_instance(b, _render_context(state, it.revision, b.model_cache), it.role, ordinal, ordinal_r, instance)
         b.event("Normal", "RoleCreating", _role_message(rt.role.name, role_id, name, "Creating"))
     for key, instance in sorted(group.instances.items()) if group is not None else ():
         if key not in wanted:
@@ -283,7 +301,7 @@ def _live_group(b: _Builder, group: GroupState, now: float) -> None:
             continue
         if not b.can_create_pods(group.ordinal):
             return
-        ctx = _render_context(state, it.revision)
+        ctx = _render_context(state, it.revision, b.model_cache)
         created = _create_instance(b, ctx, it.role, group.ordinal, r, instance, skip)
         if created:
             fresh = instance is None or not instance.pods
@@ -324,6 +342,8 @@ def _ensure_revision(b: _Builder, observed: Observed) -> None:
     state = b.state
     name = naming.revision_name(state.ref.name, state.revision)
     existing = state.revision_objects.get(name)
+    if state.data.model_cache is not None and not state.data.model_cache.resolved:
+        return  # its ModelCache is not found: nothing can be rendered from this revision, so none is recorded
     if existing is None:
         b.creates.append(build_controller_revision(state.ref, state.data, state.revision, observed.revisions))
         b.reasons.append(f"create ControllerRevision {name}")
@@ -355,7 +375,13 @@ def plan_servinggroups(ms: ModelServing, ref: MSRef, observed: Observed, support
         for pg in observed.podgroups
         if pg.get("metadata", {}).get("deletionTimestamp") is None
     )
-    b = _Builder(state, podgroups, refused=observed.refused_pods, foreign=observed.foreign_pods)
+    b = _Builder(
+        state,
+        podgroups,
+        refused=observed.refused_pods,
+        foreign=observed.foreign_pods,
+        model_cache=observed.model_cache,
+    )
     if state.collision:
         name = naming.revision_name(ref.name, state.revision)
         b.event("Warning", "RevisionCollision", f"ControllerRevision {name} records other data; raising collisionCount")

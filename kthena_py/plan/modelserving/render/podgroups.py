@@ -6,6 +6,8 @@ Guarantees:
   per desired ServingGroup (the same ordinals as the ServingGroup planner uses, from
   :func:`~kthena_py.plan.modelserving.core.state.build_state`), named like the group. Otherwise every observed
   PodGroup is deleted.
+* While the ModelCache gate (``Observed.model_cache``) is closed, a missing PodGroup is created only for a group
+  that has pods (no new gang for a group that cannot get pods yet); updates and deletes go on.
 * Shape: labels ``name`` + ``group-name``, annotation ``scheduling.k8s.io/group-name``, a controller
   ownerReference *without* ``blockOwnerDeletion``; spec ``minMember`` = Σ_roles (1+W)·m, ``minResources`` =
   Σ_roles m·(entry requests + W·worker requests) with m = min(gangPolicy.minRoleReplicas[role], replicas) when the
@@ -247,6 +249,11 @@ def _spec_patch(existing: Mapping[str, Any], desired: Mapping[str, Any]) -> dict
     return patch
 
 
+def _has_pods(state: PlanningState, ordinal: int) -> bool:
+    group = state.groups.get(ordinal)
+    return group is not None and group.has_pods
+
+
 def plan_podgroups(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGroupSupport) -> Plan:
     """Plan the PodGroups of a ModelServing (see the module docstring).
 
@@ -260,6 +267,8 @@ def plan_podgroups(ms: ModelServing, ref: MSRef, observed: Observed, support: Po
         Creates, updates and deletes of PodGroups (``status`` is left alone).
     """
     state = build_state(ms, ref, observed, support)
+    gate = observed.model_cache
+    closed = gate is not None and not gate.open
     existing: dict[str, KubeObject] = {}
     for obj in observed.podgroups:
         name = obj.get("metadata", {}).get("name")
@@ -273,6 +282,11 @@ def plan_podgroups(ms: ModelServing, ref: MSRef, observed: Observed, support: Po
         desired = build_podgroup(state, ordinal, support.sub_group_policy)
         current = existing.get(name)
         if current is None:
+            if closed and not _has_pods(state, ordinal):
+                reasons.append(
+                    f"PodGroup {name}: waiting for ModelCache {gate.name if gate else ''} before creating it"
+                )
+                continue
             creates.append(desired)
             reasons.append(f"create PodGroup {name} (minMember {desired['spec']['minMember']})")
             continue

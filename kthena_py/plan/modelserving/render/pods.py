@@ -12,6 +12,9 @@ Guarantees for every rendered pod:
 * Spec: the template's spec (deep-copied, never shared with the model), ``schedulerName`` forced to the
   ModelServing's, and ``GROUP_SIZE`` / ``ENTRY_ADDRESS`` / ``WORKER_INDEX`` set in every container and init
   container (a variable of the same name is replaced; ours follow the template's variables).
+* A revision that names a ModelCache (``RevisionData.model_cache``) gets its read-only volume, mounts and env in
+  every container, and, for a node-local cache, node affinity to ``RenderContext.cache_nodes``
+  (:mod:`kthena_py.plan.modelserving.render.modelcache`), before the plugins run (they see the pod as it will be).
 * Plugins run after that, in order, so a variable a plugin adds comes after ours and may refer to them
   (``$(ENTRY_ADDRESS)`` expands), as in Kthena. The controller labels, Volcano annotations, ``schedulerName``
   and the three variables are re-asserted after the plugins; the variables keep their place (a plugin that
@@ -33,6 +36,7 @@ from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.core.plugins import PluginContext, apply_plugins
 from kthena_py.plan.modelserving.core.revision import RevisionData
 from kthena_py.plan.modelserving.core.types import KubeObject, MSRef
+from kthena_py.plan.modelserving.render.modelcache import mount_model_cache
 
 __all__ = ["RenderContext", "build_pod", "build_role_pods", "build_service"]
 
@@ -48,6 +52,8 @@ class RenderContext:
     """Whether Volcano gang scheduling applies (:func:`kthena_py.plan.modelserving.core.naming.gang_applies`)."""
     owner_references: tuple[Mapping[str, Any], ...] = ()
     """The ModelServing's own ownerReferences (for plugins)."""
+    cache_nodes: tuple[str, ...] | None = None
+    """The nodes a node-local ModelCache of this revision is Ready on (``None``: no node affinity to add)."""
 
 
 def _template(role: Role, index: int) -> PodTemplateSpec:
@@ -166,6 +172,8 @@ def build_pod(ctx: RenderContext, role: Role, group: int, ordinal: int, index: i
         "spec": copy.deepcopy(template.spec or {}),
     }
     _assert_controller_fields(pod, labels, volcano, ctx.data.scheduler_name, env)
+    if ctx.data.model_cache is not None and ctx.data.model_cache.resolved:
+        mount_model_cache(pod, ctx.data.model_cache, ctx.cache_nodes)
     if ctx.data.plugins:
         plugin_ctx = PluginContext(
             ms_name=ref.name,

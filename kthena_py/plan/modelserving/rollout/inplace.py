@@ -197,6 +197,10 @@ def ineligibility(source: RevisionData | None, target: RevisionData, role: str |
         return "the revision it is on cannot be resolved (its ControllerRevision is missing)"
     if source.scheduler_name != target.scheduler_name:
         return f"schedulerName changed ({source.scheduler_name} -> {target.scheduler_name})"
+    if source.model_cache != target.model_cache:
+        was = source.model_cache.cache if source.model_cache is not None else "none"
+        now = target.model_cache.cache if target.model_cache is not None else "none"
+        return f"the ModelCache mount changed ({was} -> {now}): volumes cannot change in place"
     if role is None:
         old_plugins = [to_dict(p) for p in source.plugins]
         new_plugins = [to_dict(p) for p in target.plugins]

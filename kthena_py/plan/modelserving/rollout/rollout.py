@@ -482,7 +482,8 @@ def settled(ms: ModelServing, observed: Observed) -> bool:
     if any(c.type in (UPDATE_IN_PROGRESS, COORDINATION_BLOCKED) for c in conditions or []):
         return False
     salt = (ms.status.collision_count if ms.status is not None else None) or 0
-    revision = spec_revision_hash(ms.spec, salt)
+    mount = observed.model_cache.mount if observed.model_cache is not None else None
+    revision = spec_revision_hash(ms.spec, salt, mount)
     current = ms.status.current_revision if ms.status is not None else None
     if current and current != revision:
         return False
@@ -520,6 +521,10 @@ def plan_rollout(
     """
     if settled(ms, observed):
         return RolloutPlan()
+    gate = observed.model_cache
+    if gate is not None and not gate.open:
+        # The units taken down could not be re-created: the rollout waits, every existing unit stays.
+        return RolloutPlan(reasons=(f"rollout paused: ModelCache {gate.name} is not Ready ({gate.reason})",))
     return _plan_in_full(ms, ref, observed, support, now)
 
 

@@ -39,11 +39,13 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+from kthena_py.api.modelcache import ModelCache
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.api.podspec import sum_resources
 from kthena_py.api.quantity import QuantityFormat, format_quantity
 from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.core.groups import GroupState, InstanceState, PodState
+from kthena_py.plan.modelserving.core.modelcache import CacheGate, decide_gate, templates_of
 from kthena_py.plan.modelserving.core.state import PlanningState, build_state
 from kthena_py.plan.modelserving.core.targets import GroupTarget, RoleTargets
 from kthena_py.plan.modelserving.core.types import KubeObject, MSRef, Observed, PodGroupSupport
@@ -73,6 +75,7 @@ from .model import (
     ConditionView,
     GroupView,
     InstanceView,
+    ModelCacheView,
     NoteKind,
     PodView,
     RevisionState,
@@ -479,6 +482,7 @@ def build_view(
     podgroups: Sequence[KubeObject] = (),
     revisions: Sequence[KubeObject] = (),
     tracker: Mapping[str, Any] | None = None,
+    model_cache: Mapping[str, Any] | None = None,
 ) -> StatusView:
     """Build the status tree of one ModelServing.
 
@@ -491,6 +495,8 @@ def build_view(
         podgroups: Its Volcano PodGroups, if any.
         revisions: Its ControllerRevisions (they resolve the revisions of groups not on the update revision).
         tracker: Its eviction tracker ConfigMap, if any.
+        model_cache: The ModelCache its annotation names, if it names one and it exists (the gate then enters the
+            update revision as in the controller, and the view shows the cache).
 
     Returns:
         The tree.
@@ -506,7 +512,10 @@ def build_view(
         return tuple(obj for obj in objects if controller_uid(obj) in (None, ms.uid) or not ms.uid)
 
     podgroups = owned(podgroups)
-    observed = Observed(pods=owned(pods), services=owned(services), podgroups=podgroups, revisions=owned(revisions))
+    gate = _gate(ms, model_cache)
+    observed = Observed(
+        pods=owned(pods), services=owned(services), podgroups=podgroups, revisions=owned(revisions), model_cache=gate
+    )
     state = build_state(ms, ref, observed, PodGroupSupport(crd_served=bool(podgroups)))
     ctx = _Context(ms_obj, state, podgroups, entries, now)
     status = _dict(ms_obj.get("status"))
@@ -536,4 +545,23 @@ def build_view(
         notes=tuple(_ms_notes(ctx, ms_obj, ms)),
         partition=state.targets.budget.partition,
         queue=ctx.queue,
+        model_cache=_cache_view(gate),
     )
+
+
+def _gate(ms: ModelServing, obj: Mapping[str, Any] | None) -> CacheGate | None:
+    cache: ModelCache | None = None
+    unreadable: str | None = None
+    if obj is not None:
+        try:
+            cache = ModelCache.model_validate(obj)
+        except ValueError as err:
+            unreadable = str(err).splitlines()[0]
+    return decide_gate((ms.metadata or {}).get("annotations"), templates_of(ms), cache, unreadable=unreadable)
+
+
+def _cache_view(gate: CacheGate | None) -> ModelCacheView | None:
+    if gate is None:
+        return None
+    phase = gate.phase or ("NotFound" if not gate.mount.resolved else "")
+    return ModelCacheView(gate.name, phase, gate.open, gate.reason, gate.message, gate.progress or "")

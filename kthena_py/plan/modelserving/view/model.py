@@ -16,6 +16,7 @@ __all__ = [
     "ConditionView",
     "GroupView",
     "InstanceView",
+    "ModelCacheView",
     "NoteKind",
     "PodView",
     "RevisionState",
@@ -132,6 +133,21 @@ class GroupView:
 
 
 @dataclass(frozen=True)
+class ModelCacheView:
+    """The ModelCache a gated ModelServing waits for or serves from."""
+
+    name: str
+    phase: str
+    """The cache's ``status.phase`` (``NotFound`` when it does not exist)."""
+    ready: bool
+    """Whether the serving gate is open."""
+    reason: str
+    """The ``ModelCached`` reason the gate gives."""
+    message: str
+    progress: str = ""
+
+
+@dataclass(frozen=True)
 class StatusView:
     """A ModelServing as ``kthena-py status`` shows it."""
 
@@ -151,3 +167,5 @@ class StatusView:
     """What holds the ModelServing as a whole: scheduling, rollout, eviction budget, a stale status."""
     partition: int = 0
     queue: str = ""
+    model_cache: ModelCacheView | None = None
+    """The ModelCache it names (``None``: it names none; the JSON document then has no ``modelCache`` key)."""

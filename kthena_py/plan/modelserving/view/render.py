@@ -132,6 +132,11 @@ class _Text:
         for condition in _sorted_conditions(v.conditions):
             if _shown(condition):
                 self.lines.append("  " + self.condition(condition))
+        if v.model_cache is not None:
+            cache = v.model_cache
+            state = paint(cache.phase or "Pending", _GREEN if cache.ready else _YELLOW)
+            detail = f" ({cache.progress})" if cache.progress else ""
+            self.lines.append(f"  ModelCache {cache.name}: {state}{detail}, {cache.reason}: {cache.message}")
         for note in v.notes:
             self.lines.append("  " + paint.why(note, f"! {note.text}"))
 
@@ -248,6 +253,8 @@ def _document(value: Any) -> Any:
 def status_document(view: StatusView) -> dict[str, Any]:
     """The tree as a JSON-compatible dict (camelCase keys; group roles as ``{name, ready, desired}``)."""
     doc: dict[str, Any] = _document(view)
+    if view.model_cache is None:
+        del doc["modelCache"]  # a ModelServing without a cache reads exactly as before
     for group, source in zip(doc["groups"], view.groups, strict=True):
         group["roles"] = [{"name": n, "ready": r, "desired": d} for n, r, d in source.roles]
     return doc
