@@ -26,8 +26,6 @@ from kthena_py.runtime.cache import SharedCache
 MODELSERVINGS = ResourceType(GROUP, VERSION, MODEL_SERVING_KIND, MODEL_SERVING_PLURAL)
 AUTOSCALINGPOLICIES = ResourceType(GROUP, VERSION, AUTOSCALING_POLICY_KIND, AUTOSCALING_POLICY_PLURAL)
 MODELBOOSTERS = ResourceType(GROUP, VERSION, MODEL_BOOSTER_KIND, MODEL_BOOSTER_PLURAL)
-# kthena_py's own group.
-MODELCACHES = ResourceType(MODEL_CACHE_GROUP, MODEL_CACHE_VERSION, MODEL_CACHE_KIND, MODEL_CACHE_PLURAL)
 # Kthena's router API (optional CRDs): what a ModelBooster expands into next to its ModelServing.
 MODELSERVERS = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelServer", "modelservers")
 MODELROUTES = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelRoute", "modelroutes")
