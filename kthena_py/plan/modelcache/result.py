@@ -5,12 +5,14 @@ This is the one module that reads the downloader's output, tolerantly (pure):
 * :func:`parse_result` takes a container's termination message. With ``terminationMessagePolicy:
   FallbackToLogsOnError`` that is either the downloader's result JSON or, when the process died before writing
   it, the tail of its log; the result is the **last line that is a JSON object** (so a JSON object after log
-  lines is found), else the whole text when it is one JSON object. Expected keys (camelCase; snake_case is
-  accepted too): ``ok`` (bool), ``reason`` (``IntegrityCheckFailed``, ``DownloadFailed``, ``UnsupportedSource``,
-  ``SourceNotFound``, ...), ``message``, ``files`` (``[{name, size, sha256}]``; ``path`` for ``name`` and
-  ``bytes`` for ``size`` are accepted), ``sizeBytes``, ``revision``, ``sha256``. A missing ``ok`` means success
-  unless a ``reason`` or ``error`` is given; a missing ``sizeBytes`` is the sum of the files' sizes; malformed
-  entries are skipped, never raised. Text that holds no JSON object gives ``None`` (the caller shows the text).
+  lines is found), else the whole text when it is one JSON object. Keys are those of ``kthena-py download``'s
+  result (:mod:`kthena_py.download.result`): ``phase`` (``Succeeded``/``Failed``), ``reason`` (``Succeeded``,
+  ``IntegrityCheckFailed``, ``DownloadFailed``, ``UnsupportedSource``, ``SourceNotFound``, ...), ``message``,
+  ``files`` (``[{name, size, sha256}]``), ``size``, ``revision``; tolerated too: ``ok`` (bool, wins over
+  ``phase``), ``sizeBytes``, ``sha256``, ``error``, snake_case spellings, ``path`` for a file's ``name`` and
+  ``bytes`` for its ``size``. Without ``ok`` or ``phase``, success means no failure reason and no ``error``. A
+  missing size is the sum of the files' sizes; malformed entries are skipped, never raised. Text that holds no
+  JSON object gives ``None`` (the caller shows the text).
 * :func:`parse_progress` takes the decoded body of ``GET /progress`` (``bytesDone``, ``bytesTotal``,
   ``filesDone``, ``filesTotal``, ``etaSeconds``, ...) and returns a :class:`DownloadProgress` with ``percent``
   computed (floor, ``"42%"``), or ``None`` when it is not such an object.
@@ -29,6 +31,7 @@ from kthena_py.vocab.conditions import REASON_DOWNLOAD_FAILED
 
 __all__ = ["DownloadResult", "human_size", "parse_progress", "parse_result"]
 
+_SUCCEEDED = "Succeeded"
 _SHA256 = re.compile(r"^[a-f0-9]{64}$")
 _UNITS = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
@@ -107,11 +110,18 @@ def parse_result(text: str | None) -> DownloadResult | None:
         return None
     reason = _text(data.get("reason"))
     error = _text(data.get("error"))
-    ok_value = data.get("ok")
-    ok = ok_value if isinstance(ok_value, bool) else (reason is None and error is None)
+    ok_value, phase = data.get("ok"), _text(data.get("phase"))
+    if isinstance(ok_value, bool):
+        ok = ok_value
+    elif phase in (_SUCCEEDED, "Failed"):
+        ok = phase == _SUCCEEDED
+    else:
+        ok = reason in (None, _SUCCEEDED) and error is None
+    if reason == _SUCCEEDED:
+        reason = None
     entries = data.get("files")
     files = tuple(f for f in (_file(e) for e in (entries if isinstance(entries, list) else [])) if f is not None)
-    size = _int(_get(data, "sizeBytes", "size_bytes"))
+    size = _int(_get(data, "sizeBytes", "size_bytes", "size"))
     if size is None and files:
         size = sum(f.size for f in files)
     digest = _text(data.get("sha256"))
