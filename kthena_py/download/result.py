@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kthena_py.vocab import conditions
+
 RESULT_LIMIT = 4096
 
 
@@ -25,13 +27,13 @@ class Reason(enum.StrEnum):
     """Why a download ended."""
 
     SUCCEEDED = "Succeeded"
-    DOWNLOAD_FAILED = "DownloadFailed"
+    DOWNLOAD_FAILED = conditions.REASON_DOWNLOAD_FAILED
     INVALID_ARGUMENTS = "InvalidArguments"
-    INTEGRITY_CHECK_FAILED = "IntegrityCheckFailed"
+    INTEGRITY_CHECK_FAILED = conditions.REASON_INTEGRITY_CHECK_FAILED
     UNSUPPORTED_SOURCE = "UnsupportedSource"
     SOURCE_NOT_FOUND = "SourceNotFound"
     ACCESS_DENIED = "AccessDenied"
-    STORAGE_UNAVAILABLE = "StorageUnavailable"
+    STORAGE_UNAVAILABLE = conditions.REASON_STORAGE_UNAVAILABLE
     REMOVE_REFUSED = "RemoveRefused"
 
 

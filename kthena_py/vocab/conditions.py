@@ -118,6 +118,14 @@ POD_READY = READY
 """A pod's ``Ready`` condition."""
 POD_SCHEDULED = "PodScheduled"
 """A pod's ``PodScheduled`` condition (kube-scheduler and Volcano set it ``False`` with their verdict)."""
+POD_INITIALIZED = INITIALIZED
+"""A pod's ``Initialized`` condition (its init containers succeeded)."""
+CONTAINERS_READY = "ContainersReady"
+"""A pod's ``ContainersReady`` condition."""
+NODE_READY = READY
+"""A Node's ``Ready`` condition."""
+REASON_KUBELET_READY = "KubeletReady"
+"""The reason a kubelet gives its Node's ``Ready`` condition when it is True."""
 PODGROUP_UNSCHEDULABLE = "Unschedulable"
 """The condition Volcano sets on a PodGroup whose gang cannot be placed (same spelling as our reason)."""
 TARGET_FOUND = "TargetFound"

@@ -95,6 +95,10 @@ BOOSTER_MIGRATED = "modelbooster.kthena-py.io/migrated"
 """On the ModelBooster: set by ``kthena-py modelbooster migrate``; the controller leaves such a booster alone."""
 AUTOSCALING_HISTORY = "autoscaling.kthena-py.io/history"
 
+# Test support (ours): the nodes a mini-kubelet serves (kthena_py.testing.kubelet).
+MINI_KUBELET = "kthena-py.io/mini-kubelet"
+"""Label (value: the node name) and taint key (``true:NoSchedule``) of a node whose pods run as local processes."""
+
 # ModelCache (ours): the annotation that gates a ModelServing, the booster's opt-in, the cache's children.
 MODEL_CACHE = "serving.kthena-py.io/model-cache"
 """On a ModelServing: the name of the ModelCache (same namespace) its pods wait for and mount read-only."""

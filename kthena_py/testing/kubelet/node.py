@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from kthena_py.vocab import conditions, labels
+
 __all__ = [
     "DEFAULT_POD_IP_RANGE",
     "MINI_KUBELET_LABEL",
@@ -30,7 +32,7 @@ __all__ = [
 
 DEFAULT_POD_IP_RANGE = "127.100.250.0/24"
 NODE_IP = "127.0.0.1"
-MINI_KUBELET_LABEL = "kthena-py.io/mini-kubelet"
+MINI_KUBELET_LABEL = labels.MINI_KUBELET
 """Label on every manual node (value: the node name)."""
 MINI_KUBELET_TAINT: Mapping[str, str] = {"key": MINI_KUBELET_LABEL, "value": "true", "effect": "NoSchedule"}
 """Default taint of a manual node: only pods that tolerate it land there."""
@@ -104,9 +106,9 @@ class ManualNode:
             "addresses": [{"type": "InternalIP", "address": NODE_IP}, {"type": "Hostname", "address": self.name}],
             "conditions": [
                 {
-                    "type": "Ready",
+                    "type": conditions.NODE_READY,
                     "status": "True",
-                    "reason": "KubeletReady",
+                    "reason": conditions.REASON_KUBELET_READY,
                     "message": "mini-kubelet is posting ready status",
                     "lastHeartbeatTime": now,
                     "lastTransitionTime": now,

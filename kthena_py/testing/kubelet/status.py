@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from kthena_py.vocab.conditions import CONTAINERS_READY, POD_INITIALIZED, POD_READY, POD_SCHEDULED
+
 __all__ = [
     "MAX_LOG_TAIL_BYTES",
     "MAX_LOG_TAIL_LINES",
@@ -253,7 +255,7 @@ def _condition(type_: str, ok: bool, reason: str, now: str, existing: Mapping[st
     return cond
 
 
-_OWNED = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+_OWNED = (POD_SCHEDULED, POD_INITIALIZED, CONTAINERS_READY, POD_READY)
 
 
 def conditions(
@@ -281,10 +283,10 @@ def conditions(
     ready = initialized and bool(statuses) and all(s.get("ready") for s in statuses)
     not_ready_reason = "PodCompleted" if terminal else "ContainersNotReady"
     result = [
-        _condition("PodScheduled", True, "", now, by_type),
-        _condition("Initialized", initialized or terminal, "ContainersNotInitialized", now, by_type),
-        _condition("ContainersReady", ready, not_ready_reason, now, by_type),
-        _condition("Ready", ready, not_ready_reason, now, by_type),
+        _condition(POD_SCHEDULED, True, "", now, by_type),
+        _condition(POD_INITIALIZED, initialized or terminal, "ContainersNotInitialized", now, by_type),
+        _condition(CONTAINERS_READY, ready, not_ready_reason, now, by_type),
+        _condition(POD_READY, ready, not_ready_reason, now, by_type),
     ]
     result.extend(dict(c) for c in existing if c.get("type") not in _OWNED)
     return result
