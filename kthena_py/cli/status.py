@@ -10,10 +10,12 @@ Guarantees:
 * :func:`status_text` is the whole command without a process around it: given any client of the cluster seam
   (:class:`~kthena_py.kube.api.KubeApi`: a :class:`~kthena_py.kube.KubeClient`, or the in-memory FakeKube of the
   tests) it returns exactly what ``kthena-py status`` prints (plain, or JSON).
-* ``-w`` (:func:`follow`) prints the tree, then watches the ModelServing and its pods (and PodGroups) and prints it
-  again after every burst of changes (reads are repeated in full: what is printed is always one consistent
-  read, never a patched-up copy); a tree identical to the last one printed is not printed again. A watch that
-  ends or expires is started again from a fresh read. It returns 0 with ``modelserving "NAME" was deleted`` (with
+* ``-w`` (:func:`follow`) prints the tree, then watches the ModelServing, its pods (and PodGroups) and the ModelCache
+  its annotation names, and prints it again after every burst of changes (reads are repeated in full: what is
+  printed is always one consistent read, never a patched-up copy); a tree identical to the last one printed is not
+  printed again. A watch that ends or expires is started again from a fresh read; so are all of them when the
+  annotation names another cache. A type the server does not serve (the ModelCache CRD not installed) is simply
+  not watched. It returns 0 with ``modelserving "NAME" was deleted`` (with
   ``-o json``, a last line ``{"name": ..., "namespace": ..., "deleted": true}``) when the ModelServing goes, and
   ends quietly on Ctrl-C (exit status 130, the client closed, no traceback).
 * The client comes from :func:`kthena_py.cli.rollout.connect` (the client-go kubeconfig order, as the manager).
@@ -67,6 +69,8 @@ class Snapshot:
     podgroups_served: bool = False
     model_cache: KubeObject | None = None
     """The ModelCache the ModelServing's annotation names, when it names one and it can be read."""
+    model_cache_name: str | None = None
+    """The name of the ModelCache the annotation names (``None``: it names none), found or not."""
 
 
 async def _optional_list(client: KubeApi, rt: ResourceType, namespace: str, selector: str) -> list[KubeObject] | None:
@@ -96,14 +100,16 @@ async def read_snapshot(client: KubeApi, name: str, namespace: str) -> Snapshot:
     except NotFound:
         tracker = None
     model_cache: KubeObject | None = None
-    cache_name = ((ms.get("metadata") or {}).get("annotations") or {}).get(MODEL_CACHE)
-    if isinstance(cache_name, str) and cache_name.strip():
+    annotated = ((ms.get("metadata") or {}).get("annotations") or {}).get(MODEL_CACHE)
+    cache_name = annotated.strip() if isinstance(annotated, str) and annotated.strip() else None
+    if cache_name is not None:
         try:
-            model_cache = await client.get(MODELCACHES, cache_name.strip(), namespace)
+            model_cache = await client.get(MODELCACHES, cache_name, namespace)
         except NotFound:
             model_cache = None  # absent, or its CRD is not installed: the view says "not found"
     return Snapshot(
         model_cache=model_cache,
+        model_cache_name=cache_name,
         ms=ms,
         pods=tuple(pods.items),
         services=tuple(services.items),
@@ -186,7 +192,9 @@ async def _pump(
     *,
     label_selector: str | None = None,
     field_selector: str | None = None,
+    optional: bool = False,
 ) -> None:
+    restart = True
     try:
         async for event in client.watch(
             rt,
@@ -199,8 +207,13 @@ async def _pump(
             await queue.put((rt, event))
     except (Gone, ApiUnavailable):
         pass
+    except NotFound:
+        if not optional:
+            raise
+        restart = False  # the type is not served: nothing to watch, nothing to start again
     finally:
-        await queue.put(None)  # this watch ended: start again from a fresh read
+        if restart:
+            await queue.put(None)  # this watch ended: start again from a fresh read
 
 
 def _deleted(item: _Item) -> bool:
@@ -288,6 +301,22 @@ async def follow(
                     _pump(client, queue, PODGROUPS, namespace, "", label_selector=f"{naming.LABEL_NAME}={name}")
                 )
             )
+        watched_cache = snapshot.model_cache_name
+        if watched_cache is not None:
+            cache_version = str(((snapshot.model_cache or {}).get("metadata") or {}).get("resourceVersion") or "")
+            tasks.append(
+                asyncio.create_task(
+                    _pump(
+                        client,
+                        queue,
+                        MODELCACHES,
+                        namespace,
+                        cache_version,
+                        field_selector=f"metadata.name={watched_cache}",
+                        optional=True,
+                    )
+                )
+            )
         try:
             while True:
                 items = [await queue.get()]
@@ -303,6 +332,8 @@ async def follow(
                 except NotFound:
                     return gone()
                 show(snapshot)
+                if snapshot.model_cache_name != watched_cache:
+                    break  # the annotation names another cache: watch that one
         finally:
             for task in tasks:
                 task.cancel()

@@ -11,6 +11,9 @@ Guarantees:
   ``shutdown_timeout``), then the lease is released, then the cache and servers stop; ``run``
   returns 0.
 * Runnables that must serve on every replica (admission webhooks) are started on all replicas.
+* Closers (:meth:`Manager.add_closer`: client sessions and other resources the controllers share) run once when
+  ``run`` ends, after the controllers and runnables have stopped (on a stop request or a lost lease, nothing uses
+  what they close any more), in registration order; one that fails is logged and the others still run.
 * Events: one recorder per source component (:meth:`Manager.recorder_for`), so each controller's Events carry
   its own ``source.component``; all of them are flushed on a clean stop and discarded when the lease is lost.
 * Every replica gives memory freed after a burst of work back to the operating system (:mod:`.memory`) and
@@ -22,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +42,7 @@ from .httpserver import ProbeServer
 from .leader import LeaderElector
 
 Runnable = Callable[[], Coroutine[Any, Any, None]]
+Closer = Callable[[], Awaitable[None]]
 
 log = structlog.get_logger("kthena_py.manager")
 
@@ -83,6 +87,7 @@ class Manager:
         self._everywhere_runnables: list[Runnable] = []
         self._leader_tasks: list[asyncio.Task[None]] = []
         self._other_tasks: list[asyncio.Task[None]] = []
+        self._closers: list[Closer] = []
         self.elector: LeaderElector | None = None
         self.leading = asyncio.Event()
         self.add_runnable(memory.trim_when_idle, needs_leader=False)
@@ -103,6 +108,18 @@ class Manager:
     def add_runnable(self, runnable: Runnable, *, needs_leader: bool) -> None:
         """Register a long-running coroutine function."""
         (self._leader_runnables if needs_leader else self._everywhere_runnables).append(runnable)
+
+    def add_closer(self, close: Closer) -> None:
+        """Register a coroutine function that releases a resource when :meth:`run` ends (see the module docstring)."""
+        self._closers.append(close)
+
+    async def _close(self) -> None:
+        closers, self._closers = self._closers, []
+        for close in closers:
+            try:
+                await close()
+            except Exception as exc:  # one resource that fails to close must not keep the others open
+                log.warning("closing failed", closer=getattr(close, "__qualname__", repr(close)), error=str(exc))
 
     async def run(self, stop: asyncio.Event) -> int:
         """Run until ``stop`` is set (returns 0) or leadership is lost (returns 1)."""
@@ -153,6 +170,7 @@ class Manager:
             for t in self._other_tasks:
                 t.cancel()
             await asyncio.gather(*self._other_tasks, return_exceptions=True)
+            await self._close()
             await asyncio.gather(*(r.flush() for r in self._recorders.values()))
             await self.cache.stop()
             await self.probes.stop()

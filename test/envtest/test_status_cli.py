@@ -3,7 +3,7 @@
 The objects of a builder case (``test/unit/plan/modelserving/statuscases.py``) are created for real (statuses
 through the ``status`` subresource, owner references to the created ModelServing's UID); the command reads them
 with the kubeconfig it is given, prints ``-o json``, and with ``-w`` prints again when a pod becomes Ready and
-exits 0 when the ModelServing is deleted.
+exits 0 when the ModelServing is deleted, and again when the ModelCache its annotation names changes.
 """
 
 from __future__ import annotations
@@ -20,13 +20,16 @@ import pytest
 from unit.plan.modelserving.statuscases import CASES
 from unit.plan.modelserving.statusview import NAME, NS, World, running
 
-from kthena_py.controllers.resources import MODELSERVINGS
+from kthena_py.controllers.resources import MODELCACHES, MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import CONFIGMAPS, CONTROLLER_REVISIONS, PODS, SERVICES
 from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.core.types import MSRef
+from kthena_py.testing.controlplane import EnvTest
+from kthena_py.vocab.labels import MODEL_CACHE
 
 pytestmark = pytest.mark.envtest
+MODELCACHE_CRD = Path(__file__).resolve().parents[2] / "manifests" / "crd" / "serving.kthena-py.io_modelcaches.yaml"
 
 
 def _metadata(obj: dict[str, Any], namespace: str, owner: MSRef | None) -> dict[str, Any]:
@@ -185,6 +188,59 @@ async def test_ctrl_c_ends_the_watch_quietly(kube: KubeClient, kubeconfig: Path,
         process.send_signal(signal.SIGINT)
         assert await asyncio.wait_for(process.wait(), 30) == 130
         assert await process.stderr.read() == b""
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_watch_prints_again_when_the_named_model_cache_changes(
+    envtest: EnvTest, kube: KubeClient, kubeconfig: Path, namespace: str
+) -> None:
+    envtest.install_crds([MODELCACHE_CRD])
+    world = CASES["healthy"]()
+    world.doc["metadata"].setdefault("annotations", {})[MODEL_CACHE] = "llama-3"
+    await create_world(kube, world, namespace)
+    cache = {
+        "apiVersion": MODELCACHES.api_version,
+        "kind": "ModelCache",
+        "metadata": {"name": "llama-3"},
+        "spec": {"source": "hf://org/llama-3", "storage": {"persistentVolumeClaim": {"claimName": "models"}}},
+    }
+    created = await kube.create(MODELCACHES, cache, namespace)
+    generation = created["metadata"]["generation"]
+    progress = {"bytesDone": 1024**3, "bytesTotal": 4 * 1024**3, "filesDone": 0, "filesTotal": 2}
+    downloading = {"phase": "Downloading", "observedGeneration": generation, "progress": progress}
+    await kube.patch(MODELCACHES, "llama-3", {"status": downloading}, namespace, subresource="status")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kthena_py",
+        "status",
+        "--kubeconfig",
+        str(kubeconfig),
+        "-n",
+        namespace,
+        "-w",
+        NAME,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    assert process.stdout is not None
+    seen: list[str] = []
+    try:
+        await _read_until(process.stdout, "ModelCache llama-3: Downloading (25%, 1.0 GiB of 4.0 GiB)", seen)
+        seen.clear()
+        progress["bytesDone"] = 2 * 1024**3
+        await kube.patch(MODELCACHES, "llama-3", {"status": downloading}, namespace, subresource="status")
+        await _read_until(process.stdout, "ModelCache llama-3: Downloading (50%, 2.0 GiB of 4.0 GiB)", seen)
+        seen.clear()
+        ready = {"phase": "Ready", "observedGeneration": generation, "progress": None}
+        await kube.patch(MODELCACHES, "llama-3", {"status": ready}, namespace, subresource="status")
+        await _read_until(process.stdout, "ModelCache llama-3: Ready,", seen)
+        await kube.delete(MODELSERVINGS, NAME, namespace)
+        await _read_until(process.stdout, f'modelserving "{NAME}" was deleted', seen)
+        assert await asyncio.wait_for(process.wait(), 30) == 0
     finally:
         if process.returncode is None:
             process.kill()

@@ -17,12 +17,13 @@ from plan.modelserving.statuscases import CASES
 from plan.modelserving.statusview import NAME, NOW, NS, World, running
 
 from kthena_py.cli import status
-from kthena_py.controllers.resources import MODELSERVINGS
+from kthena_py.controllers.resources import MODELCACHES, MODELSERVINGS
 from kthena_py.kube.errors import ApiUnavailable, NotFound
 from kthena_py.kube.resources import CONFIGMAPS, CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES
 from kthena_py.main import main
 from kthena_py.plan.modelserving.view import build_view, render_text, status_document
 from kthena_py.testing.fake import Call, FakeKube
+from kthena_py.vocab.labels import MODEL_CACHE
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -311,3 +312,90 @@ async def test_cancelling_the_follow_leaves_no_watch_running() -> None:
 async def test_a_modelserving_missing_at_the_start_is_not_found() -> None:
     with pytest.raises(NotFound):
         await status.follow(FakeKube(), NAME, NS, Printed(), settle=0.01)
+
+
+# --- -w and the named ModelCache -----------------------------------------------------------------------------------
+
+
+def _model_cache(name: str, phase: str, bytes_done: int | None = None) -> dict[str, Any]:
+    status: dict[str, Any] = {"phase": phase, "observedGeneration": 1}
+    if bytes_done is not None:
+        status["progress"] = {"bytesDone": bytes_done, "bytesTotal": 4 * 1024**3, "filesDone": 0, "filesTotal": 2}
+    return {
+        "apiVersion": MODELCACHES.api_version,
+        "kind": "ModelCache",
+        "metadata": {"name": name, "namespace": NS, "generation": 1},
+        "spec": {"source": f"hf://org/{name}", "storage": {"persistentVolumeClaim": {"claimName": "models"}}},
+        "status": status,
+    }
+
+
+def _gated(cache: str) -> FakeKube:
+    world = CASES["healthy"]()
+    world.doc["metadata"].setdefault("annotations", {})[MODEL_CACHE] = cache
+    return seed(world)
+
+
+def _cache_line(text: str) -> str:
+    return next(line.strip() for line in text.splitlines() if line.strip().startswith("ModelCache "))
+
+
+async def test_watch_prints_again_when_the_named_model_cache_progresses_and_turns_ready() -> None:
+    kube = _gated("llama-3")
+    kube.put(MODELCACHES, _model_cache("llama-3", "Downloading", 1024**3))
+    printed = Printed()
+    task = asyncio.create_task(status.follow(kube, NAME, NS, printed, clock=lambda: NOW, settle=0.01))
+    assert _cache_line(await printed.next(1)).startswith("ModelCache llama-3: Downloading (25%, 1.0 GiB of 4.0 GiB)")
+
+    kube.put(MODELCACHES, _model_cache("llama-3", "Downloading", 2 * 1024**3))
+    assert _cache_line(await printed.next(2)).startswith("ModelCache llama-3: Downloading (50%, 2.0 GiB of 4.0 GiB)")
+
+    kube.put(MODELCACHES, _model_cache("llama-3", "Ready"))
+    assert _cache_line(await printed.next(3)).startswith("ModelCache llama-3: Ready, ")
+
+    kube.put(MODELCACHES, _model_cache("another", "Failed"))  # not the named cache: nothing to print
+    await asyncio.sleep(0.2)
+    assert len(printed.texts) == 3
+    await kube.delete(MODELSERVINGS, NAME, NS)
+    assert await asyncio.wait_for(task, 5) == 0
+
+
+async def test_watch_follows_the_cache_the_annotation_names_now() -> None:
+    kube = _gated("llama-3")
+    kube.put(MODELCACHES, _model_cache("llama-3", "Ready"))
+    kube.put(MODELCACHES, _model_cache("llama-4", "Downloading", 0))
+    printed = Printed()
+    task = asyncio.create_task(status.follow(kube, NAME, NS, printed, clock=lambda: NOW, settle=0.01))
+    assert _cache_line(await printed.next(1)).startswith("ModelCache llama-3: Ready")
+
+    ms = kube.peek(MODELSERVINGS, NAME, NS)
+    assert ms is not None
+    ms["metadata"]["annotations"][MODEL_CACHE] = "llama-4"
+    kube.put(MODELSERVINGS, ms)
+    assert _cache_line(await printed.next(2)).startswith("ModelCache llama-4: Downloading (0%")
+
+    kube.put(MODELCACHES, _model_cache("llama-4", "Downloading", 3 * 1024**3))
+    assert _cache_line(await printed.next(3)).startswith("ModelCache llama-4: Downloading (75%")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def test_without_the_model_cache_crd_the_watch_does_not_start_again_and_again() -> None:
+    kube = _gated("llama-3")
+
+    def not_served(call: Call) -> None:
+        if call.rt == MODELCACHES:
+            raise NotFound(404, "NotFound", "the server could not find the requested resource")
+
+    kube.intercept(not_served)
+    printed = Printed()
+    task = asyncio.create_task(status.follow(kube, NAME, NS, printed, clock=lambda: NOW, settle=0.01))
+    assert _cache_line(await printed.next(1)).startswith("ModelCache llama-3: NotFound")
+    await asyncio.sleep(0.2)
+    assert len(kube.calls_of("watch", MODELCACHES)) == 1  # tried once, then left alone
+    await kube.delete(PODS, "llama-0-prefill-0-0", NS)
+    assert "llama-0-prefill-0-0" not in await printed.next(2)  # the other watches still work
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task

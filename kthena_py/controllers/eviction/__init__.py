@@ -25,8 +25,8 @@ from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
 from kthena_py.runtime.webhook import WebhookServer
 
-from ..resources import MODELSERVINGS, narrow_cache
-from ..servingview import watch_model_caches
+from ..resources import MODELCACHES, MODELSERVINGS, narrow_cache
+from ..servingview import model_cache_changed, modelservings_of_cache, watch_model_caches
 from .reconciler import FIELD_MANAGER, EvictionBudgetReconciler, condition_of
 from .webhook import DEFAULT_TTL, EVICTION_PATH, EvictionWebhook
 
@@ -46,6 +46,8 @@ CONTROLLER_NAME = "eviction-budget"
 
 def add_webhook(server: WebhookServer, manager: Manager, *, enabled: bool, ttl: float = DEFAULT_TTL) -> EvictionWebhook:
     """Serve the eviction endpoint at :data:`EVICTION_PATH` of ``server`` (before the server starts)."""
+    if enabled:
+        watch_model_caches(manager.cache)  # the serving gate is part of what a grant plans from (its revisions)
     handler = EvictionWebhook(manager.client, manager.cache, manager.recorder, enabled=enabled, ttl=ttl)
     server.add_handler(EVICTION_PATH, handler)
     return handler
@@ -89,6 +91,7 @@ def register(manager: Manager, *, workers: int) -> Controller:
         .for_(MODELSERVINGS, _modelserving_changed)
         .owns(PODS, MODELSERVINGS, _pods_of_protected(cache))
         .watches(CONFIGMAPS, trackers)
+        .watches(MODELCACHES, modelservings_of_cache(cache), model_cache_changed)
     )
     manager.add_controller(controller)
     return controller

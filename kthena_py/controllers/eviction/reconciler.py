@@ -98,7 +98,7 @@ class EvictionBudgetReconciler:
         entries = owned_entries(tracker, ref)
         pruned = prune(entries, unit_index(state), now)
         if pruned != expire(entries, now):  # a release: confirm it on the cluster as it is now
-            live = planning_state(ms, ref, await observe_live(self.client, ref))
+            live = planning_state(ms, ref, await observe_live(self.client, self.cache, obj, ref))
             pruned = prune(entries, unit_index(live), now)
         if tracker is not None and (pruned != entries or not pruned):
             try:

@@ -2,8 +2,13 @@
 
 Guarantees: :func:`observe_cached` reads only the informer cache (good for showing a budget, never for granting
 or releasing a disruption); :func:`observe_live` reads the API server (three label-selected lists, sent at
-once), so what it returns is at least as new as anything read before it was called. Both return only objects
-controlled by the ModelServing's UID.
+once), so the objects it returns are at least as new as anything read before it was called. Both return only
+objects controlled by the ModelServing's UID.
+
+Both carry the serving gate of a ModelServing that names a ModelCache, decided from the informer cache exactly as
+the ModelServing controllers decide it (:func:`~kthena_py.controllers.servingview.model_cache_gate`): its mount
+enters the update revision, so a view without it would take every pod of a gated ModelServing for an outdated one
+and could keep other units than the controllers' scaling plan keeps.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from kthena_py.plan.modelserving.core.types import MSRef, Observed, PodGroupSupp
 from kthena_py.runtime.cache import CacheReader
 from kthena_py.vocab.owners import controller_uid
 
-from ..servingview import observe
+from ..servingview import model_cache_gate, observe
 
 __all__ = ["observe_cached", "observe_live", "planning_state"]
 
@@ -43,12 +48,22 @@ def _controlled(items: list[KubeObject], uid: str) -> tuple[KubeObject, ...]:
     return tuple(obj for obj in items if controller_uid(obj) == uid)
 
 
-async def observe_live(client: KubeApi, ref: MSRef) -> Observed:
-    """The ModelServing's pods, Services and revisions as the API server holds them now.
+async def observe_live(client: KubeApi, cache: CacheReader, ms_obj: KubeObject, ref: MSRef) -> Observed:
+    """The ModelServing's pods, Services and revisions as the API server holds them now, with its serving gate.
 
     Services count: a role instance with workers is ready only with its headless Service (as for the
     controllers), so a view without them would see every such unit as not ready.
+
+    Args:
+        client: Reads the pods, Services and revisions.
+        cache: Where the gate's ModelCache is read (as the controllers read it).
+        ms_obj: The ModelServing object (its annotation names the cache).
+        ref: Its identity.
+
+    Raises:
+        pydantic.ValidationError: The ModelServing names a ModelCache but its spec is invalid.
     """
+    gate = model_cache_gate(cache, ms_obj)
     selector = f"{naming.LABEL_NAME}={ref.name}"
     pods, services, revisions = await asyncio.gather(
         client.list_all(PODS, ref.namespace, label_selector=selector),
@@ -56,6 +71,7 @@ async def observe_live(client: KubeApi, ref: MSRef) -> Observed:
         client.list_all(CONTROLLER_REVISIONS, ref.namespace, label_selector=selector),
     )
     return Observed(
+        model_cache=gate,
         pods=_controlled(pods.items, ref.uid),
         services=_controlled(services.items, ref.uid),
         revisions=_controlled(revisions.items, ref.uid),

@@ -213,7 +213,7 @@ class EvictionWebhook:
         self._locks[key] = (lock, users + 1)
         try:
             async with lock:
-                return ms_obj, await self._decide_protected(request, ms, ref, strategy, target)
+                return ms_obj, await self._decide_protected(request, ms_obj, ms, ref, strategy, target)
         finally:
             lock, users = self._locks[key]
             if users <= 1:
@@ -224,6 +224,7 @@ class EvictionWebhook:
     async def _decide_protected(
         self,
         request: AdmissionRequest,
+        ms_obj: KubeObject,
         ms: ModelServing,
         ref: MSRef,
         strategy: EvictionStrategySpec,
@@ -235,7 +236,7 @@ class EvictionWebhook:
         while True:
             try:
                 tracker = await self.store.read(ref)
-                observed = await observe_live(self.client, ref)  # listed after the tracker
+                observed = await observe_live(self.client, self.cache, ms_obj, ref)  # listed after the tracker
                 # The pod as listed now, not as read before waiting for the lock: the API server evicts the pod
                 # that has the name when it acts, and the record must name that incarnation.
                 listed = next((target_of(p) for p in observed.pods if name_of(p) == target.pod_name), None)

@@ -78,7 +78,8 @@ def register(
         manager: The manager.
         workers: Concurrent reconciles.
         settings: The controller's settings (default: :class:`Settings`).
-        progress: Where download progress is read (default: HTTP scrapes of the download pods).
+        progress: Where download progress is read (default: HTTP scrapes of the download pods, whose client
+            session the manager closes when it stops; a source given here is the caller's to close).
     """
     chosen = settings or Settings()
     cache = manager.cache
@@ -110,12 +111,12 @@ def register(
         name = annotations_of(ms).get(MODEL_CACHE)
         return [Request(namespace_of(ms), name)] if name else []
 
+    if progress is None:
+        scraper = HttpProgress(timeout=chosen.scrape_timeout)
+        manager.add_closer(scraper.close)
+        progress = scraper
     reconciler = CacheReconciler(
-        manager.client,
-        cache,
-        manager.recorder_for(MODELCACHE),
-        chosen.plan_settings(),
-        progress or HttpProgress(timeout=chosen.scrape_timeout),
+        manager.client, cache, manager.recorder_for(MODELCACHE), chosen.plan_settings(), progress
     )
     controller = (
         Controller("modelcache", reconciler, cache, workers=workers)

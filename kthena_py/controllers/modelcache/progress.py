@@ -52,9 +52,10 @@ class HttpProgress:
             return None
 
     async def close(self) -> None:
-        """Close the session."""
-        if self._session is not None:
-            await self._session.close()
+        """Close the session (a later scrape opens a new one); the manager calls this when it stops."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
 
 
 async def scrape_all(source: ProgressSource, targets: Mapping[str, str], port: int) -> dict[str, DownloadProgress]:

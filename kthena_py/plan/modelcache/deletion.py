@@ -8,7 +8,8 @@ still on it) goes through, at each reconcile:
    says which ModelServings (their pods may still read the files).
 3. The storage decides the cleanup: a ``volumeClaimTemplate`` claim is the cache's own and goes with it (no
    cleanup Job); an existing claim gets one cleanup Job (``kthena-py download --remove``) for the model
-   directory; a node-local cache gets one per node that exists and matches the selector or ran a download.
+   directory; a node-local cache gets one per node that exists and matches the selector, ran a download (one
+   that left the selector too: it keeps its download Jobs, see :mod:`.plan`) or already has a cleanup Job.
 4. The finalizer is removed when every cleanup Job succeeded (Normal ``CleanupSucceeded``), or **at the latest**
    when :attr:`~.plan.PlanSettings.cleanup_timeout` has passed since ``deletionTimestamp``, when a cleanup Job
    failed, or when the storage is gone (the claim is missing, no node is left): then a Warning
@@ -58,7 +59,7 @@ def _targets(cache: ModelCache, observed: Observed) -> tuple[list[NodeView], lis
     node_local = cache.spec.storage.node_local
     assert node_local is not None
     existing = {n.name: n for n in observed.nodes}
-    had = {str(j.node) for j in observed.jobs if j.kind == DOWNLOAD and j.node}
+    had = {str(j.node) for j in observed.jobs if j.kind in (DOWNLOAD, CLEANUP) and j.node}
     wanted = {n.name for n in observed.nodes if n.matches(node_local.node_selector)} | had
     return [existing[n] for n in sorted(wanted) if n in existing], sorted(n for n in had if n not in existing)
 

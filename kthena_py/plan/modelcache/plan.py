@@ -11,8 +11,11 @@ returns a :class:`CachePlan`. Rules:
   own is ``StorageUnavailable``); a node-local cache needs at least one Ready node matching its selector.
 * ``prefetch: false``: no Job until some ModelServing of the namespace names the cache (``Pending``).
 * Each unit (the shared storage, or each Ready matching node) is decided by :func:`~.units.decide_unit`; a Job
-  to create comes with its PodGroup first (when the scheduler is Volcano). Jobs on nodes that no longer match
-  or exist are deleted. A node that is not Ready gets no new Job, but keeps a finished one.
+  to create comes with its PodGroup first (when the scheduler is Volcano). A node that is not Ready gets no new
+  Job, but keeps a finished one.
+* A node that leaves a node-local selector keeps its download Jobs (a running one finishes) but is no longer a
+  unit (not in ``status.nodes``, no retry): those Jobs are the only record that the node holds files, which the
+  deletion's cleanup (:mod:`.deletion`) needs. Jobs on nodes that no longer exist are deleted.
 * ``requeue_after``: the soonest retry, and :attr:`PlanSettings.progress_interval` while a download runs or
   starts (progress is scraped, not watched).
 """
@@ -143,7 +146,8 @@ def _units(
     if node_local is None:
         return [decide_unit(None, current, now, settings.backoff)], [], {}
     matching = {n.name: n for n in observed.nodes if n.matches(node_local.node_selector)}
-    orphans = [j for j in current if j.node not in matching]
+    existing = {n.name for n in observed.nodes}
+    on_gone_nodes = [j for j in current if j.node not in existing]  # one that left the selector keeps its Jobs
     by_node: dict[str, list[JobView]] = {}
     for job in current:
         if job.node in matching:
@@ -159,7 +163,7 @@ def _units(
                 name, "retry-wait" if decision.failure else "starting", decision.job, failure=decision.failure
             )
         units.append(decision)
-    return units, orphans, matching
+    return units, on_gone_nodes, matching
 
 
 def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, now: float) -> CachePlan:
@@ -178,8 +182,8 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
     units: list[UnitDecision] = []
     matching: dict[str, NodeView] = {}
     if waiting is None:
-        units, orphans, matching = _units(cache, current, observed, now, settings)
-        deletes += [Delete(j.name, j.uid, "its node no longer matches the selector") for j in orphans]
+        units, on_gone_nodes, matching = _units(cache, current, observed, now, settings)
+        deletes += [Delete(j.name, j.uid, "its node is gone") for j in on_gone_nodes]
         for unit in units:
             deletes += [Delete(j.name, j.uid, "superseded") for j in unit.superseded]
     created_job = None

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import pytest
 from aiohttp import web
 
+from kthena_py.controllers.modelcache import register
 from kthena_py.controllers.modelcache.progress import HttpProgress, scrape_all
+from kthena_py.runtime.manager import Manager, ManagerOptions
+from kthena_py.testing.fake import FakeKube
 
 
 @dataclass
@@ -66,3 +70,29 @@ async def test_a_pod_that_does_not_answer_well_leaves_progress_unset(pod: Pod, m
     finally:
         await source.close()
     assert found == {}
+
+
+async def test_the_manager_closes_the_scrape_session_when_it_stops(pod: Pod) -> None:
+    loop = asyncio.get_running_loop()
+    reported: list[str] = []
+    loop.set_exception_handler(lambda _, context: reported.append(str(context.get("message"))))
+    try:
+        manager = Manager(FakeKube(), ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"))
+        controller = register(manager, workers=1)
+        source = controller.reconciler.progress  # type: ignore[attr-defined]
+        assert isinstance(source, HttpProgress)
+        assert await source.fetch("127.0.0.1", pod.port) is not None  # the session is open
+        session = source._session
+        assert session is not None and not session.closed
+        stop = asyncio.Event()
+        task = asyncio.create_task(manager.run(stop))
+        async with asyncio.timeout(10):
+            await manager.leading.wait()
+        stop.set()
+        assert await asyncio.wait_for(task, 10) == 0
+        assert session.closed
+        del manager, controller, source, session
+        gc.collect()
+        assert [m for m in reported if "Unclosed client session" in m] == []
+    finally:
+        loop.set_exception_handler(None)

@@ -309,3 +309,77 @@ async def test_deletion_waits_while_a_modelserving_names_the_cache_then_cleans_u
     await world.reconcile()
     assert world.kube.peek(MODELCACHES, "llama", "ns") is None
     assert ("Normal", "CleanupSucceeded") in world.recorded()
+
+
+def _node(name: str, *, gpu: bool, ready: bool = True) -> dict[str, Any]:
+    labels = {"kubernetes.io/hostname": name, **({"tier": "gpu"} if gpu else {})}
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "status": {"conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }
+
+
+NODE_LOCAL = {"nodeLocal": {"path": "/mnt/models", "nodeSelector": {"tier": "gpu"}}}
+
+
+def _by_node(world: World, kind: str = "download") -> dict[str, dict[str, Any]]:
+    """The cache's Jobs of one kind (download or cleanup), by the node each is pinned to."""
+    found = {}
+    for job in world.jobs():
+        pod = job["spec"]["template"]["spec"]
+        if ("--remove" in pod["containers"][0]["args"]) == (kind == "cleanup"):
+            found[pod["nodeSelector"]["kubernetes.io/hostname"]] = job
+    return found
+
+
+async def test_a_node_local_cache_has_one_job_per_selected_node_and_lists_the_nodes_it_is_ready_on() -> None:
+    world = World(
+        (MODELCACHES, _cache(storage=NODE_LOCAL)),
+        (NODES, _node("gpu-a", gpu=True)),
+        (NODES, _node("gpu-b", gpu=True)),
+        (NODES, _node("gpu-c", gpu=True)),
+        (NODES, _node("cpu-a", gpu=False)),
+    )
+    await world.reconcile()
+    jobs = _by_node(world)
+    assert sorted(jobs) == ["gpu-a", "gpu-b", "gpu-c"]  # the node outside the selector gets none
+    for node, job in jobs.items():
+        volumes = job["spec"]["template"]["spec"]["volumes"]
+        assert any((v.get("hostPath") or {}).get("path") == "/mnt/models" for v in volumes), node
+    assert world.mc()["status"]["phase"] == "Pending"
+
+    world.run_job(jobs["gpu-a"], "succeeded", _ok(), ip="10.0.0.1")
+    world.run_job(jobs["gpu-b"], "active", ip="10.0.0.2")
+    failure = json.dumps({"ok": False, "reason": "DownloadFailed", "message": "disk full"})
+    world.run_job(jobs["gpu-c"], "failed", failure, ip="10.0.0.3")
+    await world.reconcile()
+    status = world.mc()["status"]
+    assert (status["phase"], status["nodes"]) == ("Ready", ["gpu-a"])  # only the node whose Job succeeded
+    degraded = next(c for c in status["conditions"] if c["type"] == "Degraded")
+    assert degraded["status"] == "True" and "gpu-c" in degraded["message"]
+
+    world.run_job(jobs["gpu-b"], "succeeded", _ok(), ip="10.0.0.2")
+    await world.reconcile()
+    assert world.mc()["status"]["nodes"] == ["gpu-a", "gpu-b"]
+
+    # gpu-b leaves the selector: out of status.nodes at once (no pod is sent there), no new Job, but its Job stays:
+    # the record that its files are there. A node that no longer exists loses its Job.
+    world.kube.put(NODES, _node("gpu-b", gpu=False))
+    await world.kube.delete(NODES, "gpu-c")
+    await world.reconcile()
+    assert world.mc()["status"]["nodes"] == ["gpu-a"]
+    assert sorted(_by_node(world)) == ["gpu-a", "gpu-b"]
+    assert [c.name for c in world.kube.calls_of("delete", JOBS)] == [jobs["gpu-c"]["metadata"]["name"]]
+
+    # Deleted: every node left that holds the files gets its cleanup Job, the one that left the selector too.
+    await world.kube.delete(MODELCACHES, "llama", "ns")
+    await world.reconcile()
+    cleanups = _by_node(world, "cleanup")
+    assert sorted(cleanups) == ["gpu-a", "gpu-b"]
+    for job in cleanups.values():
+        world.run_job(job, "succeeded")
+    await world.reconcile()
+    assert world.kube.peek(MODELCACHES, "llama", "ns") is None
+    assert ("Normal", "CleanupSucceeded") in world.recorded()

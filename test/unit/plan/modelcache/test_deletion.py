@@ -77,6 +77,20 @@ def test_node_local_cleans_every_node_left_and_names_the_gone_ones() -> None:
     assert nothing.remove_finalizer and "no node is left" in nothing.events[0].message
 
 
+def test_a_node_that_left_the_selector_is_cleaned_and_a_started_cleanup_is_followed() -> None:
+    mc = cache(storage=NODE_LOCAL)
+    nodes = (node("a", gpu="true"), node("b"))  # b left the selector, its download Job stays
+    fp = fingerprint(mc.spec)
+    had = (job(mc, "succeeded", node="a"), job(mc, "succeeded", node="b"))
+    plan = plan_deletion(mc, Observed(jobs=had, nodes=nodes), SETTINGS, 1.0, 0.0)
+    assert [c.name for c in plan.creates if c.kind == "Job"] == [cleanup_job_name("llama", fp, n) for n in ("a", "b")]
+    # b's download Job is gone (stopped while it ran), but its cleanup Job was started: b is still followed.
+    cleaning_b = job(mc, "active", kind="cleanup", node="b", name=cleanup_job_name("llama", fp, "b"))
+    cleaned_a = job(mc, "succeeded", kind="cleanup", node="a", name=cleanup_job_name("llama", fp, "a"))
+    waiting = plan_deletion(mc, Observed(jobs=(had[0], cleaned_a, cleaning_b), nodes=nodes), SETTINGS, 2.0, 0.0)
+    assert not waiting.remove_finalizer and waiting.creates == ()
+
+
 @given(
     st.sampled_from(["claim", "template", "node-local"]),
     st.booleans(),

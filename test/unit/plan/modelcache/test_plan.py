@@ -250,6 +250,21 @@ def test_node_local_fans_out_to_ready_matching_nodes_and_lists_where_it_is_ready
     ]
 
 
+@pytest.mark.parametrize("state", ["succeeded", "active", "failed"])
+def test_a_node_that_leaves_the_selector_keeps_its_job_but_is_no_longer_a_unit(state: str) -> None:
+    mc = cache(storage=NODE_LOCAL)
+    nodes = (node("a", gpu="true"), node("b"))  # b lost the label
+    done_a = job(mc, "succeeded", node="a", message=result())
+    left_b = job(mc, state, node="b", message=result() if state == "succeeded" else None, finished=900.0)
+    plan = _plan(mc, done_a, left_b, nodes=nodes)
+    assert plan.deletes == () and plan.creates == ()  # its Job is the record that b holds files; no retry there
+    assert plan.status["phase"] == "Ready" and plan.status["nodes"] == ["a"]
+    assert not any(c["type"] == "Degraded" and c["status"] == "True" for c in plan.status["conditions"])
+    assert plan.requeue_after is None  # nothing of the cache's own runs
+    back = _plan(mc, done_a, left_b, nodes=(node("a", gpu="true"), node("b", gpu="true")))
+    assert back.status["nodes"] == (["a", "b"] if state == "succeeded" else ["a"])
+
+
 def test_node_local_failure_on_one_node_degrades_but_keeps_ready() -> None:
     mc = cache(storage=NODE_LOCAL)
     nodes = (node("a", gpu="true"), node("b", gpu="true"))
