@@ -26,6 +26,7 @@ __all__ = [
     "PODGROUP_UNSCHEDULABLE",
     "POD_READY",
     "POD_SCHEDULED",
+    "PREFETCH",
     "PROGRESSING",
     "RATIO_VIOLATED",
     "READY",
@@ -67,6 +68,8 @@ __all__ = [
     "REASON_NO_METRICS",
     "REASON_NO_PROTECTED_UNITS",
     "REASON_PARTITION",
+    "REASON_PREFETCH_RENDERED",
+    "REASON_PREFETCH_UNSUPPORTED",
     "REASON_QUEUE_FULL",
     "REASON_RATIO_SATISFIED",
     "REASON_RATIO_UNSATISFIABLE",
@@ -137,6 +140,9 @@ DEGRADED = "Degraded"
 """A ModelCache whose staging failed (reason says how); False while it is healthy."""
 MODEL_CACHED = "ModelCached"
 """On a ModelServing that names a ModelCache: whether the cache is Ready (its pods wait until it is)."""
+PREFETCH = "Prefetch"
+"""On a ModelBooster with the prefetch annotation: whether its weights come from a child ModelCache (True) or,
+because the booster cannot be mapped to one, from Kthena's per-pod downloader (False)."""
 
 CONDITION_TYPES = (
     AVAILABLE,
@@ -157,6 +163,7 @@ CONDITION_TYPES = (
     RATIO_VIOLATED,
     DEGRADED,
     MODEL_CACHED,
+    PREFETCH,
 )
 """Every condition type above."""
 
@@ -246,6 +253,12 @@ REASON_MODEL_CACHE_READY = "ModelCacheReady"
 REASON_MODEL_CACHE_CONFLICT = "ModelCacheMountConflict"
 """A ModelServing template already uses the cache's volume name or mount path: the gate stays closed."""
 
+# Reasons of a ModelBooster's Prefetch (PrefetchUnsupported also names the Warning Event).
+REASON_PREFETCH_RENDERED = "ModelCacheRendered"
+"""The booster's ModelServing is gated on its child ModelCache; no pod runs a downloader."""
+REASON_PREFETCH_UNSUPPORTED = "PrefetchUnsupported"
+"""The booster cannot be mapped to a ModelCache (its cacheURI or download settings); pods keep the downloader."""
+
 CONDITION_REASONS = (
     REASON_ALL_SCHEDULED,
     REASON_SCHEDULING,
@@ -304,5 +317,7 @@ CONDITION_REASONS = (
     REASON_MODEL_CACHE_FAILED,
     REASON_MODEL_CACHE_READY,
     REASON_MODEL_CACHE_CONFLICT,
+    REASON_PREFETCH_RENDERED,
+    REASON_PREFETCH_UNSUPPORTED,
 )
 """Every reason above."""

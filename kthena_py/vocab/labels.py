@@ -19,6 +19,7 @@ __all__ = [
     "BOOSTER_MODEL_NAME",
     "BOOSTER_MODEL_UID",
     "BOOSTER_PREFETCH",
+    "BOOSTER_PREFETCH_NODE_SELECTOR",
     "BOOSTER_REPLICAS",
     "BOOSTER_REVISION",
     "ENTRY_VALUE",
@@ -34,6 +35,7 @@ __all__ = [
     "MODEL_CACHE_JOB_KIND",
     "MODEL_CACHE_NAME",
     "MODEL_CACHE_NODE",
+    "NODE_OS",
     "POD_DELETION_COST",
     "SERVING_ENTRY",
     "SERVING_GROUP_NAME",
@@ -78,6 +80,8 @@ VOLCANO_QUEUE = "scheduling.volcano.sh/queue-name"
 # Kubernetes.
 POD_DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 KUBECTL_LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+NODE_OS = "kubernetes.io/os"
+"""The well-known node label of the operating system (``linux``)."""
 
 # LeaderWorkerSet: the labels the LWS plugin sets for engines that expect them.
 LWS_NAME = "leaderworkerset.sigs.k8s.io/name"
@@ -105,6 +109,9 @@ MODEL_CACHE = "serving.kthena-py.io/model-cache"
 BOOSTER_PREFETCH = "modelbooster.kthena-py.io/prefetch"
 """On a ModelBooster: ``"true"`` renders a child ModelCache per backend and gates the backend's ModelServing on it
 instead of Kthena's per-pod downloader init container."""
+BOOSTER_PREFETCH_NODE_SELECTOR = "modelbooster.kthena-py.io/prefetch-node-selector"
+"""On a prefetching ModelBooster with a ``hostpath://`` cacheURI: ``key=value,...``, the nodes its node-local
+ModelCache is staged on (default: every Linux node)."""
 MODEL_CACHE_NAME = "modelcache.serving.kthena-py.io/name"
 """On a cache's Jobs, PodGroups and claims: the ModelCache's name."""
 MODEL_CACHE_FINGERPRINT = "modelcache.serving.kthena-py.io/fingerprint"

@@ -1,5 +1,8 @@
 """The ModelBooster controller: one booster -> a ModelServing, a ModelServer and a ModelRoute, and a status.
 
+With the prefetch opt-in (:data:`~kthena_py.vocab.labels.BOOSTER_PREFETCH`) also a ModelCache, on which the
+ModelServing is gated (:mod:`kthena_py.plan.modelbooster.prefetch`).
+
 Watches (one informer per type, shared with the other controllers):
 
 * ModelBoosters (spec, label, annotation and deletion changes); the CRD is optional;
@@ -7,6 +10,8 @@ Watches (one informer per type, shared with the other controllers):
   ModelServing also its ``Available`` condition). ModelServers and ModelRoutes are cached only when labelled
   ``workload.serving.volcano.sh/managed-by=workload.serving.volcano.sh``, as in Kthena, and their CRDs are
   optional;
+* the ModelCaches a booster controls (created, changed, deleted: a deleted cache lets a booster whose opt-in
+  was removed return its ModelServing to the per-pod downloader);
 * the two networking CRDs, so installing them later brings the missing children without a restart.
 
 The reconciler (:class:`~.reconciler.BoosterReconciler`) writes with its own field manager
@@ -27,7 +32,7 @@ from kthena_py.runtime.reconcile import Request
 from kthena_py.vocab.conditions import AVAILABLE
 
 from ..components import MODELBOOSTER
-from ..resources import MODELBOOSTERS, MODELROUTES, MODELSERVERS, MODELSERVINGS
+from ..resources import MODELBOOSTERS, MODELCACHES, MODELROUTES, MODELSERVERS, MODELSERVINGS
 from .observe import NETWORKING_CRDS, crd_selector
 from .reconciler import BoosterReconciler
 from .settings import ImageSource, Settings
@@ -57,7 +62,9 @@ def register(manager: Manager, *, workers: int, settings: Settings | None = None
         cache.informer(rt, optional=True)
         cache.index_label(rt, LABEL_MODEL_UID)
     cache.informer(MODELBOOSTERS, optional=True)
+    cache.informer(MODELCACHES, optional=True)
     cache.index_label(MODELSERVINGS, LABEL_MODEL_UID)
+    cache.index_label(MODELCACHES, LABEL_MODEL_UID)
 
     def every_booster(_: KubeObject) -> Iterable[Request]:
         return [Request(namespace_of(b), name_of(b)) for b in cache.list(MODELBOOSTERS)]
@@ -74,6 +81,7 @@ def register(manager: Manager, *, workers: int, settings: Settings | None = None
         .owns(MODELSERVINGS, MODELBOOSTERS, modelserving_changed)
         .owns(MODELSERVERS, MODELBOOSTERS, spec_changed)
         .owns(MODELROUTES, MODELBOOSTERS, spec_changed)
+        .owns(MODELCACHES, MODELBOOSTERS, spec_or_metadata_changed)
     )
     for crd in NETWORKING_CRDS.values():
         controller.watches(CRDS, every_booster, field_selector=crd_selector(crd))

@@ -1,8 +1,8 @@
 """Read-only views of the cluster for the ModelBooster reconciler, all from the informer cache.
 
-Guarantees: no API calls; children are found by the booster's names and by its ``model-uid`` label (the
-planner decides which of them it controls); a networking kind counts as served only when its CRD is in the
-cache, serves ``v1alpha1`` and is Established.
+Guarantees: no API calls; children (ModelCaches included) are found by the booster's names and by its
+``model-uid`` label (the planner decides which of them it controls); a networking kind counts as served only when
+its CRD is in the cache, serves ``v1alpha1`` and is Established.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from kthena_py.plan.modelbooster.children import Kind
 from kthena_py.plan.modelbooster.naming import LABEL_MODEL_UID
 from kthena_py.runtime.cache import CacheReader
 
-from ..resources import MODELROUTES, MODELSERVERS, MODELSERVINGS
+from ..resources import MODELCACHES, MODELROUTES, MODELSERVERS, MODELSERVINGS
 
 __all__ = ["CHILD_TYPES", "NETWORKING_CRDS", "crd_selector", "observe", "parse_booster"]
 
@@ -26,6 +26,7 @@ CHILD_TYPES: dict[Kind, ResourceType] = {
     "ModelServing": MODELSERVINGS,
     "ModelServer": MODELSERVERS,
     "ModelRoute": MODELROUTES,
+    "ModelCache": MODELCACHES,
 }
 NETWORKING_CRDS: dict[Kind, str] = {
     "ModelServer": f"{MODELSERVERS.plural}.{MODELSERVERS.group}",
@@ -67,10 +68,17 @@ def _crd_served(cache: CacheReader, name: str) -> bool:
 
 def observe(cache: CacheReader, booster: ModelBooster, children: Children) -> Observed:
     """The cached children of ``booster`` and which child kinds are served."""
+    desired: dict[Kind, KubeObject | None] = {
+        "ModelServing": children.modelserving,
+        "ModelServer": children.modelserver,
+        "ModelRoute": children.modelroute,
+        "ModelCache": children.modelcache,
+    }
     found: dict[Kind, tuple[KubeObject, ...]] = {}
-    for (kind, rt), desired in zip(CHILD_TYPES.items(), children.all(), strict=True):
+    for kind, rt in CHILD_TYPES.items():
         objects = {object_key(o): o for o in cache.by_label(rt, LABEL_MODEL_UID, booster.uid, booster.namespace)}
-        named = cache.get(rt, str(meta(desired).get("name")), booster.namespace)
+        want = desired[kind]
+        named = cache.get(rt, str(meta(want).get("name")), booster.namespace) if want is not None else None
         if named is not None:
             objects[object_key(named)] = named
         found[kind] = tuple(objects[k] for k in sorted(objects))
@@ -81,4 +89,5 @@ def observe(cache: CacheReader, booster: ModelBooster, children: Children) -> Ob
         modelservers=found["ModelServer"],
         modelroutes=found["ModelRoute"],
         served=frozenset(served),
+        modelcaches=found["ModelCache"],
     )

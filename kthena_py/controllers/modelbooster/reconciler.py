@@ -11,8 +11,14 @@ Flow of one reconcile:
    When Kthena's networking CRDs are not served, only the ModelServing is written and a Warning Event says
    why (once per generation). A failed write, or a child with the booster's name that the booster does not
    control, sets ``Failed=True`` and is retried with backoff.
-4. Write the status: ``Initialized``, ``Active`` (the ModelServing is ``Available``), ``Failed`` cleared, and
-   ``observedGeneration``, which is advanced only here, after the children were written.
+4. Write the status: ``Initialized``, ``Active`` (the ModelServing is ``Available``), ``Failed`` cleared,
+   ``Prefetch`` for a booster with the prefetch opt-in, and ``observedGeneration``, which is advanced only here,
+   after the children were written.
+
+A prefetch opt-in that cannot be honoured (a ``cacheURI`` or download settings a ModelCache cannot take) is not
+an error: the booster keeps Kthena's per-pod downloader, ``Prefetch=False/PrefetchUnsupported`` says why, and a
+Warning Event of that reason is recorded once per change of that message (the reconcile ends normally, so
+nothing is retried until the booster changes).
 
 Guarantees: every decision comes from the cache and pure planners; a converged booster costs no write.
 """
@@ -29,6 +35,7 @@ from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, annotations_of, controller_ref, is_deleting, meta
 from kthena_py.plan.modelbooster import (
     ChildPlan,
+    Children,
     ExpandError,
     booster_status,
     expand,
@@ -39,7 +46,7 @@ from kthena_py.plan.modelbooster.naming import ANNOTATION_MIGRATED
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
-from kthena_py.vocab.conditions import AVAILABLE, REASON_INVALID_SPEC
+from kthena_py.vocab.conditions import AVAILABLE, PREFETCH, REASON_INVALID_SPEC, REASON_PREFETCH_UNSUPPORTED
 from kthena_py.vocab.times import format_time
 
 from ..resources import MODELBOOSTERS, MODELSERVINGS
@@ -105,6 +112,7 @@ class BoosterReconciler:
             self.recorder.event(obj, "Warning", REASON_INVALID_SPEC, problem)
             await self._status(obj, generation, None, failure=problem, observed=generation)
             raise TerminalError(problem)
+        self._prefetch_unsupported(obj, children)
         plan = plan_children(booster.uid, children, observe(self.cache, booster, children))
         first_look = (obj.get("status") or {}).get("observedGeneration") != generation
         if plan.unserved and first_look:
@@ -114,15 +122,34 @@ class BoosterReconciler:
                 raise ChildWriteError("; ".join(plan.foreign))
             writes = await self.applier.apply(obj, plan)
         except ChildWriteError as exc:
-            await self._status(obj, generation, plan.modelserving, failure=exc.message, observed=None)
+            await self._status(
+                obj, generation, plan.modelserving, failure=exc.message, observed=None, children=children
+            )
             raise
+        if plan.waiting:
+            log.info("waiting for children", waiting=list(plan.waiting))
         if writes:
             log.info("children written", writes=writes)
         ms = self.cache.get(MODELSERVINGS, children.modelserving["metadata"]["name"], booster.namespace)
         owner = controller_ref(ms) if ms is not None else None
         mine = ms if owner is not None and owner.get("uid") == booster.uid else None
-        await self._status(obj, generation, mine, failure=None, observed=generation)
+        await self._status(obj, generation, mine, failure=None, observed=generation, children=children)
         return None
+
+    def _prefetch_unsupported(self, obj: KubeObject, children: Children) -> None:
+        """Record the Warning Event of an opt-in that cannot be honoured, unless the status already says it."""
+        problem = children.prefetch.problem
+        if problem is None:
+            return
+        conditions = (obj.get("status") or {}).get("conditions") or []
+        said = any(
+            c.get("type") == PREFETCH and c.get("status") == "False" and str(c.get("message", "")).startswith(problem)
+            for c in conditions
+        )
+        if not said:
+            self.recorder.event(
+                obj, "Warning", REASON_PREFETCH_UNSUPPORTED, f"{problem}; the pods keep the per-pod downloader"
+            )
 
     def _networking_missing(self, obj: KubeObject, plan: ChildPlan) -> None:
         crds = ", ".join(NETWORKING_CRDS[kind] for kind in plan.unserved)
@@ -143,6 +170,7 @@ class BoosterReconciler:
         *,
         failure: str | None,
         observed: int | None,
+        children: Children | None = None,
     ) -> None:
         status = booster_status(
             obj.get("status"),
@@ -151,5 +179,6 @@ class BoosterReconciler:
             available=_available(ms),
             failure=failure,
             now=_rfc3339(self._now()),
+            prefetch=None if children is None else (children.prefetch, children.modelserving["metadata"]["name"]),
         )
         await write_status(self.client, obj, status)

@@ -15,6 +15,18 @@ Guarantees, for each child kind in Kthena's order (ModelServing, ModelServer, Mo
   ModelServing whose role names change (immutable) are deleted, and the deletion brings the new one.
   Children the booster controls under another name (a renamed backend) are deleted after the write.
 * A child with the right name that the booster does not control is never touched; it is reported instead.
+
+The opt-in ModelCache (:mod:`~.prefetch`) is planned first, so a cache exists before the ModelServing that waits
+for it:
+
+* it is created, updated like the others, and replaced (deleted, then created again) when its ``storage`` changes
+  (immutable); caches the booster controls under another name are deleted;
+* without a cache to render (the opt-in removed or no longer possible), every cache the booster controls is
+  deleted, and **the ModelServing is not written while one of them exists**: the cache's cleanup removes the
+  files it staged, which are where the per-pod downloader would write, so the ModelServing goes back to the
+  downloader only once the cleanup is over (its pods keep running meanwhile);
+* a cache of the right name the booster does not control is reported, and the ModelServing is not written
+  (it would be gated on someone else's cache).
 """
 
 from __future__ import annotations
@@ -34,7 +46,7 @@ from .modelserving import replica_counts
 
 __all__ = ["ChildPlan", "Kind", "Observed", "Remove", "Write", "contains", "plan_children"]
 
-Kind = Literal["ModelServing", "ModelServer", "ModelRoute"]
+Kind = Literal["ModelServing", "ModelServer", "ModelRoute", "ModelCache"]
 NETWORKING_KINDS: tuple[Kind, ...] = ("ModelServer", "ModelRoute")
 
 
@@ -47,12 +59,17 @@ class Observed:
     modelroutes: tuple[KubeObject, ...] = ()
     served: frozenset[Kind] = frozenset({"ModelServing", "ModelServer", "ModelRoute"})
     """The kinds the API server serves (the networking CRDs are optional)."""
+    modelcaches: tuple[KubeObject, ...] = ()
+    """The booster's ModelCaches (by name and ``model-uid`` label)."""
 
     def of(self, kind: Kind) -> tuple[KubeObject, ...]:
         """The observed objects of ``kind``."""
-        return {"ModelServing": self.modelservings, "ModelServer": self.modelservers, "ModelRoute": self.modelroutes}[
-            kind
-        ]
+        return {
+            "ModelServing": self.modelservings,
+            "ModelServer": self.modelservers,
+            "ModelRoute": self.modelroutes,
+            "ModelCache": self.modelcaches,
+        }[kind]
 
 
 @dataclass(frozen=True)
@@ -185,6 +202,10 @@ def _replacement(kind: Kind, desired: KubeObject, live: Mapping[str, Any]) -> st
         old_roles, new_roles = _role_names(live), _role_names(desired)
         if old_roles != new_roles:
             return f"roles changed from {old_roles} to {new_roles} (role names are immutable)"
+    if kind == "ModelCache":
+        old, new = (live.get("spec") or {}).get("storage"), desired["spec"]["storage"]
+        if old != new:
+            return "storage changed (storage is immutable)"
     return None
 
 
@@ -196,6 +217,54 @@ def _comparable(body: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+@dataclass
+class _Steps:
+    steps: list[Write | Remove]
+    foreign: list[str]
+    waiting: list[str]
+
+
+def _plan_kind(kind: Kind, desired: KubeObject | None, objects: Sequence[KubeObject], uid: str, out: _Steps) -> None:
+    """Write ``desired`` (when given) over the live object of its name; delete other controlled objects."""
+    name = _name(desired) if desired is not None else None
+    live = next((o for o in objects if _name(o) == name), None) if name is not None else None
+    if desired is not None and name is not None:
+        if live is not None and not controlled_by(live, uid):
+            out.foreign.append(f"{kind} {name} already exists and is not controlled by this ModelBooster")
+            return
+        if live is None:
+            body = _with_record(desired) if kind == "ModelServing" else copy.deepcopy(desired)
+            out.steps.append(Write(kind, name, body, create=True))
+        elif _meta(live).get("deletionTimestamp"):
+            out.waiting.append(f"{kind} {name}")
+        elif (why := _replacement(kind, desired, live)) is not None:
+            out.steps.append(Remove(kind, name, str(_meta(live).get("uid") or ""), why))
+        else:
+            body = _keep_live_counts(desired, live) if kind == "ModelServing" else copy.deepcopy(desired)
+            if not contains(_comparable(live), _comparable(body)):
+                body["metadata"]["resourceVersion"] = str(_meta(live).get("resourceVersion") or "")
+                out.steps.append(Write(kind, name, body, create=False))
+    why = f"replaced by {kind} {name}" if name is not None else "the booster no longer prefetches"
+    for other in objects:
+        if _name(other) != name and controlled_by(other, uid) and not _meta(other).get("deletionTimestamp"):
+            out.steps.append(Remove(kind, _name(other), str(_meta(other).get("uid") or ""), why))
+
+
+def _held_by_cache(children: Children, observed: Observed, uid: str, out: _Steps) -> str | None:
+    """Why the ModelServing must not be written yet because of the booster's caches (``None``: it may be)."""
+    desired = children.modelcache
+    if desired is not None:
+        name = _name(desired)
+        if any(f"ModelCache {name} " in message for message in out.foreign):
+            return f"ModelServing {_name(children.modelserving)} (held: ModelCache {name} is not this booster's)"
+        return None
+    going = sorted(_name(o) for o in observed.modelcaches if controlled_by(o, uid))
+    if going:
+        caches = ", ".join(going)
+        return f"ModelServing {_name(children.modelserving)} (held until ModelCache {caches} and its files are gone)"
+    return None
+
+
 def plan_children(booster_uid: str, children: Children, observed: Observed) -> ChildPlan:
     """Plan the writes that bring the observed children to ``children``.
 
@@ -205,40 +274,25 @@ def plan_children(booster_uid: str, children: Children, observed: Observed) -> C
         observed: The cached children.
 
     Returns:
-        The steps in order (per kind: replace or write, then stale deletions) and what was skipped.
+        The steps in order (the ModelCache, then per kind: replace or write, then stale deletions) and what was
+        skipped.
     """
-    steps: list[Write | Remove] = []
-    foreign: list[str] = []
+    out = _Steps([], [], [])
     unserved: list[Kind] = []
-    waiting: list[str] = []
     modelserving: KubeObject | None = None
+    _plan_kind("ModelCache", children.modelcache, observed.modelcaches, booster_uid, out)
+    held = _held_by_cache(children, observed, booster_uid, out)
     kinds: tuple[Kind, ...] = ("ModelServing", "ModelServer", "ModelRoute")
     for kind, desired in zip(kinds, children.all(), strict=True):
         if kind not in observed.served:
             unserved.append(kind)
             continue
-        name = _name(desired)
         objects = observed.of(kind)
-        live = next((o for o in objects if _name(o) == name), None)
-        if live is not None and not controlled_by(live, booster_uid):
-            foreign.append(f"{kind} {name} already exists and is not controlled by this ModelBooster")
-            continue
-        if kind == "ModelServing" and live is not None:
+        live = next((o for o in objects if _name(o) == _name(desired)), None)
+        if kind == "ModelServing" and live is not None and controlled_by(live, booster_uid):
             modelserving = live
-        if live is None:
-            body = _with_record(desired) if kind == "ModelServing" else copy.deepcopy(desired)
-            steps.append(Write(kind, name, body, create=True))
-        elif _meta(live).get("deletionTimestamp"):
-            waiting.append(f"{kind} {name}")
-        elif (why := _replacement(kind, desired, live)) is not None:
-            steps.append(Remove(kind, name, str(_meta(live).get("uid") or ""), why))
-        else:
-            body = _keep_live_counts(desired, live) if kind == "ModelServing" else copy.deepcopy(desired)
-            if not contains(_comparable(live), _comparable(body)):
-                body["metadata"]["resourceVersion"] = str(_meta(live).get("resourceVersion") or "")
-                steps.append(Write(kind, name, body, create=False))
-        for other in objects:
-            if _name(other) != name and controlled_by(other, booster_uid) and not _meta(other).get("deletionTimestamp"):
-                uid = str(_meta(other).get("uid") or "")
-                steps.append(Remove(kind, _name(other), uid, f"replaced by {kind} {name}"))
-    return ChildPlan(tuple(steps), tuple(foreign), tuple(unserved), modelserving, tuple(waiting))
+        if kind == "ModelServing" and held is not None:
+            out.waiting.append(held)
+            continue
+        _plan_kind(kind, desired, objects, booster_uid, out)
+    return ChildPlan(tuple(out.steps), tuple(out.foreign), tuple(unserved), modelserving, tuple(out.waiting))

@@ -1,9 +1,10 @@
-"""The expander: one ModelBooster in, its ModelServing, ModelServer and ModelRoute out.
+"""The expander: one ModelBooster in, its ModelServing, ModelServer and ModelRoute (and opt-in ModelCache) out.
 
 Guarantees: pure and deterministic (no I/O, no clock; the same booster and images give the same objects);
 the controller and ``kthena-py render`` both call :func:`expand`. Errors carry Kthena's messages. An
 unsupported backend type (Kthena's Go constants ``SGLang``, ``MindIE``, ``MindIEDisaggregated``, which the CRD
-enum blocks) is reported before anything is rendered.
+enum blocks) is reported before anything is rendered. The prefetch opt-in (:mod:`~.prefetch`) adds a ModelCache
+and gates the ModelServing on it; when it cannot be honoured, the children are those of a booster without it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from kthena_py.api.modelbooster import ModelBooster
 
 from .modelserving import build_modelserving
 from .networking import build_modelroute, build_modelserver, served_model_name
+from .prefetch import OFF, Prefetch, plan_prefetch
 from .types import Images
 
 __all__ = ["SUPPORTED_BACKEND_TYPES", "Children", "expand", "unsupported_backend_type"]
@@ -26,11 +28,18 @@ SUPPORTED_BACKEND_TYPES = ("vLLM", "vLLMDisaggregated")
 
 @dataclass(frozen=True)
 class Children:
-    """The three objects of one booster, as they are applied (plain JSON dicts)."""
+    """The objects of one booster, as they are applied (plain JSON dicts), and its prefetch decision."""
 
     modelserving: dict[str, Any]
     modelserver: dict[str, Any]
     modelroute: dict[str, Any]
+    prefetch: Prefetch = OFF
+    """The opt-in ModelCache (``prefetch.cache``), or why the booster keeps its per-pod downloader."""
+
+    @property
+    def modelcache(self) -> dict[str, Any] | None:
+        """The ModelCache to apply (``None``: no opt-in, or one that cannot be honoured)."""
+        return self.prefetch.cache
 
     def all(self) -> list[dict[str, Any]]:
         """ModelServing, ModelServer, ModelRoute: the order Kthena's controller writes them in."""
@@ -62,9 +71,15 @@ def expand(booster: ModelBooster, images: Images | None = None) -> Children:
     """
     images = images or Images()
     served = served_model_name(booster)
-    modelserving = build_modelserving(booster, images, served)
+    prefetch = plan_prefetch(booster)
+    modelserving = build_modelserving(booster, images, served, prefetch.name)
+    if prefetch.cache is not None:
+        prefetch = Prefetch(prefetch.requested, _unshared(prefetch.cache), prefetch.problem)
     return Children(
-        _unshared(modelserving), _unshared(build_modelserver(booster)), _unshared(build_modelroute(booster))
+        _unshared(modelserving),
+        _unshared(build_modelserver(booster)),
+        _unshared(build_modelroute(booster)),
+        prefetch,
     )
 
 

@@ -12,14 +12,21 @@ Guarantees (modelbooster.md sections 4.4, 4.7 and 4.8):
   scales the ModelServing without changing its pod templates, and never rolls a ServingGroup.
 * ``schedulerName`` and ``runtimeClassName`` are set only when given; ``affinity`` is always set (``{}`` when
   unset), ``tolerations`` only when given; the downloader runs first in every pod.
+* Gated on a ModelCache (the booster's prefetch opt-in, :mod:`~.prefetch`): the ModelServing carries the
+  :data:`~kthena_py.vocab.labels.MODEL_CACHE` annotation naming the cache, no pod has a downloader init
+  container nor the ``cacheURI`` volume, and the engines read the model at
+  :data:`~kthena_py.api.modelcache.MODEL_CACHE_MOUNT_PATH`, where the serving gate mounts the cache read-only.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.api.common import API_VERSION, MODEL_SERVING_KIND, to_dict
 from kthena_py.api.modelbooster import ModelBackend, ModelBooster, ModelWorker
+from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH
+from kthena_py.vocab.labels import MODEL_CACHE
 
 from . import naming
 from .engine import RAY_SCRIPT, Knobs, engine_command, engine_env, engine_port, knobs_of
@@ -114,12 +121,38 @@ def _runtime(backend: ModelBackend, booster: ModelBooster, images: Images, knobs
     return container
 
 
+@dataclass(frozen=True)
+class _Weights:
+    """How a pod gets the model: its volumes, mounts and init containers, and the engine's model path."""
+
+    volumes: tuple[dict[str, Any], ...]
+    mounts: tuple[dict[str, Any], ...]
+    init: tuple[dict[str, Any], ...]
+    model: str
+
+    def pod(self, spec: dict[str, Any], volumes: list[dict[str, Any]]) -> None:
+        """Add ``initContainers`` (when any) and ``volumes`` (the weights' first, when any) to a pod spec."""
+        if self.init:
+            spec["initContainers"] = [dict(c) for c in self.init]
+        every = [*(dict(v) for v in self.volumes), *volumes]
+        if every:
+            spec["volumes"] = every
+
+
+def _weights(booster: ModelBooster, images: Images, cache: Cache, gated: bool) -> _Weights:
+    if gated:
+        return _Weights((), (), (), MODEL_CACHE_MOUNT_PATH)
+    uri = booster.spec.backend.model_uri
+    downloader = downloader_container(booster, images.downloader, cache)
+    return _Weights((cache.volume,), (cache.mount,), (downloader,), model_path(cache.path, uri))
+
+
 def _template(labels: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
     return {"metadata": {"labels": dict(labels)}, "spec": spec}
 
 
 def _aggregated(
-    booster: ModelBooster, images: Images, labels: dict[str, str], cache: Cache, port: int, served: str
+    booster: ModelBooster, images: Images, labels: dict[str, str], weights: _Weights, port: int, served: str
 ) -> dict[str, Any]:
     backend = booster.spec.backend
     server = backend.workers[0]
@@ -127,12 +160,12 @@ def _aggregated(
     engine: dict[str, Any] = {
         "name": "engine",
         "image": server.image,
-        "command": engine_command(backend, server, model_path(cache.path, backend.model_uri), served, knobs),
+        "command": engine_command(backend, server, weights.model, served, knobs),
         "env": engine_env(backend, "server"),
     }
     if server.resources is not None:
         engine["resources"] = dict(server.resources)
-    engine["volumeMounts"] = [cache.mount, dict(_DSHM_MOUNT)]
+    engine["volumeMounts"] = [*(dict(m) for m in weights.mounts), dict(_DSHM_MOUNT)]
     engine["readinessProbe"] = {
         "httpGet": {"path": "/health", "port": port, "scheme": "HTTP"},
         "initialDelaySeconds": 180,
@@ -142,16 +175,10 @@ def _aggregated(
         "timeoutSeconds": 1,
     }
     engine["lifecycle"] = {"preStop": {"exec": {"command": ["/bin/sh", "-c", prestop_script(port)]}}}
-    downloader = downloader_container(booster, images.downloader, cache)
     entry = _pod_spec_base(server, backend)
-    entry.update(
-        {
-            "initContainers": [downloader],
-            "terminationGracePeriodSeconds": 300,
-            "volumes": [dict(cache.volume), dict(_DSHM)],
-            "containers": [_runtime(backend, booster, images, knobs, "server"), engine],
-        }
-    )
+    weights.pod(entry, [dict(_DSHM)])
+    entry["terminationGracePeriodSeconds"] = 300
+    entry["containers"] = [_runtime(backend, booster, images, knobs, "server"), engine]
     workers = max((server.pods or 0) - 1, 0)
     role: dict[str, Any] = {
         "name": "leader",
@@ -173,15 +200,10 @@ def _aggregated(
             worker_container["env"] = [dict(entry) for entry in backend.env]
         if server.resources is not None:
             worker_container["resources"] = dict(server.resources)
-        worker_container["volumeMounts"] = [cache.mount, dict(_DSHM_MOUNT)]
+        worker_container["volumeMounts"] = [*(dict(m) for m in weights.mounts), dict(_DSHM_MOUNT)]
         worker_pod = _pod_spec_base(server, backend)
-        worker_pod.update(
-            {
-                "initContainers": [downloader],
-                "volumes": [dict(cache.volume), dict(_DSHM)],
-                "containers": [worker_container],
-            }
-        )
+        weights.pod(worker_pod, [dict(_DSHM)])
+        worker_pod["containers"] = [worker_container]
         role["workerTemplate"] = _template(labels, worker_pod)
     return {
         "restartGracePeriodSeconds": 60,
@@ -194,7 +216,7 @@ def _pd_role(
     booster: ModelBooster,
     images: Images,
     labels: dict[str, str],
-    cache: Cache,
+    weights: _Weights,
     port: int,
     served: str,
     worker: ModelWorker,
@@ -205,7 +227,7 @@ def _pd_role(
     engine: dict[str, Any] = {
         "name": "vllm",
         "image": worker.image,
-        "command": engine_command(backend, worker, model_path(cache.path, backend.model_uri), served, knobs),
+        "command": engine_command(backend, worker, weights.model, served, knobs),
         "env": engine_env(backend, worker.type),
     }
     if worker.resources is not None:
@@ -216,17 +238,13 @@ def _pd_role(
             "imagePullPolicy": "IfNotPresent",
             "readinessProbe": {**probe, "initialDelaySeconds": 5},
             "livenessProbe": {**probe, "initialDelaySeconds": 180},
-            "volumeMounts": [cache.mount],
         }
     )
+    if weights.mounts:
+        engine["volumeMounts"] = [dict(m) for m in weights.mounts]
     entry = _pod_spec_base(worker, backend)
-    entry.update(
-        {
-            "initContainers": [downloader_container(booster, images.downloader, cache)],
-            "volumes": [dict(cache.volume)],
-            "containers": [_runtime(backend, booster, images, knobs, worker.type), engine],
-        }
-    )
+    weights.pod(entry, [])
+    entry["containers"] = [_runtime(backend, booster, images, knobs, worker.type), engine]
     return {
         "name": worker.type,
         "replicas": worker.replicas or 0,
@@ -237,7 +255,7 @@ def _pd_role(
 
 
 def _disaggregated(
-    booster: ModelBooster, images: Images, labels: dict[str, str], cache: Cache, port: int, served: str
+    booster: ModelBooster, images: Images, labels: dict[str, str], weights: _Weights, port: int, served: str
 ) -> dict[str, Any]:
     workers = booster.spec.backend.workers
     found: dict[str, ModelWorker] = {}
@@ -249,17 +267,20 @@ def _disaggregated(
     return {
         "restartGracePeriodSeconds": 60,
         "gangPolicy": {"minRoleReplicas": {kind: w.replicas or 0 for kind, w in found.items()}},
-        "roles": [_pd_role(booster, images, labels, cache, port, served, w) for w in found.values()],
+        "roles": [_pd_role(booster, images, labels, weights, port, served, w) for w in found.values()],
     }
 
 
-def build_modelserving(booster: ModelBooster, images: Images, served_model_name: str) -> dict[str, Any]:
+def build_modelserving(
+    booster: ModelBooster, images: Images, served_model_name: str, model_cache: str | None = None
+) -> dict[str, Any]:
     """The ModelServing ``<booster>-<backend>``.
 
     Args:
         booster: The booster (with name, namespace and uid).
         images: Downloader and runtime images.
         served_model_name: The model name the engines serve (the ModelServer's ``spec.model``).
+        model_cache: The ModelCache to gate on (``None``: the per-pod downloader fills ``cacheURI``).
 
     Raises:
         ExpandError: An unsupported backend type, a bad port or cacheURI, a missing PD role.
@@ -272,20 +293,19 @@ def build_modelserving(booster: ModelBooster, images: Images, served_model_name:
     cache = cache_of(backend)
     pod_labels = naming.booster_labels(booster, backend.name, template_revision(backend))
     build = _aggregated if kind == "vLLM" else _disaggregated
-    template = build(booster, images, pod_labels, cache, port, served_model_name)
+    weights = _weights(booster, images, cache, model_cache is not None)
+    template = build(booster, images, pod_labels, weights, port, served_model_name)
     spec: dict[str, Any] = {}
     if backend.scheduler_name:
         spec["schedulerName"] = backend.scheduler_name
     spec["replicas"] = backend.replicas
     spec["template"] = template
-    return {
-        "apiVersion": API_VERSION,
-        "kind": MODEL_SERVING_KIND,
-        "metadata": {
-            "name": naming.modelserving_name(booster),
-            "namespace": booster.namespace,
-            "labels": naming.booster_labels(booster, backend.name, naming.revision(to_dict(backend))),
-            "ownerReferences": [naming.owner_reference(booster)],
-        },
-        "spec": spec,
+    metadata: dict[str, Any] = {
+        "name": naming.modelserving_name(booster),
+        "namespace": booster.namespace,
+        "labels": naming.booster_labels(booster, backend.name, naming.revision(to_dict(backend))),
     }
+    if model_cache is not None:
+        metadata["annotations"] = {MODEL_CACHE: model_cache}
+    metadata["ownerReferences"] = [naming.owner_reference(booster)]
+    return {"apiVersion": API_VERSION, "kind": MODEL_SERVING_KIND, "metadata": metadata, "spec": spec}

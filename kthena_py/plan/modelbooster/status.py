@@ -9,6 +9,9 @@ Conditions (types and reasons are Kthena's, modelbooster.md section 2):
 * ``Failed``: ``True``/``ModelAbnormal`` with the error while the booster cannot be expanded or a child cannot
   be written; once that passes it becomes ``False``/``ModelReconciled`` (Kthena never clears it). A booster
   that never failed has no ``Failed`` condition, as in Kthena.
+* ``Prefetch`` (ours, only with the prefetch opt-in): ``True``/``ModelCacheRendered`` while the ModelServing is
+  gated on the booster's ModelCache; ``False``/``PrefetchUnsupported`` with the reason while the booster cannot
+  be mapped to one (its pods keep the per-pod downloader). Without the opt-in the condition is removed.
 
 Guarantees: ``lastTransitionTime`` moves only when a condition's status changes; other condition types are
 kept; the result is a pure function of its arguments.
@@ -23,14 +26,19 @@ from kthena_py.vocab.conditions import (
     ACTIVE,
     FAILED,
     INITIALIZED,
+    PREFETCH,
     REASON_MODEL_ABNORMAL,
     REASON_MODEL_AVAILABLE,
     REASON_MODEL_CREATING,
     REASON_MODEL_PROCESSING,
     REASON_MODEL_RECONCILED,
+    REASON_PREFETCH_RENDERED,
+    REASON_PREFETCH_UNSUPPORTED,
 )
 
-__all__ = ["ACTIVE", "FAILED", "INITIALIZED", "booster_status"]
+from .prefetch import Prefetch
+
+__all__ = ["ACTIVE", "FAILED", "INITIALIZED", "PREFETCH", "booster_status", "prefetch_condition"]
 
 _MAX_MESSAGE = 32768
 
@@ -45,6 +53,17 @@ def _condition(type_: str, status: bool, reason: str, message: str, generation: 
     }
 
 
+def prefetch_condition(prefetch: Prefetch, modelserving: str, generation: int) -> dict[str, Any] | None:
+    """The ``Prefetch`` condition of a decision (``None``: no opt-in, no condition)."""
+    if not prefetch.requested:
+        return None
+    if prefetch.problem is not None:
+        message = f"{prefetch.problem}; the pods keep the per-pod downloader"
+        return _condition(PREFETCH, False, REASON_PREFETCH_UNSUPPORTED, message, generation)
+    message = f"ModelServing {modelserving} is gated on ModelCache {prefetch.name}; no pod runs a downloader"
+    return _condition(PREFETCH, True, REASON_PREFETCH_RENDERED, message, generation)
+
+
 def booster_status(
     previous: Mapping[str, Any] | None,
     *,
@@ -53,6 +72,7 @@ def booster_status(
     available: bool,
     failure: str | None,
     now: str,
+    prefetch: tuple[Prefetch, str] | None = None,
 ) -> dict[str, Any]:
     """Compute the booster's status.
 
@@ -63,6 +83,8 @@ def booster_status(
         available: Whether the booster's ModelServing is ``Available=True``.
         failure: Why the booster failed in this pass, or ``None``.
         now: The transition time (RFC 3339) for conditions whose status changes.
+        prefetch: The prefetch decision and the ModelServing's name (``None``: keep the ``Prefetch`` condition
+            as it is, e.g. when the booster could not be expanded).
     """
     previous = previous or {}
     old = [c for c in previous.get("conditions") or [] if isinstance(c, Mapping)]
@@ -78,9 +100,18 @@ def booster_status(
         wanted.append(
             _condition(FAILED, False, REASON_MODEL_RECONCILED, "ModelBooster children are reconciled", generation)
         )
+    dropped: set[str] = set()
+    if prefetch is not None:
+        rendered = prefetch_condition(prefetch[0], prefetch[1], generation)
+        if rendered is None:
+            dropped.add(PREFETCH)
+        else:
+            wanted.append(rendered)
     by_type = {c["type"]: c for c in wanted}
     conditions: list[dict[str, Any]] = []
     for condition in old:
+        if condition.get("type") in dropped:
+            continue
         update = by_type.pop(str(condition.get("type")), None)
         if update is None:
             conditions.append(dict(condition))

@@ -23,10 +23,20 @@ from kthena_py.api.modelbooster import ModelBackend, ModelBooster
 
 from .errors import ExpandError
 
-__all__ = ["EMPTY_CACHE_PATH", "Cache", "cache_of", "cache_path", "downloader_container", "env_literal", "model_path"]
+__all__ = [
+    "DOWNLOADER_ENV",
+    "EMPTY_CACHE_PATH",
+    "Cache",
+    "cache_of",
+    "cache_path",
+    "downloader_container",
+    "env_literal",
+    "model_path",
+]
 
 EMPTY_CACHE_PATH = "/cache"
-_DOWNLOADER_ENV = ("ENDPOINT", "HF_ENDPOINT", "MS_TOKEN", "MS_REVISION")
+DOWNLOADER_ENV = ("ENDPOINT", "HF_ENDPOINT", "MS_TOKEN", "MS_REVISION")
+"""The ``backend.env`` variables Kthena passes to its downloader (literal values only)."""
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,7 @@ def env_literal(env: list[dict[str, Any]] | None, name: str) -> str | None:
 def downloader_container(booster: ModelBooster, image: str, cache: Cache) -> dict[str, Any]:
     """The ``<booster>-model-downloader`` init container that fills the model path."""
     backend = booster.spec.backend
-    env = [{"name": name, "value": value} for name in _DOWNLOADER_ENV if (value := env_literal(backend.env, name))]
+    env = [{"name": name, "value": value} for name in DOWNLOADER_ENV if (value := env_literal(backend.env, name))]
     container: dict[str, Any] = {
         "name": f"{booster.name}-model-downloader",
         "image": image,
