@@ -14,6 +14,7 @@ from kthena_py.api.validation import validate_modelserving
 from kthena_py.plan.modelbooster import Observed, Remove, Write, expand, plan_children
 from kthena_py.plan.modelbooster.children import Kind, contains
 from kthena_py.plan.modelbooster.naming import ANNOTATION_REPLICAS
+from kthena_py.vocab.labels import BOOSTER_PREFETCH, MODEL_CACHE
 
 from .builders import UID, booster_doc, parse, worker
 
@@ -43,7 +44,12 @@ def stored(body: dict[str, Any], n: int = 1) -> dict[str, Any]:
 
 
 def observed(*objects: dict[str, Any], served: frozenset[Kind] = ALL) -> Observed:
-    by_kind: dict[str, list[dict[str, Any]]] = {"ModelServing": [], "ModelServer": [], "ModelRoute": []}
+    by_kind: dict[str, list[dict[str, Any]]] = {
+        "ModelServing": [],
+        "ModelServer": [],
+        "ModelRoute": [],
+        "ModelCache": [],
+    }
     for obj in objects:
         by_kind[obj["kind"]].append(obj)
     return Observed(
@@ -51,6 +57,7 @@ def observed(*objects: dict[str, Any], served: frozenset[Kind] = ALL) -> Observe
         tuple(by_kind["ModelServer"]),
         tuple(by_kind["ModelRoute"]),
         served,
+        tuple(by_kind["ModelCache"]),
     )
 
 
@@ -263,3 +270,89 @@ def test_every_expansion_is_valid_and_labelled_for_routing(doc: dict[str, Any]) 
             if labels is not None:
                 assert labels["workload.serving.volcano.sh/model-uid"] == UID
     assert selector["workload.serving.volcano.sh/model-uid"] == UID
+
+
+# -- the prefetch opt-in's ModelCache -------------------------------------------------------------------------
+
+
+def prefetching(doc: dict[str, Any]) -> dict[str, Any]:
+    doc = copy.deepcopy(doc)
+    doc["metadata"]["annotations"] = {BOOSTER_PREFETCH: "true"}
+    return doc
+
+
+def kinds_of(steps: Any) -> list[tuple[str, str, str]]:
+    return [(type(s).__name__, s.kind, s.name) for s in steps]
+
+
+def test_the_cache_is_created_before_the_modelserving_that_waits_for_it() -> None:
+    plan = plan_children(UID, expand(parse(prefetching(booster_doc()))), observed())
+    assert kinds_of(plan.steps) == [
+        ("Write", "ModelCache", "mb-backend1"),
+        ("Write", "ModelServing", "mb-backend1"),
+        ("Write", "ModelServer", "mb-backend1"),
+        ("Write", "ModelRoute", "mb"),
+    ]
+    assert plan.steps[1].body["metadata"]["annotations"][MODEL_CACHE] == "mb-backend1"  # type: ignore[union-attr]
+
+
+def test_a_converged_prefetching_booster_plans_nothing() -> None:
+    doc = prefetching(booster_doc())
+    live = converge(doc)
+    cache = next(o for o in live if o["kind"] == "ModelCache")
+    cache["spec"]["maxWorkers"] = 8  # the CRD's default
+    assert plan_children(UID, expand(parse(doc)), observed(*live)).steps == ()
+
+
+def test_a_changed_cache_storage_replaces_the_cache() -> None:
+    live = converge(prefetching(booster_doc(cache_uri="pvc://old")))
+    plan = plan_children(UID, expand(parse(prefetching(booster_doc(cache_uri="pvc://new")))), observed(*live))
+    first = plan.steps[0]
+    assert isinstance(first, Remove) and (first.kind, first.name) == ("ModelCache", "mb-backend1")
+    assert "storage" in first.why and first.uid == "uid-mb-backend1-1"
+    # The ModelServing is updated to the new cacheURI in the same pass (it stays gated on the same name).
+    assert ("Write", "ModelServing", "mb-backend1") in kinds_of(plan.steps)
+
+
+def test_removing_the_opt_in_deletes_the_cache_first_and_holds_the_modelserving_until_it_is_gone() -> None:
+    gated = converge(prefetching(booster_doc()))
+    plain = expand(parse(booster_doc()))
+    plan = plan_children(UID, plain, observed(*gated))
+    assert kinds_of(plan.steps) == [("Remove", "ModelCache", "mb-backend1")]
+    assert plan.steps[0].why == "the booster no longer prefetches"  # type: ignore[union-attr]
+    (held,) = plan.waiting
+    assert "ModelServing mb-backend1" in held and "ModelCache mb-backend1" in held
+    assert plan.modelserving is not None  # the status still reads it
+    # While the cache's cleanup runs (deletionTimestamp), nothing is written.
+    going = [copy.deepcopy(o) for o in gated]
+    for o in going:
+        if o["kind"] == "ModelCache":
+            o["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    plan = plan_children(UID, plain, observed(*going))
+    assert plan.steps == () and len(plan.waiting) == 1
+    # Once it is gone, the ModelServing returns to the per-pod downloader (a rollout) and loses the annotation.
+    rest = [o for o in gated if o["kind"] != "ModelCache"]
+    plan = plan_children(UID, plain, observed(*rest))
+    (write,) = plan.steps
+    assert isinstance(write, Write) and write.kind == "ModelServing"
+    assert MODEL_CACHE not in write.body["metadata"]["annotations"]
+    assert write.body["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["initContainers"]
+
+
+def test_a_foreign_cache_of_the_name_is_reported_and_the_modelserving_is_not_gated_on_it() -> None:
+    doc = prefetching(booster_doc())
+    cache = stored(expand(parse(doc)).modelcache or {})
+    cache["metadata"]["ownerReferences"] = [{"kind": "X", "name": "x", "uid": "other", "controller": True}]
+    plan = plan_children(UID, expand(parse(doc)), observed(cache))
+    assert plan.foreign == ("ModelCache mb-backend1 already exists and is not controlled by this ModelBooster",)
+    assert [s.kind for s in plan.steps] == ["ModelServer", "ModelRoute"]
+    assert any("not this booster's" in w for w in plan.waiting)
+
+
+def test_a_booster_that_never_prefetched_ignores_caches_it_does_not_control() -> None:
+    doc = booster_doc()
+    other = stored(expand(parse(prefetching(doc))).modelcache or {})
+    other["metadata"]["ownerReferences"] = [{"kind": "X", "name": "x", "uid": "other", "controller": True}]
+    plan = plan_children(UID, expand(parse(doc)), observed(other))
+    assert [s.kind for s in plan.steps] == ["ModelServing", "ModelServer", "ModelRoute"]
+    assert plan.foreign == () and plan.waiting == ()

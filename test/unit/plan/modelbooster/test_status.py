@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kthena_py.plan.modelbooster import booster_status
+from kthena_py.plan.modelbooster.prefetch import OFF, Prefetch
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
 
@@ -90,3 +92,45 @@ def test_times_move_exactly_when_a_status_changes(steps: list[tuple[bool, str | 
             changed = type_ not in old or old[type_]["status"] != cond["status"]
             assert moved == (changed and i > 0)
         status = new
+
+
+@pytest.mark.parametrize(
+    ("prefetch", "expected"),
+    [
+        (
+            Prefetch(True, cache={"metadata": {"name": "mb-b"}}),
+            ("True", "ModelCacheRendered", "ModelServing mb-b is gated on ModelCache mb-b; no pod runs a downloader"),
+        ),
+        (
+            Prefetch(True, problem="cacheURI is empty"),
+            ("False", "PrefetchUnsupported", "cacheURI is empty; the pods keep the per-pod downloader"),
+        ),
+        (OFF, None),
+    ],
+)
+def test_the_prefetch_condition_follows_the_decision_and_goes_with_the_opt_in(
+    prefetch: Prefetch, expected: tuple[str, str, str] | None
+) -> None:
+    earlier = booster_status(
+        None,
+        generation=1,
+        observed_generation=1,
+        available=False,
+        failure=None,
+        now=T0,
+        prefetch=(Prefetch(True, problem="old"), "mb-b"),
+    )
+    assert _conditions(earlier)["Prefetch"]["status"] == "False"
+    status = booster_status(
+        earlier, generation=2, observed_generation=2, available=False, failure=None, now=T1, prefetch=(prefetch, "mb-b")
+    )
+    condition = _conditions(status).get("Prefetch")
+    if expected is None:
+        assert condition is None
+    else:
+        assert condition is not None
+        assert (condition["status"], condition["reason"], condition["message"]) == expected
+        assert condition["lastTransitionTime"] == (T0 if expected[0] == "False" else T1)
+    # None keeps whatever was there (a booster that could not be expanded says nothing new about prefetch).
+    kept = booster_status(earlier, generation=2, observed_generation=None, available=False, failure="bad", now=T2)
+    assert _conditions(kept)["Prefetch"] == _conditions(earlier)["Prefetch"]
