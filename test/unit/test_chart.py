@@ -246,3 +246,20 @@ def test_docs_describe_every_value() -> None:
     leaves = {leaf for leaf in _leaves(values) if not leaf.startswith(tuple(f"{o}." for o in opaque))} | set(opaque)
     assert leaves - documented == set(), "values missing from docs/deploying.md (Helm chart values)"
     assert documented - leaves == set(), "docs/deploying.md documents values the chart does not have"
+
+
+def test_modelbooster_downloader_image_values(helm_path: Path) -> None:
+    def flag(*values: str) -> list[str]:
+        args = manager_args(render(helm_path, *values, crds=False))
+        return [a for a in args if a.startswith("--modelbooster-downloader-image")]
+
+    assert flag() == []  # the manager's default: the ConfigMap, else Kthena's image (drop-in)
+    assert flag("modelBooster.useProjectDownloader=true", "modelCache.downloaderImage.repository=reg.example/dl") == [
+        "--modelbooster-downloader-image=reg.example/dl:latest"
+    ]
+    assert flag("modelBooster.useProjectDownloader=true", "modelBooster.downloaderImage=reg.example/own:1") == [
+        "--modelbooster-downloader-image=reg.example/own:1"
+    ]
+    assert flag("modelBooster.downloaderImage=kthena/downloader:v1") == [
+        "--modelbooster-downloader-image=kthena/downloader:v1"
+    ]

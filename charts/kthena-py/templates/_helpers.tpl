@@ -37,6 +37,17 @@ app.kubernetes.io/component: controller-manager
 {{- end -}}
 {{- end -}}
 
+{{/* The downloader image of ModelBooster pods: modelBooster.downloaderImage, else the project's downloader when
+modelBooster.useProjectDownloader, else empty (the manager's default: ConfigMap, then Kthena's image). */}}
+{{- define "kthena-py.boosterDownloaderImage" -}}
+{{- $values := .Values.modelBooster | default dict -}}
+{{- if $values.downloaderImage -}}
+{{ $values.downloaderImage }}
+{{- else if $values.useProjectDownloader -}}
+{{ include "kthena-py.downloaderImage" . }}
+{{- end -}}
+{{- end -}}
+
 {{/* clientConfig of one webhook; call with (dict "root" $ "path" "/validate-...") */}}
 {{- define "kthena-py.webhookClientConfig" -}}
 {{- if .root.Values.webhook.url }}
