@@ -11,7 +11,8 @@ same input. Invalid documents end the command with a one-line error per problem 
   it but without owner references, so the output can be committed and applied in the booster's place (see
   ``docs/modelbooster.md``). Its ``metadata.uid`` (the ``model-uid`` label the ModelServer selects pods by)
   is kept when the document has one (``kubectl get modelbooster NAME -o yaml | kthena-py render -f -``
-  renders the live children), else a placeholder.
+  renders the live children), else a placeholder. A booster with the prefetch opt-in renders its ModelCache
+  first (then the gated ModelServing).
 * Heavy modules are imported when the command runs, not when the command line is parsed.
 """
 
@@ -65,7 +66,8 @@ def render_booster(doc: dict[str, Any], images: Images) -> list[dict[str, Any]]:
     metadata.setdefault("namespace", "default")
     metadata.setdefault("uid", PLACEHOLDER_UID)
     document["metadata"] = metadata
-    items = expand(ModelBooster.model_validate(document), images).all()
+    children = expand(ModelBooster.model_validate(document), images)
+    items = ([children.modelcache] if children.modelcache is not None else []) + children.all()
     for item in items:
         item["metadata"].pop("ownerReferences", None)
     return items

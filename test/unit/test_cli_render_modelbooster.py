@@ -12,6 +12,7 @@ from kthena_py.api import ModelBooster
 from kthena_py.main import main
 from kthena_py.plan.modelbooster import Images, expand
 from kthena_py.plan.modelserving.offline.render import PLACEHOLDER_UID
+from kthena_py.vocab.labels import BOOSTER_PREFETCH, MODEL_CACHE
 
 BASES = Path(__file__).resolve().parent / "api" / "corpus" / "bases"
 
@@ -71,3 +72,22 @@ def test_a_booster_that_cannot_be_expanded_is_a_one_line_error(
     assert (
         capsys.readouterr().err.strip() == "kthena-py: error: ModelBooster/deepseek: decode worker not found in backend"
     )
+
+
+def test_a_prefetching_booster_renders_its_modelcache_first(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    doc = _base("modelbooster-vllm")
+    doc["metadata"]["annotations"] = {BOOSTER_PREFETCH: "true"}
+    doc["spec"]["backend"]["cacheURI"] = "pvc://models"
+    # A literal HF_ENDPOINT cannot go into a ModelCache (it reads endpoints from its Secret only): take it out.
+    doc["spec"]["backend"]["env"] = [e for e in doc["spec"]["backend"]["env"] if e["name"] != "HF_ENDPOINT"]
+    items = _render(tmp_path, capsys, doc)["items"]
+    assert [(i["kind"], i["metadata"]["name"]) for i in items] == [
+        ("ModelCache", "qwen-backend1"),
+        ("ModelServing", "qwen-backend1"),
+        ("ModelServer", "qwen-backend1"),
+        ("ModelRoute", "qwen"),
+    ]
+    assert items[0]["spec"]["storage"] == {"persistentVolumeClaim": {"claimName": "models"}}
+    assert items[0]["spec"]["sourceSecretRef"] == {"name": "hf-token"}
+    assert items[1]["metadata"]["annotations"][MODEL_CACHE] == "qwen-backend1"
+    assert all("ownerReferences" not in i["metadata"] for i in items)
