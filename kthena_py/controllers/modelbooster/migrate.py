@@ -4,9 +4,9 @@ Steps (each idempotent, so running it again is safe):
 
 1. Mark the booster :data:`~kthena_py.plan.modelbooster.naming.ANNOTATION_MIGRATED`: the controller stops
    reconciling it (and re-adopts nothing).
-2. Remove the booster's owner reference from every ModelServing, ModelServer and ModelRoute that has one, with
-   a ``resourceVersion`` precondition (retried on conflict). Nothing else of them changes: no spec, no label,
-   so no pod is deleted or restarted.
+2. Remove the booster's owner reference from every ModelServing, ModelServer, ModelRoute and ModelCache (the
+   prefetch opt-in's) that has one, with a ``resourceVersion`` precondition (retried on conflict). Nothing else
+   of them changes: no spec, no label, so no pod is deleted or restarted.
 
 Deleting the booster afterwards leaves the workload running: the garbage collector finds no dependents.
 """
