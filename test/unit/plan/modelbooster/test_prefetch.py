@@ -14,10 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kthena_py.api import ModelServing
-from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH, ModelCache, model_dir
+from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH, MODEL_CACHE_VOLUME, ModelCache, model_dir
 from kthena_py.api.validation import validate_modelserving
 from kthena_py.plan.modelbooster import ExpandError, Images, expand
 from kthena_py.plan.modelbooster.prefetch import parse_node_selector
+from kthena_py.plan.modelserving.core.modelcache import decide_gate, templates_of
+from kthena_py.plan.modelserving.render.modelcache import mount_model_cache
 from kthena_py.vocab.labels import BOOSTER_MODEL_UID, BOOSTER_PREFETCH, BOOSTER_PREFETCH_NODE_SELECTOR, MODEL_CACHE
 
 from .builders import UID, booster_doc, parse, pod_spec, worker
@@ -294,3 +296,60 @@ def test_a_booster_either_gets_a_cache_and_a_gate_or_the_downloader_never_both(d
         opted = doc["metadata"]["annotations"][BOOSTER_PREFETCH] == "true"
         assert children.prefetch.requested is opted
         assert (children.prefetch.problem is not None) is opted
+
+
+# -- contract with the serving gate ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("cache_uri", "volume"),
+    [
+        ("pvc://models", {"persistentVolumeClaim": {"claimName": "models", "readOnly": True}}),
+        ("hostpath://tmp/cache", {"hostPath": {"path": "/tmp/cache", "type": "Directory"}}),
+    ],
+)
+@pytest.mark.parametrize("type_", ["vLLM", "vLLMDisaggregated"])
+def test_the_gate_opens_on_the_ready_cache_and_mounts_the_model_where_the_engines_read_it(
+    cache_uri: str, volume: dict[str, Any], type_: str
+) -> None:
+    workers = (worker(replicas=1, pods=2),) if type_ == "vLLM" else (worker("prefill"), worker("decode"))
+    children = expand(parse(opted_in(booster_doc(*workers, type_=type_, cache_uri=cache_uri))))
+    assert children.modelcache is not None
+    ready = {
+        **children.modelcache,
+        "status": {"phase": "Ready", "observedGeneration": 1, "nodes": ["node-a"]},
+    }
+    ms = children.modelserving
+    gate = decide_gate(
+        ms["metadata"]["annotations"],
+        templates_of(ModelServing.model_validate(ms)),
+        ModelCache.model_validate(ready),
+    )
+    assert gate is not None and gate.open, gate
+    uri = children.modelcache["spec"]["source"]
+    assert gate.mount.sub_path == model_dir(uri)
+    for spec in every_pod(ms):
+        pod = {"spec": copy.deepcopy(spec)}
+        mount_model_cache(pod, gate.mount, gate.nodes_for(gate.mount))
+        terms = pod["spec"]["affinity"].get("nodeAffinity", {}).get("requiredDuringSchedulingIgnoredDuringExecution")
+        if "hostPath" in volume:  # a node-local cache: only the nodes it is Ready on
+            assert terms == {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In", "values": ["node-a"]}]}
+                ]
+            }
+        else:
+            assert terms is None
+        assert [v for v in pod["spec"]["volumes"] if v["name"] == MODEL_CACHE_VOLUME] == [
+            {"name": MODEL_CACHE_VOLUME, **volume}
+        ]
+        for c in pod["spec"]["containers"]:
+            mounts = [m for m in c["volumeMounts"] if m["mountPath"] == MODEL_CACHE_MOUNT_PATH]
+            assert mounts == [
+                {
+                    "name": MODEL_CACHE_VOLUME,
+                    "mountPath": MODEL_CACHE_MOUNT_PATH,
+                    "subPath": model_dir(uri),
+                    "readOnly": True,
+                }
+            ]
