@@ -18,7 +18,7 @@ from kthena_py.api.modelbooster import ModelBooster
 
 from .modelserving import build_modelserving
 from .networking import build_modelroute, build_modelserver, served_model_name
-from .prefetch import OFF, Prefetch, plan_prefetch
+from .prefetch import OFF, PrefetchDecision, plan_prefetch
 from .types import Images
 
 __all__ = ["SUPPORTED_BACKEND_TYPES", "Children", "expand", "unsupported_backend_type"]
@@ -33,7 +33,7 @@ class Children:
     modelserving: dict[str, Any]
     modelserver: dict[str, Any]
     modelroute: dict[str, Any]
-    prefetch: Prefetch = OFF
+    prefetch: PrefetchDecision = OFF
     """The opt-in ModelCache (``prefetch.cache``), or why the booster keeps its per-pod downloader."""
 
     @property
@@ -74,7 +74,7 @@ def expand(booster: ModelBooster, images: Images | None = None) -> Children:
     prefetch = plan_prefetch(booster)
     modelserving = build_modelserving(booster, images, served, prefetch.name)
     if prefetch.cache is not None:
-        prefetch = Prefetch(prefetch.requested, _unshared(prefetch.cache), prefetch.problem)
+        prefetch = PrefetchDecision(prefetch.requested, _unshared(prefetch.cache), prefetch.problem)
     return Children(
         _unshared(modelserving),
         _unshared(build_modelserver(booster)),

@@ -19,7 +19,7 @@ Guarantees:
   ``HF_ENDPOINT``, ``MS_TOKEN``, ``MS_REVISION``; a cache takes endpoints and tokens only from its Secret).
 * **Refusals fall back**: an empty ``cacheURI``, a ``pvc://`` ``modelURI`` (the model is on the claim already),
   the cases above, an unreadable node selector, and anything the ModelCache schema rejects give a
-  :class:`Prefetch` with ``problem`` set and no cache: the booster keeps Kthena's per-pod downloader.
+  :class:`PrefetchDecision` with ``problem`` set and no cache: the booster keeps Kthena's per-pod downloader.
 * The cache is named ``<booster>-<backend>`` (the ModelServing's name, in another kind), carries the five
   booster labels and the booster's controller reference, and asks for ``prefetch: true``.
 """
@@ -38,14 +38,14 @@ from kthena_py.vocab.labels import BOOSTER_PREFETCH, BOOSTER_PREFETCH_NODE_SELEC
 from . import naming
 from .storage import DOWNLOADER_ENV, cache_path
 
-__all__ = ["DEFAULT_NODE_SELECTOR", "OFF", "Prefetch", "cache_name", "parse_node_selector", "plan_prefetch"]
+__all__ = ["DEFAULT_NODE_SELECTOR", "OFF", "PrefetchDecision", "cache_name", "parse_node_selector", "plan_prefetch"]
 
 DEFAULT_NODE_SELECTOR = {NODE_OS: "linux"}
 """Where a node-local cache of a booster is staged when the booster does not say: every Linux node."""
 
 
 @dataclass(frozen=True)
-class Prefetch:
+class PrefetchDecision:
     """The booster's prefetch decision.
 
     ``requested`` without ``problem``: ``cache`` is the ModelCache to apply and the ModelServing is gated on it.
@@ -62,7 +62,7 @@ class Prefetch:
         return None if self.cache is None else str(self.cache["metadata"]["name"])
 
 
-OFF = Prefetch()
+OFF = PrefetchDecision()
 """No opt-in: no cache, no gate, the per-pod downloader."""
 
 
@@ -124,20 +124,22 @@ def _secret(booster: ModelBooster) -> str | tuple[str] | None:
     return str(ref["name"])
 
 
-def plan_prefetch(booster: ModelBooster) -> Prefetch:
+def plan_prefetch(booster: ModelBooster) -> PrefetchDecision:
     """Decide whether ``booster`` gets a child ModelCache, and render it (see the module docstring)."""
     annotations = booster.annotations
     if annotations.get(BOOSTER_PREFETCH) != "true":
         return OFF
     backend = booster.spec.backend
     if backend.model_uri.startswith("pvc://"):
-        return Prefetch(True, problem=f"modelURI {backend.model_uri} is on a claim already: nothing to prefetch")
+        return PrefetchDecision(
+            True, problem=f"modelURI {backend.model_uri} is on a claim already: nothing to prefetch"
+        )
     storage = _storage(booster, annotations)
     if isinstance(storage, str):
-        return Prefetch(True, problem=storage)
+        return PrefetchDecision(True, problem=storage)
     secret = _secret(booster)
     if isinstance(secret, tuple):
-        return Prefetch(True, problem=secret[0])
+        return PrefetchDecision(True, problem=secret[0])
     spec: dict[str, Any] = {"source": backend.model_uri, "storage": storage, "prefetch": True}
     if secret is not None:
         spec["sourceSecretRef"] = {"name": secret}
@@ -157,5 +159,5 @@ def plan_prefetch(booster: ModelBooster) -> Prefetch:
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
-        return Prefetch(True, problem=f"the ModelCache would be invalid: {where}: {first['msg']}")
-    return Prefetch(True, cache=body)
+        return PrefetchDecision(True, problem=f"the ModelCache would be invalid: {where}: {first['msg']}")
+    return PrefetchDecision(True, cache=body)

@@ -36,7 +36,7 @@ from kthena_py.vocab.conditions import (
     REASON_PREFETCH_UNSUPPORTED,
 )
 
-from .prefetch import Prefetch
+from .prefetch import PrefetchDecision
 
 __all__ = ["ACTIVE", "FAILED", "INITIALIZED", "PREFETCH", "booster_status", "prefetch_condition"]
 
@@ -53,7 +53,7 @@ def _condition(type_: str, status: bool, reason: str, message: str, generation: 
     }
 
 
-def prefetch_condition(prefetch: Prefetch, modelserving: str, generation: int) -> dict[str, Any] | None:
+def prefetch_condition(prefetch: PrefetchDecision, modelserving: str, generation: int) -> dict[str, Any] | None:
     """The ``Prefetch`` condition of a decision (``None``: no opt-in, no condition)."""
     if not prefetch.requested:
         return None
@@ -72,7 +72,7 @@ def booster_status(
     available: bool,
     failure: str | None,
     now: str,
-    prefetch: tuple[Prefetch, str] | None = None,
+    prefetch: tuple[PrefetchDecision, str] | None = None,
 ) -> dict[str, Any]:
     """Compute the booster's status.
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kthena_py.plan.modelbooster import booster_status
-from kthena_py.plan.modelbooster.prefetch import OFF, Prefetch
+from kthena_py.plan.modelbooster.prefetch import OFF, PrefetchDecision
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
 
@@ -98,18 +98,18 @@ def test_times_move_exactly_when_a_status_changes(steps: list[tuple[bool, str | 
     ("prefetch", "expected"),
     [
         (
-            Prefetch(True, cache={"metadata": {"name": "mb-b"}}),
+            PrefetchDecision(True, cache={"metadata": {"name": "mb-b"}}),
             ("True", "ModelCacheRendered", "ModelServing mb-b is gated on ModelCache mb-b; no pod runs a downloader"),
         ),
         (
-            Prefetch(True, problem="cacheURI is empty"),
+            PrefetchDecision(True, problem="cacheURI is empty"),
             ("False", "PrefetchUnsupported", "cacheURI is empty; the pods keep the per-pod downloader"),
         ),
         (OFF, None),
     ],
 )
 def test_the_prefetch_condition_follows_the_decision_and_goes_with_the_opt_in(
-    prefetch: Prefetch, expected: tuple[str, str, str] | None
+    prefetch: PrefetchDecision, expected: tuple[str, str, str] | None
 ) -> None:
     earlier = booster_status(
         None,
@@ -118,7 +118,7 @@ def test_the_prefetch_condition_follows_the_decision_and_goes_with_the_opt_in(
         available=False,
         failure=None,
         now=T0,
-        prefetch=(Prefetch(True, problem="old"), "mb-b"),
+        prefetch=(PrefetchDecision(True, problem="old"), "mb-b"),
     )
     assert _conditions(earlier)["Prefetch"]["status"] == "False"
     status = booster_status(
