@@ -22,9 +22,10 @@ for it:
 * it is created, updated like the others, and replaced (deleted, then created again) when its ``storage`` changes
   (immutable); caches the booster controls under another name are deleted;
 * without a cache to render (the opt-in removed or no longer possible), every cache the booster controls is
-  deleted, and **the ModelServing is not written while one of them exists**: the cache's cleanup removes the
-  files it staged, which are where the per-pod downloader would write, so the ModelServing goes back to the
-  downloader only once the cleanup is over (its pods keep running meanwhile);
+  deleted, and **the ModelServing is not written while one of them exists**: a cache's cleanup removes the
+  directory the per-pod downloader would write into, so the ModelServing goes back to the downloader only once
+  the cache is gone (its pods keep running meanwhile; the ModelCache controller keeps the files of a cache a
+  ModelServing still names and lets it go after its cleanup timeout);
 * a cache of the right name the booster does not control is reported, and the ModelServing is not written
   (it would be gated on someone else's cache).
 """
