@@ -17,6 +17,9 @@ Guarantees:
   ``prefix``) becomes ``sourceSecretRef``. What a ModelCache cannot carry is refused rather than dropped: a
   ``configMapRef``, a prefix, several sources, or a literal downloader variable in ``backend.env`` (``ENDPOINT``,
   ``HF_ENDPOINT``, ``MS_TOKEN``, ``MS_REVISION``; a cache takes endpoints and tokens only from its Secret).
+* The download Job tolerates what the booster's workers tolerate (``placement.tolerations``, the workers' lists
+  in order, duplicates dropped), so it can run on the tainted accelerator nodes the pods run on (for a
+  node-local cache, each node it stages onto).
 * **Refusals fall back**: an empty ``cacheURI``, a ``pvc://`` ``modelURI`` (the model is on the claim already),
   the cases above, an unreadable node selector, and anything the ModelCache schema rejects give a
   :class:`PrefetchDecision` with ``problem`` set and no cache: the booster keeps Kthena's per-pod downloader.
@@ -124,6 +127,15 @@ def _secret(booster: ModelBooster) -> str | tuple[str] | None:
     return str(ref["name"])
 
 
+def _tolerations(booster: ModelBooster) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    for worker in booster.spec.backend.workers:
+        for toleration in worker.tolerations or []:
+            if toleration not in found:
+                found.append(dict(toleration))
+    return found
+
+
 def plan_prefetch(booster: ModelBooster) -> PrefetchDecision:
     """Decide whether ``booster`` gets a child ModelCache, and render it (see the module docstring)."""
     annotations = booster.annotations
@@ -143,6 +155,9 @@ def plan_prefetch(booster: ModelBooster) -> PrefetchDecision:
     spec: dict[str, Any] = {"source": backend.model_uri, "storage": storage, "prefetch": True}
     if secret is not None:
         spec["sourceSecretRef"] = {"name": secret}
+    tolerations = _tolerations(booster)
+    if tolerations:
+        spec["placement"] = {"tolerations": tolerations}
     body: dict[str, Any] = {
         "apiVersion": MODEL_CACHE_API_VERSION,
         "kind": MODEL_CACHE_KIND,

@@ -177,6 +177,22 @@ def test_an_unmappable_booster_keeps_the_per_pod_downloader_and_says_why(
     assert all(spec["initContainers"][0]["image"] == "dl" for spec in every_pod(ms))
 
 
+def test_the_download_job_tolerates_what_the_workers_tolerate() -> None:
+    gpu = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+    npu = {"key": "huawei.com/ascend", "operator": "Exists", "effect": "NoSchedule"}
+    doc = booster_doc(
+        worker("prefill", tolerations=[gpu]),
+        worker("decode", tolerations=[gpu, npu]),
+        type_="vLLMDisaggregated",
+        cache_uri="hostpath://data/models",
+    )
+    cache = expand(parse(opted_in(doc))).modelcache
+    assert cache is not None and cache["spec"]["placement"] == {"tolerations": [gpu, npu]}
+    ModelCache.model_validate(cache)
+    untolerated = expand(parse(opted_in(booster_doc()))).modelcache
+    assert untolerated is not None and "placement" not in untolerated["spec"]
+
+
 def test_node_selector_parsing() -> None:
     assert parse_node_selector("a=1") == {"a": "1"}
     assert parse_node_selector(" a = 1 ,b=") == {"a": "1", "b": ""}
