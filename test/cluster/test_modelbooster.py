@@ -16,13 +16,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kthena_py.controllers.resources import MODELBOOSTERS, MODELROUTES, MODELSERVERS, MODELSERVINGS
-from kthena_py.kube import KubeClient, ResourceType
+from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH, MODEL_CACHE_VOLUME, model_dir
+from kthena_py.controllers.resources import MODELBOOSTERS, MODELCACHES, MODELROUTES, MODELSERVERS, MODELSERVINGS
+from kthena_py.kube import KubeClient, NotFound, ResourceType
 from kthena_py.kube.metrics import REST_CLIENT_REQUESTS, WRITE_METHODS
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import PODS
+from kthena_py.kube.resources import PODS, SECRETS
+from kthena_py.testing.artifacts import ArtifactServer, HubRepo
 from kthena_py.testing.controlplane import EnvTest
+from kthena_py.testing.kubelet import MiniKubelet
 from kthena_py.testing.wait import eventually
+from kthena_py.vocab.labels import BOOSTER_PREFETCH, BOOSTER_PREFETCH_NODE_SELECTOR
 
 from .mbutil import (
     NETWORKING_CRDS,
@@ -440,3 +444,62 @@ async def test_failed_is_reported_then_clears_once_the_booster_is_fixed(
             return (await booster_events(kube, namespace, "pd")).get("InvalidSpec")
 
         assert await eventually(invalid_spec_event, timeout=30) == ["decode worker not found in backend"]
+
+
+async def test_a_prefetching_booster_stages_its_model_once_and_its_pods_mount_it_without_a_downloader(
+    kube: KubeClient, namespace: str, kubeconfig: Path, mini_kubelet: MiniKubelet, no_networking_crds: None
+) -> None:
+    """The opt-in end to end: the booster's ModelCache runs ``kthena-py download`` on the mini-kubelet node from
+    the fake hub (HF_ENDPOINT from the booster's envFrom Secret), and the gated ModelServing's pods have no
+    downloader, mount the cache read-only and are pinned to the node where it is Ready."""
+    files = {"config.json": b'{"model_type": "tiny"}', "model.safetensors": bytes(range(256)) * 64}
+    place = mini_kubelet.placement()
+    async with ArtifactServer() as hub:
+        hub.add_repo(HubRepo("org/tiny", files))
+        await kube.create(SECRETS, {"metadata": {"name": "hub"}, "stringData": {"HF_ENDPOINT": hub.url}}, namespace)
+        mb = booster("pf")
+        backend = mb["spec"]["backend"]
+        backend.update(
+            modelURI="hf://org/tiny", cacheURI="hostpath://srv/models", envFrom=[{"secretRef": {"name": "hub"}}]
+        )
+        server = backend["workers"][0]
+        server["resources"] = {"requests": {"cpu": "100m", "memory": "64Mi"}}
+        if place.get("tolerations"):
+            server["tolerations"] = place["tolerations"]
+        selector = ",".join(f"{k}={v}" for k, v in place["nodeSelector"].items())
+        mb["metadata"]["annotations"] = {BOOSTER_PREFETCH: "true", BOOSTER_PREFETCH_NODE_SELECTOR: selector}
+        async with running_manager(str(kubeconfig), namespace):
+            await _create(kube, namespace, mb)
+
+            async def cache_ready() -> KubeObject | None:
+                try:
+                    mc = await kube.get(MODELCACHES, "pf-b1", namespace)
+                except NotFound:
+                    return None
+                return mc if (mc.get("status") or {}).get("phase") == "Ready" else None
+
+            mc = await eventually(cache_ready, timeout=240, description="the booster's ModelCache Ready")
+            assert mc["status"]["nodes"] == [mini_kubelet.node.name]
+            staged = mini_kubelet.host_path("/srv/models") / model_dir("hf://org/tiny")
+            assert {name: (staged / name).read_bytes() for name in files} == files
+            downloads = [r for r in hub.requests if r.method == "GET" and "/resolve/" in r.path]
+            assert len(downloads) == len(files)  # each file once
+
+            async def gated_pods() -> list[KubeObject] | None:
+                found = list((await live_pods(kube, namespace, "pf-b1")).values())
+                return found or None
+
+            (pod,) = await eventually(gated_pods, timeout=120, description="the gated ModelServing's pod")
+            spec = pod["spec"]
+            assert not spec.get("initContainers")
+            (volume,) = [v for v in spec["volumes"] if v["name"] == MODEL_CACHE_VOLUME]
+            assert volume["hostPath"]["path"] == "/srv/models"
+            engine = next(c for c in spec["containers"] if c["name"] == "engine")
+            assert {"name": MODEL_CACHE_VOLUME, "mountPath": MODEL_CACHE_MOUNT_PATH, "readOnly": True} in [
+                {k: m[k] for k in ("name", "mountPath", "readOnly") if k in m} for m in engine["volumeMounts"]
+            ]
+            assert f"--model {MODEL_CACHE_MOUNT_PATH}" in " ".join(engine["command"])
+            terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            assert terms["nodeSelectorTerms"][0]["matchExpressions"][-1]["values"] == [mini_kubelet.node.name]
+            mb_live = await kube.get(MODELBOOSTERS, "pf", namespace)
+            assert conditions(mb_live)["Prefetch"]["status"] == "True"
