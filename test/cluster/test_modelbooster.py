@@ -10,21 +10,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Iterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH, MODEL_CACHE_VOLUME, model_dir
+from kthena_py.controllers import register_all
+from kthena_py.controllers.modelbooster import Settings
 from kthena_py.controllers.resources import MODELBOOSTERS, MODELCACHES, MODELROUTES, MODELSERVERS, MODELSERVINGS
 from kthena_py.kube import KubeClient, NotFound, ResourceType
 from kthena_py.kube.metrics import REST_CLIENT_REQUESTS, WRITE_METHODS
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import PODS, SECRETS
+from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.testing.artifacts import ArtifactServer, HubRepo
-from kthena_py.testing.controlplane import EnvTest
-from kthena_py.testing.kubelet import MiniKubelet
+from kthena_py.testing.controlplane import ClusterTier, EnvTest
+from kthena_py.testing.kubelet import ManualNode, MiniKubelet
+from kthena_py.testing.kubelet.runner import CommandMapper
 from kthena_py.testing.wait import eventually
 from kthena_py.vocab.labels import BOOSTER_PREFETCH, BOOSTER_PREFETCH_NODE_SELECTOR
 
@@ -503,3 +508,90 @@ async def test_a_prefetching_booster_stages_its_model_once_and_its_pods_mount_it
             assert terms["nodeSelectorTerms"][0]["matchExpressions"][-1]["values"] == [mini_kubelet.node.name]
             mb_live = await kube.get(MODELBOOSTERS, "pf", namespace)
             assert conditions(mb_live)["Prefetch"]["status"] == "True"
+
+
+@contextlib.asynccontextmanager
+async def _manager_with_downloader(kubeconfig: str, namespace: str, image: str) -> AsyncIterator[None]:
+    client = await KubeClient.from_kubeconfig(kubeconfig)
+    manager = Manager(
+        client, ManagerOptions(namespace=namespace, metrics_bind_address="0", health_probe_bind_address="0")
+    )
+    register_all(manager, modelbooster_settings=Settings(downloader_image=image, runtime_image="kthena/runtime:latest"))
+    stop = asyncio.Event()
+    task = asyncio.create_task(manager.run(stop))
+    try:
+        await eventually(lambda: manager.leading.is_set() or task.done(), timeout=60)
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 60)
+        await client.close()
+
+
+async def test_the_projects_downloader_in_every_pod_downloads_once_and_a_restarted_pod_downloads_nothing(
+    kube: KubeClient, namespace: str, kubeconfig: Path, cluster: ClusterTier, tmp_path: Path, no_networking_crds: None
+) -> None:
+    """The default path with ``--modelbooster-downloader-image`` pointing at the project's downloader image (its
+    entrypoint is ``kthena-py download``): the init container takes Kthena's flags, and after a pod is deleted
+    and recreated its downloader finds the completion marker and fetches nothing."""
+    image = "registry.example/kthena-py-downloader:test"
+    node = ManualNode(f"mini-kubelet-{uuid.uuid4().hex[:6]}")
+    # The mini-kubelet runs every container or none: the runtime sidecar idles, the engine (no vLLM here) fails
+    # and restarts; only the downloader init container matters.
+    idle = ["python3", "-c", "import time; time.sleep(3600)"]
+    runner = CommandMapper(images={image: ["kthena-py", "download"], "kthena/runtime": idle})
+    kubelet = MiniKubelet(cluster.kubeconfig_path, node, tmp_path / node.name, runner=runner)
+    kubelet.start()
+    files = {"config.json": b'{"model_type": "tiny"}', "model.safetensors": bytes(range(256)) * 64}
+    try:
+        async with ArtifactServer() as hub:
+            hub.add_repo(HubRepo("org/tiny", files))
+            place = kubelet.placement()
+            mb = booster("dl")
+            backend = mb["spec"]["backend"]
+            backend.update(
+                modelURI="hf://org/tiny",
+                cacheURI="hostpath://srv/weights",
+                env=[{"name": "HF_ENDPOINT", "value": hub.url}],
+            )
+            server = backend["workers"][0]
+            server["resources"] = {"requests": {"cpu": "100m", "memory": "64Mi"}}
+            expressions = [{"key": k, "operator": "In", "values": [v]} for k, v in place["nodeSelector"].items()]
+            server["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [{"matchExpressions": expressions}]
+                    }
+                }
+            }
+            if place.get("tolerations"):
+                server["tolerations"] = place["tolerations"]
+            async with _manager_with_downloader(str(kubeconfig), namespace, image):
+                await _create(kube, namespace, mb)
+
+                async def downloaded(previous_uid: str | None = None) -> KubeObject | None:
+                    for p in (await live_pods(kube, namespace, "dl-b1")).values():
+                        if p["metadata"]["uid"] == previous_uid:
+                            continue
+                        for s in (p.get("status") or {}).get("initContainerStatuses") or []:
+                            if (s.get("state") or {}).get("terminated", {}).get("exitCode") == 0:
+                                return p
+                    return None
+
+                first = await eventually(downloaded, timeout=180, description="the downloader init container done")
+                (init,) = first["spec"]["initContainers"]
+                assert init["image"] == image and init["args"][:2] == ["--source", "hf://org/tiny"]
+                staged = kubelet.host_path("/srv/weights") / model_dir("hf://org/tiny")
+                assert {name: (staged / name).read_bytes() for name in files} == files
+                fetched = hub.total_requests()
+                assert [r for r in hub.requests if "/resolve/" in r.path]  # the first pod downloaded
+                await kube.delete(PODS, first["metadata"]["name"], namespace)
+                second = await eventually(
+                    lambda: downloaded(first["metadata"]["uid"]),
+                    timeout=180,
+                    description="the recreated pod's downloader",
+                )
+                assert second["metadata"]["uid"] != first["metadata"]["uid"]
+                assert hub.total_requests() == fetched  # the marker answered: not one request
+    finally:
+        kubelet.stop()
