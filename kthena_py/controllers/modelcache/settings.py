@@ -13,7 +13,7 @@ from kthena_py.plan.modelcache import VOLCANO, Backoff, JobSettings, PlanSetting
 
 __all__ = ["DEFAULT_DOWNLOADER_IMAGE", "Settings"]
 
-DEFAULT_DOWNLOADER_IMAGE = "kthena-py:latest"
+DEFAULT_DOWNLOADER_IMAGE = "kthena-py-downloader:latest"
 """The project's image: it carries ``kthena-py download``."""
 
 

@@ -73,7 +73,7 @@ class JobSettings:
         command: The image's command for the downloader.
     """
 
-    image: str = "kthena-py:latest"
+    image: str = "kthena-py-downloader:latest"
     scheduler_name: str = VOLCANO
     progress_port: int = 8090
     backoff_limit: int = 1
