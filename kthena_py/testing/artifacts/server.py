@@ -5,6 +5,9 @@ Guarantees:
 * files (:class:`Artifact`, bytes in memory or a file on disk) are served with ``ETag``, ``Content-Length``,
   ``Accept-Ranges`` and ``Range``/``If-Range`` (206), on GET and HEAD; the content and ETag can be changed at
   any time; ``corrupt`` serves content that differs from the registered bytes in one byte (the size stays);
+* a file on disk (not throttled) is sent with ``sendfile`` (the kernel copies it to the socket; no Python
+  reads), so a benchmark measures its clients rather than this server; throttled or in-memory files are
+  written in chunks;
 * ``throttle`` (bytes per second) slows a file down so a test can kill its client mid-file;
 * ``redirect_to`` answers a path with a 302 to the same path on another server;
 * every request is recorded (method, path, headers, range) and counted per ``(method, path)``;
@@ -19,6 +22,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
 from collections import Counter
@@ -265,11 +269,13 @@ class ArtifactServer:
         await response.prepare(request)
         if request.method == "HEAD":
             return response
-        await self._send_body(response, artifact, start, size)
+        await self._send_body(request, response, artifact, start, size)
         await response.write_eof()
         return response
 
-    async def _send_body(self, response: web.StreamResponse, artifact: Artifact, start: int, size: int) -> None:
+    async def _send_body(
+        self, request: web.Request, response: web.StreamResponse, artifact: Artifact, start: int, size: int
+    ) -> None:
         chunk = CHUNK if artifact.throttle is None else max(1024, artifact.throttle // 20)
         if artifact.content is not None:
             data = artifact.content
@@ -287,6 +293,12 @@ class ArtifactServer:
         loop = asyncio.get_running_loop()
         handle = await loop.run_in_executor(None, open, artifact.path, "rb")
         with handle:
+            transport = request.transport
+            if artifact.throttle is None and transport is not None and size > start:
+                # The headers are already on the transport (prepare sends them); the body goes by sendfile.
+                with contextlib.suppress(NotImplementedError):
+                    await loop.sendfile(transport, handle, start, size - start)
+                    return
             handle.seek(start)
             block = 4 * 1024 * 1024 if artifact.throttle is None else chunk
             while data_block := await loop.run_in_executor(None, handle.read, block):
