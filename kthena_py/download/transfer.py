@@ -41,9 +41,10 @@ ATTEMPTS = 4
 # Bytes handed to the writer thread at once on the streaming path: few thread hops, and the socket keeps
 # filling meanwhile.
 BATCH = 1024 * 1024
-# The blocking path's read buffer: large enough that the per-read Python work is negligible, small enough to
-# stay in the CPU cache between the read, the hash and the write.
-BUFFER = 1024 * 1024
+# The blocking path's read buffer: large enough that the per-read Python work is small, small enough to stay in
+# the CPU's L2 cache between the read, the hash and the write (measured on loopback: 256 KiB used about a fifth
+# less CPU than 1 or 4 MiB, which spill to memory between the three passes).
+BUFFER = 256 * 1024
 BACKOFF = (0.5, 1.0, 2.0)
 log = structlog.get_logger("kthena_py.download")
 
