@@ -10,6 +10,7 @@ Guarantees:
   written in chunks;
 * ``throttle`` (bytes per second) slows a file down so a test can kill its client mid-file;
 * ``redirect_to`` answers a path with a 302 to the same path on another server;
+* with ``ssl_context`` it serves HTTPS (still on 127.0.0.1);
 * every request is recorded (method, path, headers, range) and counted per ``(method, path)``;
 * :class:`HubRepo` repositories answer ``GET /api/models/ORG/REPO[/revision/REV]`` (with ``blobs=true``:
   siblings with size, blob id and ``lfs`` {sha256, size, pointerSize}) and
@@ -25,6 +26,7 @@ import asyncio
 import contextlib
 import hashlib
 import os
+import ssl
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -132,8 +134,9 @@ class RecordedRequest:
 class ArtifactServer:
     """See the module docstring. Use ``async with ArtifactServer() as server``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.artifacts: dict[str, Artifact] = {}
+        self._ssl_context = ssl_context
         self.repos: dict[str, HubRepo] = {}
         self.requests: list[RecordedRequest] = []
         self.counts: Counter[tuple[str, str]] = Counter()
@@ -142,8 +145,9 @@ class ArtifactServer:
 
     @property
     def url(self) -> str:
-        """The base URL (``http://127.0.0.1:PORT``)."""
-        return f"http://127.0.0.1:{self.port}"
+        """The base URL (``http://127.0.0.1:PORT``, ``https`` with an SSL context)."""
+        scheme = "https" if self._ssl_context is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def add(self, path: str, artifact: Artifact) -> Artifact:
         """Serve ``artifact`` at ``path`` (starting with ``/``)."""
@@ -164,7 +168,7 @@ class ArtifactServer:
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self._ssl_context)
         await site.start()
         server: Any = site._server
         self.port = server.sockets[0].getsockname()[1]

@@ -1,17 +1,25 @@
 """The blocking HTTP client of the downloader (``kthena_py.download.sources.httpget``) against the loopback
-artifact server: whole and ranged bodies read into a caller's buffer, per-hop credentials, statuses, and an
-abort from another thread. The client blocks, so each call runs in a worker thread while the servers' event
-loop keeps serving."""
+artifact server: whole and ranged bodies read into a caller's buffer, per-hop credentials, statuses, an abort
+from another thread, and HTTPS with the certificate verified. The client blocks, so each call runs in a worker
+thread while the servers' event loop keeps serving."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
+import ipaddress
 import os
 import socket
+import ssl
 import threading
 import time
+from pathlib import Path
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from kthena_py.download.credentials import HttpCredentials, Secret
 from kthena_py.download.result import DownloadError, Reason
@@ -50,7 +58,7 @@ async def test_whole_body_into_a_small_reused_buffer(server: ArtifactServer) -> 
     assert "Range" not in sent and sent["Accept-Encoding"] == "identity"
 
 
-async def test_a_file_on_disk_goes_out_by_sendfile_whole_and_ranged(server: ArtifactServer, tmp_path: object) -> None:
+async def test_a_file_on_disk_goes_out_by_sendfile_whole_and_ranged(server: ArtifactServer, tmp_path: Path) -> None:
     data = os.urandom(1_000_003)
     path = os.path.join(str(tmp_path), "blob")
     with open(path, "wb") as handle:
@@ -165,3 +173,47 @@ async def test_abort_from_another_thread_ends_a_blocked_read(server: ArtifactSer
     assert not thread.is_alive() and time.monotonic() - started < 5
     assert outcome and (isinstance(outcome[0], TransientError) or outcome[0] < 2_000_000)  # type: ignore[operator]
     body.close()
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for IP 127.0.0.1 and its key, written as PEM files."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "kthena-py test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+async def test_https_verifies_the_server_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cert, key = self_signed(tmp_path)
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    data = os.urandom(500_000)
+    disk = tmp_path / "blob"
+    disk.write_bytes(data)
+    async with ArtifactServer(ssl_context=context) as tls:
+        tls.add("/m.bin", Artifact(data))
+        tls.add("/disk.bin", Artifact(path=str(disk)))
+        # An unknown certificate is refused (and a refused connection may be retried, like any other).
+        with pytest.raises(TransientError):
+            await fetch(HttpGetter(HttpCredentials()), f"{tls.url}/m.bin")
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        getter = HttpGetter(HttpCredentials())
+        assert await fetch(getter, f"{tls.url}/m.bin") == (0, data)
+        assert await fetch(getter, f"{tls.url}/disk.bin", 123_456) == (123_456, data[123_456:])
