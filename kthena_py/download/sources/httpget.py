@@ -14,8 +14,8 @@ Guarantees:
   again without a range; a ``200`` answer means the whole file, and the :class:`HttpBody` says it starts at 0;
 * content is never decoded (``Accept-Encoding: identity``); no proxy and no machine-wide credential is used;
 * connecting may take :data:`CONNECT_TIMEOUT` seconds and each read :data:`READ_TIMEOUT`; a connection error,
-  a timeout or a broken answer is a :class:`~.base.TransientError`; other statuses are classified by
-  :func:`~.httprules.classify`;
+  a timeout, a broken answer or a body shorter than its ``Content-Length`` is a :class:`~.base.TransientError`;
+  other statuses are classified by :func:`~.httprules.classify`;
 * :meth:`HttpBody.abort` (from another thread) shuts the socket down, so a blocked read returns at once.
 """
 
@@ -62,11 +62,18 @@ class HttpBody:
         self._where = where
 
     def readinto(self, buffer: memoryview) -> int:
-        """Fill ``buffer`` from the socket; 0 at the end of the body."""
+        """Fill ``buffer`` from the socket; 0 at the end of the body.
+
+        Raises:
+            TransientError: The connection broke, or closed before ``Content-Length`` bytes came.
+        """
         try:
-            return self._response.readinto(buffer)
+            count = self._response.readinto(buffer)
         except _BROKEN as exc:
             raise TransientError(f"{self._where}: {type(exc).__name__} while reading") from None
+        if not count and buffer and self._response.length:
+            raise TransientError(f"{self._where}: connection closed {self._response.length} bytes short")
+        return count
 
     def abort(self) -> None:
         """Shut the socket down (a read blocked in another thread returns)."""

@@ -217,3 +217,24 @@ async def test_https_verifies_the_server_and_resumes(tmp_path: Path, monkeypatch
         getter = HttpGetter(HttpCredentials())
         assert await fetch(getter, f"{tls.url}/m.bin") == (0, data)
         assert await fetch(getter, f"{tls.url}/disk.bin", 123_456) == (123_456, data[123_456:])
+
+
+async def test_a_body_cut_short_is_transient() -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+
+        def serve_short_body() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"x" * 10)
+
+        server = threading.Thread(target=serve_short_body)
+        server.start()
+        try:
+            with pytest.raises(TransientError, match="990 bytes short"):
+                await fetch(HttpGetter(HttpCredentials()), f"http://127.0.0.1:{port}/m.bin")
+        finally:
+            await asyncio.to_thread(server.join, 10)
