@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import sys
@@ -122,4 +123,7 @@ def run(args: argparse.Namespace) -> int:
     if not outcome.succeeded:
         log.error("download failed: %s: %s", outcome.reason.value, outcome.message)
     print(text)
+    # The process ends next: keep the interpreter's final garbage collections off the tens of thousands of
+    # objects the source clients' imports created (about 0.2 s of every run, the cached one included).
+    gc.freeze()
     return outcome.exit_code

@@ -3,7 +3,8 @@
 Guarantees:
 
 * :class:`Progress` is the one mutable tally (bytes and files done of total, phase); it is fed by the transfer
-  layer and read by the reporters (terminal bar, log lines, ``GET /progress``);
+  layer and read by the reporters (terminal bar, log lines, ``GET /progress``); bytes are counted with
+  :meth:`Progress.add_bytes`, which is safe to call from the transfer threads (no update is lost);
 * :func:`snapshot` computes the rate over a sliding window of ``(time, bytes)`` samples the caller records
   with its own clock, and the ETA from it; both are ``None`` until there is a rate to speak of, and the ETA is
   ``None`` when the total is unknown;
@@ -13,6 +14,7 @@ Guarantees:
 from __future__ import annotations
 
 import enum
+import threading
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +43,12 @@ class Progress:
     files_done: int = 0
     files_total: int = 0
     samples: deque[tuple[float, int]] = field(default_factory=lambda: deque(maxlen=256))
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add_bytes(self, count: int) -> None:
+        """Count ``count`` more bytes done (negative to take back a restarted file's bytes); thread-safe."""
+        with self._lock:
+            self.bytes_done += count
 
     def record(self, now: float) -> None:
         """Record a ``(now, bytes_done)`` sample and drop those older than the window."""

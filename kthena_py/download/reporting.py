@@ -6,7 +6,9 @@ Guarantees:
   ``progress`` log line at most every :data:`LOG_INTERVAL` seconds, plus one ``file complete`` line per file;
 * ``--progress-address HOST:PORT`` serves the current :class:`~.progress.Snapshot` as JSON on
   ``GET /progress`` for as long as the run lasts (the address is bound before the first byte is fetched);
-* nothing here sees a credential.
+* nothing here sees a credential;
+* aiohttp (the progress server's) is imported only when a progress address is given, so a run without one,
+  and in particular a cached second run, does not pay for loading it.
 """
 
 from __future__ import annotations
@@ -15,12 +17,14 @@ import asyncio
 import contextlib
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
-from aiohttp import web
 
 from .progress import Progress, should_log, snapshot
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 LOG_INTERVAL = 5.0
 TICK = 0.5
@@ -108,11 +112,15 @@ class ProgressServer:
         self.bound: tuple[str, int] | None = None
 
     async def _get(self, _: web.Request) -> web.Response:
+        from aiohttp import web
+
         self._progress.record(time.monotonic())
         return web.json_response(snapshot(self._progress).to_json())
 
     async def start(self, address: str) -> None:
         """Bind and serve."""
+        from aiohttp import web
+
         host, port = parse_address(address)
         app = web.Application()
         app.router.add_get("/progress", self._get)

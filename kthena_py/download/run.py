@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -98,11 +99,13 @@ async def _transfer_all(
     progress = reporter.progress
     entries: dict[str, FileEntry] = {}
     gate = asyncio.Semaphore(request.max_workers)
+    # One thread per file in flight (the blocking sources read in it), apart from the loop's default pool.
+    executor = ThreadPoolExecutor(max_workers=request.max_workers, thread_name_prefix="kthena-download")
 
     async def one(action: Skip | VerifyLocal | Fetch) -> None:
         if isinstance(action, Skip):
             entries[action.file.name] = FileEntry(action.file.name, action.size, action.sha256)
-            progress.bytes_done += action.size
+            progress.add_bytes(action.size)
             reporter.file_done(action.file.name, action.size, action.sha256, skipped=True)
             return
         async with gate:
@@ -112,10 +115,10 @@ async def _transfer_all(
                 entry = await verify_local(file, out, wanted[file.name])
                 if entry is not None:
                     journal(JournalEntry(file.name, file.identity, True, entry.size, entry.sha256))
-                    progress.bytes_done += entry.size
+                    progress.add_bytes(entry.size)
             if entry is None:
                 offset = action.offset if isinstance(action, Fetch) else 0
-                entry = await fetch_file(source, file, offset, out, wanted[file.name], progress, journal)
+                entry = await fetch_file(source, file, offset, out, wanted[file.name], progress, journal, executor)
             entries[file.name] = entry
             reporter.file_done(entry.name, entry.size, entry.sha256)
 
@@ -126,6 +129,8 @@ async def _transfer_all(
     except BaseExceptionGroup as group_error:
         first = _first_error(group_error)
         raise first from None
+    finally:
+        executor.shutdown(wait=False)
     return [entries[f.name] for f in selected]
 
 

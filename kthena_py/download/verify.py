@@ -2,14 +2,18 @@
 
 Guarantees: a file's digest is computed from exactly the bytes written to its partial, in order, once; a
 resumed file's digest covers the re-hashed prefix then the new bytes, so it equals the digest of the whole
-file. ``hashlib`` releases the GIL on large buffers, so :meth:`PartialWriter.write_batch` is meant to run in a
-worker thread while the event loop reads the next chunk.
+file. ``hashlib`` and ``os.write`` release the GIL on large buffers, so :meth:`PartialWriter.write` and
+:meth:`PartialWriter.write_batch` are meant to run in a worker thread. As the partial grows, its new ranges are
+handed to the early writeback of :mod:`.writeback`, so :meth:`PartialWriter.finish` (which fsyncs) finds little
+left to write.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+
+from .writeback import Flusher
 
 READ_CHUNK = 4 * 1024 * 1024
 _IOV_GROUP = 512  # below every platform's IOV_MAX
@@ -41,13 +45,24 @@ class PartialWriter:
             os.ftruncate(self._fd, offset)
         os.lseek(self._fd, offset, os.SEEK_SET)
         self.size = offset
+        self._flusher = Flusher(self._fd, offset)
 
     def restart(self) -> None:
         """Start over from byte 0 (the source could not serve a range)."""
+        self._flusher.restart()
         os.ftruncate(self._fd, 0)
         os.lseek(self._fd, 0, os.SEEK_SET)
         self._hash = hashlib.sha256()
         self.size = 0
+
+    def write(self, data: memoryview) -> None:
+        """Hash and append ``data`` (a view of the caller's buffer, which it may reuse once this returns)."""
+        self._hash.update(data)
+        view = data
+        while view:
+            view = view[os.write(self._fd, view) :]
+        self.size += len(data)
+        self._flusher.wrote(self.size)
 
     def write_batch(self, chunks: list[bytes]) -> None:
         """Hash and append ``chunks`` in order."""
@@ -62,9 +77,11 @@ class PartialWriter:
                 while view:
                     view = view[os.write(self._fd, view) :]
             self.size += total
+        self._flusher.wrote(self.size)
 
     def finish(self) -> str:
         """Flush to disk, close, and return the hex digest."""
+        self._flusher.drain()
         os.fsync(self._fd)
         self.close()
         return self._hash.hexdigest()
@@ -73,6 +90,7 @@ class PartialWriter:
         """Close without syncing (the partial stays for a later resume)."""
         if not self._closed:
             self._closed = True
+            self._flusher.drain()
             os.close(self._fd)
 
 

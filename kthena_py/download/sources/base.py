@@ -8,13 +8,19 @@ Guarantees asked of an adapter:
   says so in :attr:`Stream.offset`; the caller then restarts the hash. It raises
   :class:`~kthena_py.download.result.DownloadError` with ``SourceNotFound``/``AccessDenied`` for answers a retry
   cannot fix and :class:`TransientError` for those it may.
+
+An adapter whose client blocks (plain sockets, files) may also be a :class:`BlockingSource`: the transfer
+layer then runs each file in one worker thread that reads straight into a preallocated buffer (see
+:mod:`kthena_py.download.transfer`). :meth:`BlockingSource.open_blocking` keeps the same offset rule and the
+same errors as :meth:`Source.open`.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from ..plan import RemoteFile
 
@@ -53,3 +59,51 @@ class Source(Protocol):
     async def close(self) -> None:
         """Release connections."""
         ...
+
+
+class Body(Protocol):
+    """An open, blocking byte stream of one file, starting at ``offset`` (used from one worker thread)."""
+
+    offset: int
+
+    def readinto(self, buffer: memoryview) -> int:
+        """Fill ``buffer`` (fully, unless the file ends first); the byte count, 0 at the end.
+
+        Raises:
+            TransientError: The connection failed or timed out.
+        """
+        ...
+
+    def abort(self) -> None:
+        """Make a ``readinto`` blocked in another thread return soon (the run is being cancelled)."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection or file."""
+        ...
+
+
+@runtime_checkable
+class BlockingSource(Protocol):
+    """A source that can also hand out blocking bodies (called in a worker thread)."""
+
+    def open_blocking(self, file: RemoteFile, offset: int) -> Body:
+        """Open ``file`` from ``offset`` (or from 0, see :class:`Body`), blocking."""
+        ...
+
+
+def body_stream(body: Body, block: int) -> Stream:
+    """``body`` as an asynchronous :class:`Stream` (each read in a worker thread), for :meth:`Source.open`."""
+
+    async def chunks() -> AsyncGenerator[bytes, None]:
+        try:
+            while True:
+                buffer = bytearray(block)
+                count = await asyncio.to_thread(body.readinto, memoryview(buffer))
+                if not count:
+                    return
+                yield bytes(buffer[:count]) if count < block else bytes(buffer)
+        finally:
+            body.close()
+
+    return Stream(body.offset, chunks())

@@ -17,7 +17,7 @@ def open_source(spec: SourceSpec, settings: Settings, out: str, connections: int
     if spec.kind is Kind.HF:
         from .hf import HfSource
 
-        return HfSource(spec.location, settings, connections)
+        return HfSource(spec.location, settings)
     if spec.kind is Kind.S3:
         from .s3 import S3Source
 
@@ -25,7 +25,7 @@ def open_source(spec: SourceSpec, settings: Settings, out: str, connections: int
     if spec.kind is Kind.HTTP:
         from .http import HttpSource
 
-        return HttpSource(spec.location, HttpCredentials(settings.hf_endpoint, settings.hf_token), connections)
+        return HttpSource(spec.location, HttpCredentials(settings.hf_endpoint, settings.hf_token))
     if spec.kind is Kind.MODELSCOPE:
         from .modelscope import ModelScopeSource
 

@@ -5,9 +5,10 @@ Guarantees:
 * the listing is one ``HfApi.model_info(..., files_metadata=True)`` call at ``HF_ENDPOINT`` (or ``hf_endpoint``):
   it resolves the revision to a commit and gives every file's size and, for LFS files, the hub's sha256,
   which the transfer then checks;
-* bytes are fetched from the commit's resolve URL (``huggingface_hub.hf_hub_url``) by our own streaming
-  client, so the digest is computed while streaming; the token is sent only to the hub's origin, at every
-  redirect hop (the hub sends large files to a CDN on another host: that hop gets no token);
+* bytes are fetched from the commit's resolve URL (``huggingface_hub.hf_hub_url``) by our own client
+  (:mod:`.httpget`; this is a :class:`~.base.BlockingSource`), so the digest is computed while streaming; the
+  token is sent only to the hub's origin, at every redirect hop (the hub sends large files to a CDN on another
+  host: that hop gets no token);
 * the token is given to ``huggingface_hub`` explicitly (``False`` when there is none), so no token from the
   machine's cache is picked up implicitly.
 """
@@ -29,8 +30,10 @@ from ..config import Settings
 from ..credentials import HttpCredentials
 from ..plan import RemoteFile
 from ..result import DownloadError, Reason
-from .base import Listing, Stream
-from .httpstream import HttpFetcher
+from .base import Listing, Stream, body_stream
+from .httpget import HttpBody, HttpGetter
+
+STREAM_BLOCK = 4 * 1024 * 1024
 
 
 def _status(exc: HfHubHTTPError) -> int | None:
@@ -42,13 +45,13 @@ def _status(exc: HfHubHTTPError) -> int | None:
 class HfSource:
     """A Hugging Face model repository."""
 
-    def __init__(self, repo_id: str, settings: Settings, connections: int) -> None:
+    def __init__(self, repo_id: str, settings: Settings) -> None:
         self._repo_id = repo_id
         self._endpoint = settings.hf_endpoint
         self._revision = settings.hf_revision
         self._token = settings.hf_token
         creds = HttpCredentials(hf_endpoint=self._endpoint, hf_token=self._token)
-        self._fetcher = HttpFetcher(creds, connections=connections, user_agent="kthena-py-download")
+        self._getter = HttpGetter(creds, user_agent="kthena-py-download")
 
     def _model_info(self) -> Any:
         api = HfApi(endpoint=self._endpoint, token=self._token.reveal() if self._token else False)
@@ -92,10 +95,13 @@ class HfSource:
             )
         return Listing(tuple(files), revision=info.sha)
 
+    def open_blocking(self, file: RemoteFile, offset: int) -> HttpBody:
+        """GET the resolve URL of the listed commit (ranged when resuming), blocking."""
+        return self._getter.open(file.locator, offset)
+
     async def open(self, file: RemoteFile, offset: int) -> Stream:
         """Stream from the resolve URL (ranged when resuming)."""
-        return await self._fetcher.open(file.locator, offset)
+        return body_stream(await asyncio.to_thread(self.open_blocking, file, offset), STREAM_BLOCK)
 
     async def close(self) -> None:
-        """Close the session."""
-        await self._fetcher.close()
+        """Nothing to release: every body owns its connection."""

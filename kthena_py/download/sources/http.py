@@ -1,18 +1,22 @@
 """``http(s)://URL``: one file, named after the last segment of the URL's path.
 
 Guarantees: one HEAD lists it (size from ``Content-Length``, identity from the ETag, else the size); user-info
-in the URL becomes Basic authentication for that URL's origin only and is stripped from the URL itself.
+in the URL becomes Basic authentication for that URL's origin only and is stripped from the URL itself. The
+body is fetched by the blocking client of :mod:`.httpget` (a :class:`~.base.BlockingSource`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import posixpath
 from urllib.parse import unquote, urlsplit
 
 from ..credentials import HttpCredentials, origin, split_userinfo
 from ..plan import RemoteFile
-from .base import Listing, Stream
-from .httpstream import HttpFetcher
+from .base import Listing, Stream, body_stream
+from .httpget import HttpBody, HttpGetter
+
+STREAM_BLOCK = 4 * 1024 * 1024
 
 
 def file_name(url: str) -> str:
@@ -24,7 +28,7 @@ def file_name(url: str) -> str:
 class HttpSource:
     """One file over HTTP(S)."""
 
-    def __init__(self, url: str, hf: HttpCredentials, connections: int) -> None:
+    def __init__(self, url: str, hf: HttpCredentials) -> None:
         clean, user, password = split_userinfo(url)
         self._url = clean
         creds = HttpCredentials(
@@ -34,19 +38,22 @@ class HttpSource:
             basic_user=user,
             basic_password=password,
         )
-        self._fetcher = HttpFetcher(creds, connections=connections)
+        self._getter = HttpGetter(creds)
 
     async def list(self) -> Listing:
         """HEAD the URL."""
-        head = await self._fetcher.head(self._url)
+        head = await asyncio.to_thread(self._getter.head, self._url)
         identity = f"etag:{head.etag}" if head.etag else f"size:{head.size}"
         return Listing((RemoteFile(file_name(self._url), head.size, None, identity, self._url),))
 
-    async def open(self, file: RemoteFile, offset: int) -> Stream:
-        """GET from ``offset``."""
+    def open_blocking(self, file: RemoteFile, offset: int) -> HttpBody:
+        """GET from ``offset`` (resuming only the version the listing saw: ``If-Range`` with its ETag)."""
         etag = file.identity[5:] if file.identity.startswith("etag:") else None
-        return await self._fetcher.open(file.locator, offset, etag)
+        return self._getter.open(file.locator, offset, etag)
+
+    async def open(self, file: RemoteFile, offset: int) -> Stream:
+        """GET from ``offset``, as an asynchronous stream."""
+        return body_stream(await asyncio.to_thread(self.open_blocking, file, offset), STREAM_BLOCK)
 
     async def close(self) -> None:
-        """Close the session."""
-        await self._fetcher.close()
+        """Nothing to release: every body owns its connection."""

@@ -4,19 +4,19 @@ Guarantees: ``pvc://`` keeps Kthena's rule (the path is ``/`` + the rest and mus
 where the claim is mounted); an absolute path may be a file or a directory. Directories are walked without
 following symbolic links to directories; our own bookkeeping files (marker, state, lock, partials) in a source
 directory are not copied. A file's identity is its size and modification time, so a partial copy resumes
-only if the source file did not change.
+only if the source file did not change. Files are read by the transfer's worker threads straight into their
+buffers (a :class:`~.base.BlockingSource`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import os
-from collections.abc import AsyncGenerator
-from typing import BinaryIO
 
 from ..plan import RemoteFile, is_safe_name
 from ..result import DownloadError, Reason
-from .base import Listing, Stream
+from .base import Listing, Stream, body_stream
 
 BLOCK = 4 * 1024 * 1024
 
@@ -55,6 +55,31 @@ def walk(path: str, *, directory_required: bool) -> list[RemoteFile]:
     return files
 
 
+class FileBody:
+    """A local file from ``offset`` (see :class:`~.base.Body`)."""
+
+    def __init__(self, handle: io.FileIO, offset: int) -> None:
+        self.offset = offset
+        self._handle = handle
+
+    def readinto(self, buffer: memoryview) -> int:
+        """Fill ``buffer`` from the file; 0 at its end."""
+        filled = 0
+        while filled < len(buffer):
+            count = self._handle.readinto(buffer[filled:])
+            if not count:
+                break
+            filled += count
+        return filled
+
+    def abort(self) -> None:
+        """Nothing to interrupt: a local read does not wait for a peer."""
+
+    def close(self) -> None:
+        """Close the file."""
+        self._handle.close()
+
+
 class LocalSource:
     """Files on a mounted volume or local disk."""
 
@@ -69,21 +94,18 @@ class LocalSource:
         files = await asyncio.to_thread(walk, self._path, directory_required=self._pvc)
         return Listing(tuple(files))
 
-    async def open(self, file: RemoteFile, offset: int) -> Stream:
-        """Read from ``offset``."""
+    def open_blocking(self, file: RemoteFile, offset: int) -> FileBody:
+        """Open the file at ``offset``."""
         try:
-            handle = await asyncio.to_thread(open, file.locator, "rb")
+            handle = io.FileIO(file.locator, "r")
         except OSError as exc:
             raise DownloadError(Reason.SOURCE_NOT_FOUND, f"{file.locator}: {exc.strerror}") from None
         handle.seek(offset)
-        return Stream(offset, self._blocks(handle))
+        return FileBody(handle, offset)
 
-    async def _blocks(self, handle: BinaryIO) -> AsyncGenerator[bytes, None]:
-        try:
-            while block := await asyncio.to_thread(handle.read, BLOCK):
-                yield block
-        finally:
-            handle.close()
+    async def open(self, file: RemoteFile, offset: int) -> Stream:
+        """Read from ``offset``, as an asynchronous stream."""
+        return body_stream(await asyncio.to_thread(self.open_blocking, file, offset), BLOCK)
 
     async def close(self) -> None:
         """Nothing to release."""

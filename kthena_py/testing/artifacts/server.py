@@ -5,8 +5,12 @@ Guarantees:
 * files (:class:`Artifact`, bytes in memory or a file on disk) are served with ``ETag``, ``Content-Length``,
   ``Accept-Ranges`` and ``Range``/``If-Range`` (206), on GET and HEAD; the content and ETag can be changed at
   any time; ``corrupt`` serves content that differs from the registered bytes in one byte (the size stays);
+* a file on disk (not throttled) is sent with ``sendfile`` (the kernel copies it to the socket; no Python
+  reads), so a benchmark measures its clients rather than this server; throttled or in-memory files are
+  written in chunks;
 * ``throttle`` (bytes per second) slows a file down so a test can kill its client mid-file;
 * ``redirect_to`` answers a path with a 302 to the same path on another server;
+* with ``ssl_context`` it serves HTTPS (still on 127.0.0.1);
 * every request is recorded (method, path, headers, range) and counted per ``(method, path)``;
 * :class:`HubRepo` repositories answer ``GET /api/models/ORG/REPO[/revision/REV]`` (with ``blobs=true``:
   siblings with size, blob id and ``lfs`` {sha256, size, pointerSize}) and
@@ -19,8 +23,10 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
+import ssl
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,8 +134,9 @@ class RecordedRequest:
 class ArtifactServer:
     """See the module docstring. Use ``async with ArtifactServer() as server``."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, ssl_context: ssl.SSLContext | None = None) -> None:
         self.artifacts: dict[str, Artifact] = {}
+        self._ssl_context = ssl_context
         self.repos: dict[str, HubRepo] = {}
         self.requests: list[RecordedRequest] = []
         self.counts: Counter[tuple[str, str]] = Counter()
@@ -138,8 +145,9 @@ class ArtifactServer:
 
     @property
     def url(self) -> str:
-        """The base URL (``http://127.0.0.1:PORT``)."""
-        return f"http://127.0.0.1:{self.port}"
+        """The base URL (``http://127.0.0.1:PORT``, ``https`` with an SSL context)."""
+        scheme = "https" if self._ssl_context is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     def add(self, path: str, artifact: Artifact) -> Artifact:
         """Serve ``artifact`` at ``path`` (starting with ``/``)."""
@@ -160,7 +168,7 @@ class ArtifactServer:
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=self._ssl_context)
         await site.start()
         server: Any = site._server
         self.port = server.sockets[0].getsockname()[1]
@@ -265,11 +273,13 @@ class ArtifactServer:
         await response.prepare(request)
         if request.method == "HEAD":
             return response
-        await self._send_body(response, artifact, start, size)
+        await self._send_body(request, response, artifact, start, size)
         await response.write_eof()
         return response
 
-    async def _send_body(self, response: web.StreamResponse, artifact: Artifact, start: int, size: int) -> None:
+    async def _send_body(
+        self, request: web.Request, response: web.StreamResponse, artifact: Artifact, start: int, size: int
+    ) -> None:
         chunk = CHUNK if artifact.throttle is None else max(1024, artifact.throttle // 20)
         if artifact.content is not None:
             data = artifact.content
@@ -287,6 +297,12 @@ class ArtifactServer:
         loop = asyncio.get_running_loop()
         handle = await loop.run_in_executor(None, open, artifact.path, "rb")
         with handle:
+            transport = request.transport
+            if artifact.throttle is None and transport is not None and size > start:
+                # The headers are already on the transport (prepare sends them); the body goes by sendfile.
+                with contextlib.suppress(NotImplementedError):
+                    await loop.sendfile(transport, handle, start, size - start)
+                    return
             handle.seek(start)
             block = 4 * 1024 * 1024 if artifact.throttle is None else chunk
             while data_block := await loop.run_in_executor(None, handle.read, block):
