@@ -140,7 +140,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     m.add_argument(
         "--modelcache-downloader-image",
         default=None,
-        help="image of ModelCache download and cleanup Jobs; it runs `kthena-py download` (default: kthena-py-downloader:latest, the Containerfile's downloader target)",
+        help="image of ModelCache download and cleanup Jobs (default: kthena-py-downloader:latest)",
     )
     m.add_argument(
         "--modelcache-scheduler-name",
