@@ -101,7 +101,7 @@ class UnitDecision:
 
     Attributes:
         node: The node (node-local), else ``None``.
-        state: ``ready``; ``running`` (a Job whose pod runs); ``starting`` (a Job whose pod does not run yet);
+        state: ``ready``; ``running`` (a Job whose pod runs, or succeeded before the Job says so); ``starting`` (a Job whose pod does not run yet);
             ``create`` (a Job is to be created now); ``retry-wait`` (waiting for the retry time); ``failed`` (a
             permanent failure, no retry).
         job: The Job the state is about (``None`` for ``create``).
@@ -148,7 +148,9 @@ def decide_unit(node: str | None, jobs: Sequence[JobView], now: float, backoff: 
     if active:
         running = _newest(active)
         extra = tuple(j for j in active if j is not running)
-        started = running.pod is not None and running.pod.phase == "Running"
+        # A pod that succeeded is still the download while the job controller has not counted it yet (a failed
+        # one waits for the Job's own retry pod: that one is starting).
+        started = running.pod is not None and running.pod.phase in ("Running", "Succeeded")
         return UnitDecision(
             node, "running" if started else "starting", running, failure=failure, superseded=extra + old_failures
         )

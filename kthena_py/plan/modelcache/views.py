@@ -2,8 +2,9 @@
 
 Guarantees: every view is built from the objects alone (no I/O, no clock) and never raises on a malformed or
 partial object (a missing field reads as unknown). A Job's state is the job controller's verdict: its
-``Complete`` / ``Failed`` condition (or ``status.succeeded`` / ``status.failed`` reaching the limit when the
-condition is not written yet); anything else is ``active``. A Job's pod is its newest pod, preferring one that
+``Complete`` / ``Failed`` condition, or the ``SuccessCriteriaMet`` / ``FailureTarget`` it writes first (or its
+succeeded pods, counted or not yet, reaching the completions when no condition is written yet); anything else is
+``active``. A Job's pod is its newest pod, preferring one that
 terminated with a message (that is where the result is); the termination message of its first container is
 the pod's ``message``.
 """
@@ -186,15 +187,27 @@ def _pick_pod(pods: Iterable[PodView]) -> PodView | None:
     return ordered[-1] if ordered else None
 
 
+def _succeeded_count(status: Mapping[str, Any]) -> int:
+    """Succeeded pods, counted or not yet (``uncountedTerminatedPods``: the controller has seen them finish)."""
+    uncounted = (status.get("uncountedTerminatedPods") or {}).get("succeeded") or []
+    return _int(status.get("succeeded")) + (len(uncounted) if isinstance(uncounted, list) else 0)
+
+
 def job_view(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> JobView:
-    """The view of one Job and its pods (those whose ``controller-uid``/owner is the Job)."""
+    """The view of one Job and its pods (those whose ``controller-uid``/owner is the Job).
+
+    The job controller decides before it finishes: ``SuccessCriteriaMet`` / ``FailureTarget`` (written while the
+    pods' finalizers are removed, before ``Complete`` / ``Failed``) and succeeded pods it has not counted yet
+    (``uncountedTerminatedPods``) already are its verdict.
+    """
     labels, annotations = labels_of(job), annotations_of(job)
     status = job.get("status") or {}
     spec = job.get("spec") or {}
-    complete, failed = _true(job, "Complete"), _true(job, "Failed")
+    complete = _true(job, "Complete") or _true(job, "SuccessCriteriaMet")
+    failed = _true(job, "Failed") or _true(job, "FailureTarget")
     state: JobState = "active"
     finished: float | None = None
-    if complete is not None or (_int(status.get("succeeded")) >= max(1, _int(spec.get("completions"), 1))):
+    if complete is not None or (_succeeded_count(status) >= max(1, _int(spec.get("completions"), 1))):
         state = "succeeded"
         finished = parse_time(status.get("completionTime")) or parse_time((complete or {}).get("lastTransitionTime"))
     elif failed is not None:
