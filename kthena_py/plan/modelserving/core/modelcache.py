@@ -10,7 +10,9 @@ Guarantees:
   pod or a revision hash (a ModelServing without the annotation behaves byte for byte as before).
 * **Open only on a Ready cache**: the gate is open when the cache's ``status.phase`` is ``Ready``, its status is
   not older than its spec (``observedGeneration`` absent or >= ``metadata.generation``), it is not ``Degraded``,
-  and, for a node-local cache, ``status.nodes`` names at least one node. Otherwise it is closed and says why:
+  and, for a node-local cache, ``status.nodes`` names at least one node. A node-local cache that is Ready on some
+  nodes and ``Degraded`` because the download failed on others (``DownloadFailed``, ``IntegrityCheckFailed``)
+  is open: its pods go only to the nodes it is Ready on (any other Degraded reason closes it). Otherwise it is closed and says why:
   ``WaitingForModelCache`` (absent, Pending, Downloading, stale, ready on no node) or ``ModelCacheFailed``
   (phase Failed or ``Degraded=True``: the cache's Degraded reason and message are carried), or
   ``ModelCacheMountConflict`` (a template already has a volume named :data:`MODEL_CACHE_VOLUME` or a mount at
@@ -33,6 +35,8 @@ from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH, MODEL_CACHE_VOLUME,
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.vocab.conditions import (
     DEGRADED,
+    REASON_DOWNLOAD_FAILED,
+    REASON_INTEGRITY_CHECK_FAILED,
     REASON_MODEL_CACHE_CONFLICT,
     REASON_MODEL_CACHE_FAILED,
     REASON_MODEL_CACHE_READY,
@@ -237,6 +241,15 @@ def _condition(cache: ModelCache, kind: str) -> Any:
     return None
 
 
+_NODE_DOWNLOAD_FAILURES = (REASON_DOWNLOAD_FAILED, REASON_INTEGRITY_CHECK_FAILED)
+"""Degraded reasons a node-local cache gives when the download failed on some of its nodes."""
+
+
+def _failed_elsewhere(mount: CacheMount, phase: str | None, reason: str | None, nodes: Iterable[str] | None) -> bool:
+    """Whether a Degraded node-local cache is Ready on some nodes and failed only on others."""
+    return mount.node_local and phase == _READY and reason in _NODE_DOWNLOAD_FAILURES and bool(list(nodes or ()))
+
+
 def decide_gate(
     annotations: Mapping[str, Any] | None,
     templates: Iterable[tuple[str, Mapping[str, Any] | None]],
@@ -281,7 +294,10 @@ def decide_gate(
             phase=phase,
         )
     degraded = _condition(cache, DEGRADED)
-    if phase == _FAILED or (degraded is not None and degraded.status == "True"):
+    failing = degraded is not None and degraded.status == "True"
+    if failing and _failed_elsewhere(mount, phase, degraded.reason, status.nodes if status is not None else None):
+        failing = False  # node-local: the download failed on other nodes; the nodes it is Ready on serve
+    if phase == _FAILED or failing:
         reason = degraded.reason if degraded is not None and degraded.status == "True" else None
         detail = degraded.message if degraded is not None and degraded.status == "True" else None
         text = f"ModelCache {name} failed" + (f" ({reason})" if reason else "") + (f": {detail}" if detail else "")

@@ -156,6 +156,57 @@ def test_the_gate_decision(doc: dict[str, Any] | None, state: str, reason: str, 
     assert gate.open == (state == "open")
 
 
+NODE_LOCAL = {"nodeLocal": {"path": "/mnt/m", "nodeSelector": {"gpu": "a"}}}
+ON_B = "the download failed on node b: unreachable"
+
+
+@pytest.mark.parametrize(
+    ("doc", "state", "message"),
+    [
+        # Ready on a, failed on b: pods go to a
+        (
+            cache_doc("Ready", storage=NODE_LOCAL, nodes=["a"], degraded=("DownloadFailed", ON_B)),
+            "open",
+            "ModelCache llama-3 is Ready on 1 node(s)",
+        ),
+        (
+            cache_doc("Ready", storage=NODE_LOCAL, nodes=["a"], degraded=("IntegrityCheckFailed", ON_B)),
+            "open",
+            "ModelCache llama-3 is Ready on 1 node(s)",
+        ),
+        # Ready on no node, or a storage problem, or claim storage: the failure closes the gate
+        (
+            cache_doc("Ready", storage=NODE_LOCAL, nodes=[], degraded=("DownloadFailed", ON_B)),
+            "failed",
+            f"ModelCache llama-3 failed (DownloadFailed): {ON_B}",
+        ),
+        (
+            cache_doc("Ready", storage=NODE_LOCAL, nodes=["a"], degraded=("StorageUnavailable", "no node")),
+            "failed",
+            "ModelCache llama-3 failed (StorageUnavailable): no node",
+        ),
+        (
+            cache_doc("Failed", storage=NODE_LOCAL, nodes=["a"], degraded=("DownloadFailed", ON_B)),
+            "failed",
+            f"ModelCache llama-3 failed (DownloadFailed): {ON_B}",
+        ),
+        (
+            cache_doc("Ready", degraded=("DownloadFailed", "unreachable")),
+            "failed",
+            "ModelCache llama-3 failed (DownloadFailed): unreachable",
+        ),
+    ],
+)
+def test_a_node_local_cache_failing_only_on_other_nodes_opens_on_its_ready_nodes(
+    doc: dict[str, Any], state: str, message: str
+) -> None:
+    gate = gate_of(doc)
+    assert (gate.state, gate.message) == (state, message)
+    assert gate.reason == ("ModelCacheReady" if state == "open" else "ModelCacheFailed")
+    if gate.open:
+        assert gate.nodes == ("a",)  # the pods' affinity: exactly the nodes it is Ready on
+
+
 def test_the_failed_gate_carries_the_cache_reason() -> None:
     gate = gate_of(cache_doc("Failed", degraded=("DownloadFailed", "404")))
     assert gate.cache_reason == "DownloadFailed"
