@@ -26,13 +26,13 @@ from typing import Any
 import structlog
 
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
-from kthena_py.kube.objects import KubeObject, meta
+from kthena_py.kube.objects import KubeObject, labels_of, meta
 from kthena_py.kube.resources import JOBS, PERSISTENT_VOLUME_CLAIMS, PODGROUPS, ResourceType
-from kthena_py.plan.modelcache import Create, Delete
+from kthena_py.plan.modelcache import DOWNLOAD, Create, Delete
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.statuswrite import StatusWriter
 from kthena_py.vocab.conditions import REASON_FAILED_CREATE, REASON_FAILED_DELETE
-from kthena_py.vocab.labels import MODEL_CACHE_FINALIZER
+from kthena_py.vocab.labels import MODEL_CACHE_FINALIZER, MODEL_CACHE_JOB_KIND
 
 from ..resources import MODELCACHES
 from .metrics import JOB_WRITES
@@ -108,7 +108,8 @@ async def apply_changes(
         JOB_WRITES.labels(create.kind, "create", "success").inc()
         done.append(f"created {create.kind} {create.name} ({create.why})")
         if create.kind == "Job":
-            recorder.event(cache, "Normal", "JobCreated", f"download Job {create.name} created ({create.why})")
+            kind = labels_of(create.body).get(MODEL_CACHE_JOB_KIND) or DOWNLOAD
+            recorder.event(cache, "Normal", "JobCreated", f"{kind} Job {create.name} created ({create.why})")
     return done
 
 

@@ -109,6 +109,9 @@ class World:
     def recorded(self) -> list[tuple[str, str]]:
         return [(e.type, e.reason) for e in self.events.events]
 
+    def messages(self, reason: str) -> list[str]:
+        return [e.message for e in self.events.events if e.reason == reason]
+
     def run_job(self, job: dict[str, Any], state: str, message: str | None = None, ip: str = "10.1.2.3") -> None:
         """Write what the job controller and the kubelet would: the pod and the Job's status."""
         md = job["metadata"]
@@ -179,6 +182,7 @@ async def test_a_cache_goes_pending_downloading_ready_and_then_stays_quiet() -> 
     assert world.kube.peek(PODGROUPS, job["metadata"]["name"], "ns") is not None
     assert world.mc()["status"]["phase"] == "Pending"
     assert ("Normal", "JobCreated") in world.recorded()
+    assert world.messages("JobCreated") == [f"download Job {job['metadata']['name']} created (attempt 0)"]
 
     world.run_job(job, "active")
     world.progress.bodies["10.1.2.3"] = {"bytesDone": 1024, "bytesTotal": 4096, "filesDone": 0, "filesTotal": 1}
@@ -305,6 +309,7 @@ async def test_deletion_waits_while_a_modelserving_names_the_cache_then_cleans_u
     await world.reconcile()
     cleanups = [j for j in world.jobs() if j["spec"]["template"]["spec"]["containers"][0]["args"][1] == "--remove"]
     assert len(cleanups) == 1 and world.kube.peek(MODELCACHES, "llama", "ns") is not None
+    assert world.messages("JobCreated")[-1].startswith(f"cleanup Job {cleanups[0]['metadata']['name']} created")
     world.run_job(cleanups[0], "succeeded")
     await world.reconcile()
     assert world.kube.peek(MODELCACHES, "llama", "ns") is None
