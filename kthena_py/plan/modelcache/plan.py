@@ -15,7 +15,8 @@ returns a :class:`CachePlan`. Rules:
   Job, but keeps a finished one.
 * A node that leaves a node-local selector keeps its download Jobs (a running one finishes) but is no longer a
   unit (not in ``status.nodes``, no retry): those Jobs are the only record that the node holds files, which the
-  deletion's cleanup (:mod:`.deletion`) needs. Jobs on nodes that no longer exist are deleted.
+  deletion's cleanup (:mod:`.deletion`) needs. Running or failed Jobs on nodes that no longer exist are deleted;
+  a succeeded one stays, so that the deletion can name the node its files were left on.
 * ``requeue_after``: the soonest retry, and :attr:`PlanSettings.progress_interval` while a download runs or
   starts (progress is scraped, not watched).
 """
@@ -147,7 +148,8 @@ def _units(
         return [decide_unit(None, current, now, settings.backoff)], [], {}
     matching = {n.name: n for n in observed.nodes if n.matches(node_local.node_selector)}
     existing = {n.name for n in observed.nodes}
-    on_gone_nodes = [j for j in current if j.node not in existing]  # one that left the selector keeps its Jobs
+    # One that left the selector keeps its Jobs; a gone node keeps only its succeeded one (where files are left).
+    on_gone_nodes = [j for j in current if j.node not in existing and j.state != "succeeded"]
     by_node: dict[str, list[JobView]] = {}
     for job in current:
         if job.node in matching:

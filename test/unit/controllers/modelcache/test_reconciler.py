@@ -370,7 +370,7 @@ async def test_a_node_local_cache_has_one_job_per_selected_node_and_lists_the_no
     assert world.mc()["status"]["nodes"] == ["gpu-a", "gpu-b"]
 
     # gpu-b leaves the selector: out of status.nodes at once (no pod is sent there), no new Job, but its Job stays:
-    # the record that its files are there. A node that no longer exists loses its Job.
+    # the record that its files are there. A node that no longer exists loses its (failed) Job.
     world.kube.put(NODES, _node("gpu-b", gpu=False))
     await world.kube.delete(NODES, "gpu-c")
     await world.reconcile()

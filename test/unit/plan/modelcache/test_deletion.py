@@ -120,3 +120,20 @@ def test_the_finalizer_never_outlives_its_bound(
         assert plan.remove_finalizer
     if not plan.remove_finalizer:
         assert plan.requeue_after is not None and 0 < plan.requeue_after <= deleted + SETTINGS.cleanup_timeout - now
+
+
+def test_a_node_that_left_before_the_deletion_is_still_named_with_its_files() -> None:
+    """The live cache keeps the finished Job of a node that left; the deletion then knows the files are there."""
+    from kthena_py.plan.modelcache import plan_cache
+
+    from .builders import result
+
+    mc = cache(storage=NODE_LOCAL)
+    staged = (job(mc, "succeeded", node="a", message=result()), job(mc, "succeeded", node="b", message=result()))
+    left = (node("a", gpu="true"),)  # b was removed
+    live = plan_cache(mc, Observed(jobs=staged, nodes=left), SETTINGS, 10.0)
+    assert live.deletes == () and live.status["nodes"] == ["a"]
+    kept = tuple(j for j in staged if j.name not in {d.name for d in live.deletes})
+    nothing_left = plan_deletion(mc, Observed(jobs=kept, nodes=()), SETTINGS, 20.0, 15.0)
+    assert nothing_left.remove_finalizer and _events(nothing_left) == [("Warning", "CleanupAbandoned")]
+    assert nothing_left.events[0].message.endswith("on node(s) a, b")

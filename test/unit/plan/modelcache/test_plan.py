@@ -237,9 +237,11 @@ def test_node_local_fans_out_to_ready_matching_nodes_and_lists_where_it_is_ready
     ]
     done_a = job(mc, "succeeded", node="a", message=result())
     running_b = job(mc, "active", node="b")
-    orphan = job(mc, "succeeded", node="gone")
-    later = _plan(mc, done_a, running_b, orphan, nodes=nodes)
+    orphan = job(mc, "active", node="gone")
+    staged_there = job(mc, "succeeded", node="left", message=result())
+    later = _plan(mc, done_a, running_b, orphan, staged_there, nodes=nodes)
     assert later.status["phase"] == "Ready" and later.status["nodes"] == ["a"]
+    # the download on a node that left stops; a finished one stays as the record of its files
     assert later.creates == () and [d.name for d in later.deletes] == [orphan.name]
     assert later.requeue_after == SETTINGS.progress_interval  # b still downloads
     grown = (*nodes, node("e", gpu="true"))
