@@ -101,9 +101,9 @@ class UnitDecision:
 
     Attributes:
         node: The node (node-local), else ``None``.
-        state: ``ready``; ``running`` (a Job whose pod runs, or succeeded before the Job says so); ``starting`` (a Job whose pod does not run yet);
-            ``create`` (a Job is to be created now); ``retry-wait`` (waiting for the retry time); ``failed`` (a
-            permanent failure, no retry).
+        state: ``ready``; ``running`` (a Job whose pod runs, or succeeded before the Job says so); ``starting``
+            (a Job whose pod does not run yet); ``create`` (a Job is to be created now); ``retry-wait`` (waiting
+            for the retry time); ``failed`` (a permanent failure, no retry).
         job: The Job the state is about (``None`` for ``create``).
         result: The downloader's result of a ready unit, when its pod still has it.
         failure: The newest failure not yet overcome (also while a retry runs).

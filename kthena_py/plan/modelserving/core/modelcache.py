@@ -12,7 +12,8 @@ Guarantees:
   not older than its spec (``observedGeneration`` absent or >= ``metadata.generation``), it is not ``Degraded``,
   and, for a node-local cache, ``status.nodes`` names at least one node. A node-local cache that is Ready on some
   nodes and ``Degraded`` because the download failed on others (``DownloadFailed``, ``IntegrityCheckFailed``)
-  is open: its pods go only to the nodes it is Ready on (any other Degraded reason closes it). Otherwise it is closed and says why:
+  is open: its pods go only to the nodes it is Ready on (any other Degraded reason closes it). Otherwise it is
+  closed and says why:
   ``WaitingForModelCache`` (absent, Pending, Downloading, stale, ready on no node) or ``ModelCacheFailed``
   (phase Failed or ``Degraded=True``: the cache's Degraded reason and message are carried), or
   ``ModelCacheMountConflict`` (a template already has a volume named :data:`MODEL_CACHE_VOLUME` or a mount at
