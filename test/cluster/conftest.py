@@ -1,7 +1,8 @@
 """Fixtures of the cluster tier: mini-kubelets (pods that really run as local processes) and hostPath volumes.
 
-* ``make_mini_kubelet(name=None, **ManualNode fields) -> MiniKubelet``: a manual node served from this process,
-  its root under the test's ``tmp_path``; every kubelet of a test shares one volume root (claims are shared
+* ``make_mini_kubelet(name=None, runner=None, **ManualNode fields) -> MiniKubelet``: a manual node served from
+  this process (``runner``: its container mapper, default :class:`~kthena_py.testing.kubelet.CommandMapper`), its
+  root under the test's ``tmp_path``; every kubelet of a test shares one volume root (claims are shared
   storage). All are stopped at the end of the test: processes killed, pods on their nodes force-deleted, nodes
   deleted.
 * ``mini_kubelet``: one such kubelet.
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from kthena_py.testing.controlplane import ClusterTier
-from kthena_py.testing.kubelet import ManualNode, MiniKubelet, hostpath_volume
+from kthena_py.testing.kubelet import ContainerRunner, ManualNode, MiniKubelet, hostpath_volume
 
 
 @pytest.fixture
@@ -27,10 +28,14 @@ def make_mini_kubelet(cluster: ClusterTier, tmp_path: Path) -> Iterator[Callable
     kubelets: list[MiniKubelet] = []
     volume_root = tmp_path / "volumes"
 
-    def make(name: str | None = None, **node: Any) -> MiniKubelet:
+    def make(name: str | None = None, runner: ContainerRunner | None = None, **node: Any) -> MiniKubelet:
         node_name = name or f"mini-kubelet-{uuid.uuid4().hex[:6]}"
         kubelet = MiniKubelet(
-            cluster.kubeconfig_path, ManualNode(node_name, **node), tmp_path / node_name, volume_root=volume_root
+            cluster.kubeconfig_path,
+            ManualNode(node_name, **node),
+            tmp_path / node_name,
+            volume_root=volume_root,
+            runner=runner,
         )
         kubelet.start()
         kubelets.append(kubelet)
