@@ -24,7 +24,7 @@ from kthena_py.controllers.resources import MODELCACHES, MODELSERVINGS
 from kthena_py.download.marker import MARKER_NAME, decode
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import CRDS, JOBS, PERSISTENT_VOLUME_CLAIMS
+from kthena_py.kube.resources import CRDS, JOBS, PERSISTENT_VOLUME_CLAIMS, PODS
 from kthena_py.testing.artifacts import ArtifactServer, HubRepo
 from kthena_py.testing.kubelet import MiniKubelet
 from kthena_py.testing.wait import eventually
@@ -99,9 +99,11 @@ async def recording(kube: KubeClient, rt: Any, namespace: str, **selector: str) 
     try:
         yield seen
     finally:
+        failed = task.done() and not task.cancelled() and task.exception() is not None
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await task
+    assert not failed, f"the watch of {rt.plural} ended early: {task.exception()!r}"  # it saw everything
 
 
 def phases(seen: list[KubeObject]) -> list[str]:
@@ -468,6 +470,9 @@ async def test_a_manager_killed_mid_download_resumes_with_the_same_single_job(
             mc = await wait_cache(kube, namespace, "killed", "Ready")
     names = {j["metadata"]["name"] for j in jobs_seen}
     assert names == {mc["status"]["jobName"]}, names
+    assert [j["metadata"]["name"] for j in await download_jobs(kube, namespace, "killed")] == list(names)
+    pods = (await kube.list(PODS, namespace, label_selector=f"{MODEL_CACHE_NAME}=killed")).items
+    assert [p["status"]["phase"] for p in pods] == ["Succeeded"]  # the one pod ran once, through the restart
     job = jobs_seen[-1]
     assert job["metadata"]["labels"][MODEL_CACHE_ATTEMPT] == "0"
     assert job["metadata"]["labels"][MODEL_CACHE_JOB_KIND] == "download"
