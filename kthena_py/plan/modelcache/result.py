@@ -140,6 +140,10 @@ def parse_result(text: str | None) -> DownloadResult | None:
     )
 
 
+_BEFORE_LISTING = ("Starting", "Listing")
+"""Phases of a download report (the downloader's ``Phase``) in which its totals are not known yet."""
+
+
 def parse_progress(data: Any) -> DownloadProgress | None:
     """Read a progress report (the decoded JSON of ``GET /progress``); ``None`` when it is not one."""
     if not isinstance(data, dict):
@@ -150,6 +154,8 @@ def parse_progress(data: Any) -> DownloadProgress | None:
     total = _int(_get(data, "bytesTotal", "bytes_total"))
     files_done = _int(_get(data, "filesDone", "files_done")) or 0
     files_total = _int(_get(data, "filesTotal", "files_total"))
+    if data.get("phase") in _BEFORE_LISTING:
+        total = files_total = None  # reported as 0 until the files are listed: unknown, not an empty model
     eta = _int(_get(data, "etaSeconds", "eta_seconds"))
     percent = None
     if total:

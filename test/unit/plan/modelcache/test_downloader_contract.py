@@ -6,7 +6,9 @@ imports the downloader); this test is where their contract is pinned, so a renam
 
 from __future__ import annotations
 
-from kthena_py.download.progress import Phase, Snapshot
+import pytest
+
+from kthena_py.download.progress import Phase, Progress, Snapshot, snapshot
 from kthena_py.download.result import FileEntry, Outcome, Reason, render_result
 from kthena_py.plan.modelcache.result import parse_progress, parse_result
 
@@ -65,3 +67,19 @@ def test_progress_is_read_with_a_percent() -> None:
     assert progress is not None
     assert (progress.bytes_done, progress.bytes_total, progress.files_done, progress.files_total) == (512, 2048, 1, 3)
     assert progress.percent == "25%" and progress.eta_seconds == 153
+
+
+@pytest.mark.parametrize("phase", [Phase.STARTING, Phase.LISTING])
+def test_before_the_listing_the_totals_are_unknown_not_zero(phase: Phase) -> None:
+    """A download pod scraped before it listed its files reports 0 of 0: that is unknown, not an empty model."""
+    fresh = snapshot(Progress(phase=phase))
+    progress = parse_progress(fresh.to_json())
+    assert progress is not None
+    assert (progress.bytes_done, progress.bytes_total, progress.files_done, progress.files_total) == (0, None, 0, None)
+    assert progress.percent is None
+
+
+def test_once_listed_an_empty_selection_is_zero_files() -> None:
+    listed = Snapshot(Phase.DOWNLOADING, bytes_done=0, bytes_total=0, files_done=0, files_total=0, rate=None, eta=None)
+    progress = parse_progress(listed.to_json())
+    assert progress is not None and progress.files_total == 0
