@@ -28,7 +28,14 @@ from kthena_py.kube.resources import CRDS, JOBS, PERSISTENT_VOLUME_CLAIMS, PODS
 from kthena_py.testing.artifacts import ArtifactServer, HubRepo
 from kthena_py.testing.kubelet import MiniKubelet
 from kthena_py.testing.wait import eventually
-from kthena_py.vocab.labels import MODEL_CACHE_ATTEMPT, MODEL_CACHE_FINALIZER, MODEL_CACHE_JOB_KIND, MODEL_CACHE_NAME
+from kthena_py.vocab.labels import (
+    MODEL_CACHE_ATTEMPT,
+    MODEL_CACHE_FINALIZER,
+    MODEL_CACHE_FINGERPRINT,
+    MODEL_CACHE_JOB_KIND,
+    MODEL_CACHE_NAME,
+    MODEL_CACHE_NODE,
+)
 
 from .mcutil import (
     RUNNER,
@@ -134,6 +141,25 @@ def assert_gated_pod_spec(pod: KubeObject, cache: str, sub_path: str) -> None:
         assert env["KTHENA_MODEL_CACHE"] == cache
 
 
+async def kubectl_table(kubectl: Path, kubeconfig: Path, namespace: str, name: str, *flags: str) -> list[list[str]]:
+    """``kubectl get modelcache NAME`` as rows of cells (cells are split at two or more spaces)."""
+    proc = await asyncio.create_subprocess_exec(
+        str(kubectl),
+        "--kubeconfig",
+        str(kubeconfig),
+        "-n",
+        namespace,
+        "get",
+        "modelcache",
+        name,
+        *flags,
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0
+    return [re.split(r"\s{2,}", line.strip()) for line in out.decode().splitlines()]
+
+
 # --- 1. Pending -> Downloading -> Ready ---------------------------------------------------------------------------
 
 
@@ -187,23 +213,12 @@ async def test_a_three_file_cache_goes_pending_downloading_ready_with_its_digest
     crd = await kube.get(CRDS, "modelcaches.serving.kthena-py.io")
     columns = [c["name"] for c in crd["spec"]["versions"][0]["additionalPrinterColumns"]]
     assert columns == ["Phase", "Size", "Progress", "Path", "Revision", "Age"]
-    kubectl = await asyncio.create_subprocess_exec(
-        str(kubectl_path),
-        "--kubeconfig",
-        str(kubeconfig),
-        "-n",
-        namespace,
-        "get",
-        "modelcache",
-        "tiny",
-        stdout=asyncio.subprocess.PIPE,
-    )
-    out, _ = await asyncio.wait_for(kubectl.communicate(), 60)
-    assert kubectl.returncode == 0
-    table = out.decode().splitlines()
-    assert re.split(r"\s{2,}", table[0].strip()) == ["NAME", "PHASE", "SIZE", "PROGRESS", "AGE"]
-    row = re.split(r"\s{2,}", table[1].strip())
-    assert row[:3] == ["tiny", "Ready", status["size"]] and len(row) == 4, row  # no progress once Ready
+    table = await kubectl_table(kubectl_path, kubeconfig, namespace, "tiny")
+    assert table[0] == ["NAME", "PHASE", "SIZE", "PROGRESS", "AGE"]
+    assert table[1][:3] == ["tiny", "Ready", status["size"]] and len(table[1]) == 4, table  # no progress once Ready
+    wide = await kubectl_table(kubectl_path, kubeconfig, namespace, "tiny", "-o", "wide")
+    assert wide[0] == ["NAME", "PHASE", "SIZE", "PROGRESS", "PATH", "REVISION", "AGE"]
+    assert wide[1][:2] == ["tiny", "Ready"] and wide[1][3:5] == [status["path"], repo.commit], wide
 
 
 # --- 2. a ModelServing created before its cache waits, then mounts it ---------------------------------------------
@@ -297,10 +312,22 @@ async def test_a_wrong_digest_fails_integrity_keeps_the_gate_shut_and_a_fixed_sp
             assert condition(mc, "Degraded")["status"] == "False"
             assert {f["name"]: f["sha256"] for f in mc["status"]["files"]} == digests
             assert (staged / MARKER_NAME).is_file()
+            # the failed attempts of the wrong spec are gone; only the fixed spec's Job is left
+            await eventually(
+                lambda: _only_current(kube, namespace, "bad", mc["status"]["fingerprint"]),
+                timeout=60,
+                description="only the fixed spec's Jobs left",
+            )
             await wait_ms_condition(kube, namespace, "srv", "ModelCached", "True", "ModelCacheReady")
             found = await eventually(lambda: live_pods(kube, namespace, "srv"), timeout=90, description="pods of srv")
     for pod in found.values():
         assert_gated_pod_spec(pod, "bad", model_dir("hf://acme/bad"))
+
+
+async def _only_current(kube: KubeClient, namespace: str, cache: str, fp: str) -> list[KubeObject]:
+    jobs = [j for j in await download_jobs(kube, namespace, cache) if not j["metadata"].get("deletionTimestamp")]
+    current = all(j["metadata"]["labels"][MODEL_CACHE_FINGERPRINT] == fp for j in jobs)
+    return jobs if jobs and current else []
 
 
 # --- 4. node-local: affinity to exactly the ready nodes ---------------------------------------------------------
@@ -344,10 +371,7 @@ async def test_a_node_local_cache_lists_only_its_ready_nodes_and_pods_get_affini
             degraded = condition(mc, "Degraded")
             assert degraded["reason"] == "DownloadFailed" and broken.node.name in degraded["message"], degraded
             assert (good.host_path(NODE_PATH) / directory / MARKER_NAME).is_file()
-            jobs = {
-                j["metadata"]["labels"]["modelcache.serving.kthena-py.io/node"]
-                for j in await download_jobs(kube, namespace, "local")
-            }
+            jobs = {j["metadata"]["labels"][MODEL_CACHE_NODE] for j in await download_jobs(kube, namespace, "local")}
             assert jobs == {good.node.name, broken.node.name}
 
             await wait_ms_condition(kube, namespace, "srv", "ModelCached", "True", "ModelCacheReady")
