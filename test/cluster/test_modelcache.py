@@ -24,7 +24,7 @@ from kthena_py.controllers.resources import MODELCACHES, MODELSERVINGS
 from kthena_py.download.marker import MARKER_NAME, decode
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import CRDS, JOBS, PERSISTENT_VOLUME_CLAIMS, PODS
+from kthena_py.kube.resources import CRDS, JOBS, PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS, SERVICES
 from kthena_py.testing.artifacts import ArtifactServer, HubRepo
 from kthena_py.testing.kubelet import MiniKubelet
 from kthena_py.testing.wait import eventually
@@ -243,6 +243,9 @@ async def test_a_modelserving_created_before_its_cache_waits_then_mounts_it(
             ms = await wait_ms_condition(kube, namespace, "srv", "ModelCached", "False", "WaitingForModelCache")
             assert "weights not found" in condition(ms, "ModelCached")["message"]
             assert await live_pods(kube, namespace, "srv") == {}
+            # nothing of the ModelServing is created while it waits: no PodGroup, no Service either
+            assert (await kube.list(PODGROUPS, namespace)).items == []
+            assert (await kube.list(SERVICES, namespace)).items == []
 
             doc = modelcache("weights", repo, CLAIM_STORAGE, placement=placement([kubelet.node.name]))
             await kube.create(MODELCACHES, doc, namespace)
