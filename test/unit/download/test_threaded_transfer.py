@@ -181,7 +181,7 @@ def test_writeback_requests_cover_the_file_in_order(tmp_path: Path, monkeypatch:
         calls.append((fd, offset, length, flags))
         return 0
 
-    monkeypatch.setattr(writeback, "_SYNC_FILE_RANGE", record)
+    monkeypatch.setattr(writeback, "_sync_file_range", lambda: record)
     monkeypatch.setattr(writeback, "STEP", 1000)
     writer = PartialWriter(str(tmp_path / "p"), 0)
     block = memoryview(bytearray(os.urandom(600)))
