@@ -5,7 +5,8 @@ Guarantees: bad flags end the process with a usage message and exit status 2; a 
 status 1 — never a traceback. Building the parser imports only the standard library and the light
 :mod:`kthena_py.cli` modules: a subcommand imports what it needs (pydantic models, the Kubernetes client,
 scipy, matplotlib) when it runs, so ``kthena-py --help`` and ``kthena-py validate`` start quickly
-(``bench/startup.py`` measures it).
+(``bench/startup.py`` measures it). ``kthena-py download`` (a Job's and an init container's whole life) builds only
+its own parser, so it imports none of the other subcommand modules.
 """
 
 from __future__ import annotations
@@ -13,50 +14,62 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from kthena_py import __version__
-from kthena_py.cli import (
-    autoscaler,
-    crds,
-    download_args,
-    manager,
-    modelbooster,
-    optimize,
-    render,
-    rollout_args,
-    status_args,
-    validate,
-)
 from kthena_py.cli.common import CommandError
 
-# One line per subcommand module (each has add_parser(sub) and sets args.run).
-SUBCOMMANDS = [
-    manager,
-    render,
-    crds,
-    validate,
-    optimize,
-    autoscaler,
-    modelbooster,
-    rollout_args,
-    status_args,
-    download_args,
-]
+
+def _subcommand_modules(command: str | None) -> list[ModuleType]:
+    """The modules that register the subcommands (each has add_parser(sub) and sets args.run), in help order.
+
+    For ``download`` only its own module: the downloader's start-up time is part of every download.
+    """
+    if command == "download":
+        from kthena_py.cli import download_args
+
+        return [download_args]
+    from kthena_py.cli import (
+        autoscaler,
+        crds,
+        download_args,
+        manager,
+        modelbooster,
+        optimize,
+        render,
+        rollout_args,
+        status_args,
+        validate,
+    )
+
+    return [
+        manager,
+        render,
+        crds,
+        validate,
+        optimize,
+        autoscaler,
+        modelbooster,
+        rollout_args,
+        status_args,
+        download_args,
+    ]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser for every subcommand."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser for every subcommand (only ``download``'s when ``command`` is ``"download"``)."""
     parser = argparse.ArgumentParser(prog="kthena-py", description="Kthena workload controllers, in Python.")
     parser.add_argument("--version", action="version", version=f"kthena-py {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in SUBCOMMANDS:
+    for module in _subcommand_modules(command):
         module.add_parser(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``kthena-py`` console script."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     try:
         result: int = args.run(args)
         return result

@@ -22,7 +22,6 @@ import sys
 from collections.abc import Iterable
 from typing import TextIO
 
-from kthena_py.download import removal
 from kthena_py.download.config import parse_config, resolve_settings
 from kthena_py.download.credentials import redact, sanitize_source
 from kthena_py.download.plan import normalize_sha256, parse_file_digests
@@ -92,6 +91,8 @@ def _write_result(path: str | None, text: str) -> None:
 
 
 def _remove(out: str, force: bool) -> Outcome:
+    from kthena_py.download import removal
+
     try:
         message = removal.remove_download_dir(out, force=force)
     except DownloadError as exc:

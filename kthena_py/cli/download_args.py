@@ -61,6 +61,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """``download`` (see :func:`kthena_py.cli.download.run`)."""
-    from . import download
+    import gc
 
+    # The downloader's imports create tens of thousands of long-lived objects: collecting while they are made
+    # costs about 40 ms, and none of them is garbage. Collect nothing during the imports, then leave them out
+    # of every later collection.
+    gc.disable()
+    try:
+        from . import download
+    finally:
+        gc.enable()
+    gc.freeze()
     return download.run(args)

@@ -6,10 +6,21 @@ file. ``hashlib`` and ``os.write`` release the GIL on large buffers, so :meth:`P
 :meth:`PartialWriter.write_batch` are meant to run in a worker thread. As the partial grows, its new ranges are
 handed to the early writeback of :mod:`.writeback`, so :meth:`PartialWriter.finish` (which fsyncs) finds little
 left to write.
+
+Direct I/O (:meth:`PartialWriter.use_direct_io`, for a caller whose buffer is page-aligned): each write whose file
+offset and length are multiples of :data:`DIRECT_ALIGN` goes to the disk with ``O_DIRECT``, from the caller's
+buffer, skipping the page cache; any other write (a file's last block, a resume from an odd offset, a short
+write) goes through the page cache as usual. On this kind of machine, copying a download into fresh page-cache
+pages cost more CPU than hashing it (measured: about 2 of 6.5 CPU-seconds for 2 GiB), and the pages had to be
+written back before the fsync anyway. A filesystem or file that refuses ``O_DIRECT`` (``EINVAL``, e.g. tmpfs)
+makes the writer fall back to the page cache for the rest of the file; the bytes written, the digest and the
+fsync before :meth:`PartialWriter.finish` returns are the same either way.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import os
 
@@ -17,6 +28,15 @@ from .writeback import Flusher
 
 READ_CHUNK = 4 * 1024 * 1024
 _IOV_GROUP = 512  # below every platform's IOV_MAX
+# Offsets and lengths of direct writes are multiples of this (the page size: every block device's logical
+# block size divides it).
+DIRECT_ALIGN = 4096
+_O_DIRECT: int = getattr(os, "O_DIRECT", 0)
+
+
+def direct_eligible(offset: int, length: int, align: int = DIRECT_ALIGN) -> bool:
+    """Whether a write of ``length`` bytes at ``offset`` may bypass the page cache (both aligned, not empty)."""
+    return length > 0 and offset % align == 0 and length % align == 0
 
 
 class PartialWriter:
@@ -46,6 +66,42 @@ class PartialWriter:
         os.lseek(self._fd, offset, os.SEEK_SET)
         self.size = offset
         self._flusher = Flusher(self._fd, offset)
+        self._direct_wanted = False
+        self._direct_on = False
+
+    def use_direct_io(self) -> None:
+        """Write aligned blocks with ``O_DIRECT`` from now on (the caller's buffers start on a page boundary)."""
+        self._direct_wanted = _O_DIRECT != 0
+
+    def _set_direct(self, on: bool) -> None:
+        if on == self._direct_on:
+            return
+        flags = fcntl.fcntl(self._fd, fcntl.F_GETFL)
+        fcntl.fcntl(self._fd, fcntl.F_SETFL, (flags | _O_DIRECT) if on else (flags & ~_O_DIRECT))
+        self._direct_on = on
+
+    def _give_up_direct(self) -> None:
+        self._direct_wanted = False
+        self._set_direct(False)
+
+    def _write_all(self, data: memoryview) -> None:
+        if self._direct_wanted:
+            try:
+                self._set_direct(direct_eligible(self.size, len(data)))
+            except OSError:  # the file refuses O_DIRECT: the page cache from now on
+                self._give_up_direct()
+        view = data
+        while view:
+            try:
+                written = os.write(self._fd, view)
+            except OSError as exc:
+                if exc.errno != errno.EINVAL or not self._direct_on:
+                    raise
+                self._give_up_direct()  # refused before any byte was written: write it buffered
+                continue
+            view = view[written:]
+            if view and self._direct_on:
+                self._set_direct(False)  # a short direct write: the rest is unaligned
 
     def restart(self) -> None:
         """Start over from byte 0 (the source could not serve a range)."""
@@ -58,9 +114,7 @@ class PartialWriter:
     def write(self, data: memoryview) -> None:
         """Hash and append ``data`` (a view of the caller's buffer, which it may reuse once this returns)."""
         self._hash.update(data)
-        view = data
-        while view:
-            view = view[os.write(self._fd, view) :]
+        self._write_all(data)
         self.size += len(data)
         self._flusher.wrote(self.size)
 
@@ -68,6 +122,8 @@ class PartialWriter:
         """Hash and append ``chunks`` in order."""
         for chunk in chunks:
             self._hash.update(chunk)
+        if self._direct_on:
+            self._set_direct(False)
         for i in range(0, len(chunks), _IOV_GROUP):
             group = chunks[i : i + _IOV_GROUP]
             total = sum(len(c) for c in group)

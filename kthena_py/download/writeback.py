@@ -7,6 +7,8 @@ grows overlaps the disk with the network, and the final fsync finds little left 
 
 Guarantees:
 
+* nothing is loaded at import: the system call is looked up (``ctypes``, in the process's own symbols) the first
+  time a file needs it, on the background thread, so the downloader's start-up does not wait for it;
 * :func:`start_writeback` never fails: on Linux it is ``sync_file_range(fd, offset, length,
   SYNC_FILE_RANGE_WRITE)``, elsewhere (or when the call is refused, e.g. by a filesystem without it) it does
   nothing. Durability does not depend on it: it only moves disk work earlier;
@@ -18,8 +20,7 @@ Guarantees:
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+import functools
 import sys
 import threading
 from collections.abc import Callable
@@ -32,12 +33,16 @@ STEP = 32 * 1024 * 1024
 _Call = Callable[[int, int, int, int], int]
 
 
-def _load() -> _Call | None:
+@functools.cache
+def _sync_file_range() -> _Call | None:
+    """The C library's ``sync_file_range`` (looked up once), or ``None`` where there is none."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        function = libc.sync_file_range
+        # The C library is already loaded into the interpreter: look the symbol up there (no library search).
+        function = ctypes.CDLL(None, use_errno=True).sync_file_range
     except (OSError, AttributeError):
         return None
     function.argtypes = (ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint)
@@ -46,18 +51,16 @@ def _load() -> _Call | None:
     return call
 
 
-_SYNC_FILE_RANGE = _load()
-
-
 def available() -> bool:
     """Whether early writeback is done on this system (else :func:`start_writeback` is a no-op)."""
-    return _SYNC_FILE_RANGE is not None
+    return _sync_file_range() is not None
 
 
 def start_writeback(fd: int, offset: int, length: int) -> None:
     """Ask the kernel to start writing ``length`` bytes of ``fd`` from ``offset`` to disk; do not wait."""
-    if _SYNC_FILE_RANGE is not None and length > 0:
-        _SYNC_FILE_RANGE(fd, offset, length, SYNC_FILE_RANGE_WRITE)
+    call = _sync_file_range()
+    if call is not None and length > 0:
+        call(fd, offset, length, SYNC_FILE_RANGE_WRITE)
 
 
 _executor: ThreadPoolExecutor | None = None
@@ -82,7 +85,7 @@ class Flusher:
 
     def wrote(self, size: int) -> None:
         """The file now holds ``size`` bytes: request writeback of the new range once it is a step long."""
-        if _SYNC_FILE_RANGE is None or size - self._requested < STEP:
+        if size - self._requested < STEP:
             return
         self._pending = [f for f in self._pending if not f.done()]
         self._pending.append(

@@ -37,7 +37,8 @@ from .httprules import MAX_REDIRECTS, body_start, classify, range_headers, redir
 
 CONNECT_TIMEOUT = 30.0
 READ_TIMEOUT = 120.0
-_BROKEN = (OSError, http.client.HTTPException)
+# What a broken connection or answer raises in http.client.
+BROKEN = (OSError, http.client.HTTPException)
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class HttpBody:
         """
         try:
             count = self._response.readinto(buffer)
-        except _BROKEN as exc:
+        except BROKEN as exc:
             raise TransientError(f"{self._where}: {type(exc).__name__} while reading") from None
         if not count and buffer and self._response.length:
             raise TransientError(f"{self._where}: connection closed {self._response.length} bytes short")
@@ -84,7 +85,7 @@ class HttpBody:
 
     def close(self) -> None:
         """Close the connection."""
-        with contextlib.suppress(*_BROKEN):
+        with contextlib.suppress(*BROKEN):
             self._response.close()
         self._connection.close()
 
@@ -110,7 +111,7 @@ class HttpGetter:
             connection = http.client.HTTPConnection(host, parts.port, timeout=CONNECT_TIMEOUT)
         try:
             connection.connect()
-        except _BROKEN as exc:
+        except BROKEN as exc:
             connection.close()
             raise TransientError(f"{sanitize_source(url)}: {type(exc).__name__}") from None
         if connection.sock is not None:
@@ -138,7 +139,7 @@ class HttpGetter:
             try:
                 connection.request(method, target, headers=hop_headers)
                 response = connection.getresponse()
-            except _BROKEN as exc:
+            except BROKEN as exc:
                 connection.close()
                 raise TransientError(f"{sanitize_source(current)}: {type(exc).__name__}") from None
             try:

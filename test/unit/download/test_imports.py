@@ -1,13 +1,20 @@
 """The manager never loads the download clients: ``import kthena_py.main`` and the manager's argument parsing
-leave huggingface_hub, boto3 and botocore unimported; the download command loads them only for its sources."""
+leave huggingface_hub, boto3 and botocore unimported; the download command loads them only for its sources, and a
+hub download loads the hub client's API module only to read an answer other than the listing."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+
+from kthena_py.testing.artifacts import ArtifactServer, HubRepo
+
+from .conftest import child_env
 
 CLIENTS = ("huggingface_hub", "boto3", "botocore", "tqdm")
 
@@ -40,3 +47,41 @@ def test_a_local_download_loads_no_hub_or_s3_client(tmp_path: object) -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     code, loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert code == 0 and loaded == []
+
+
+_HUB_PROBE = """
+import json, sys
+from kthena_py.main import main
+code = main(sys.argv[1:])
+print(json.dumps([code, sorted(m for m in ("huggingface_hub.hf_api", "httpx2") if m in sys.modules)]))
+"""
+
+
+async def _hub_run(server: ArtifactServer, source: str, out: str) -> tuple[int, list[str]]:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        _HUB_PROBE,
+        "download",
+        "-s",
+        source,
+        "-o",
+        out,
+        env=child_env({"HF_ENDPOINT": server.url}),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, _ = await asyncio.wait_for(proc.communicate(), 60)
+    code, loaded = json.loads(stdout.decode().strip().splitlines()[-1])
+    return code, loaded
+
+
+async def test_a_hub_download_loads_the_hub_client_only_to_read_a_failure(
+    server: ArtifactServer, tmp_path: Path
+) -> None:
+    server.add_repo(HubRepo("org/model", {"config.json": b"{}", "w.bin": b"x" * 5000}, lfs={"w.bin"}))
+    assert await _hub_run(server, "hf://org/model", str(tmp_path / "ok")) == (0, [])
+    assert server.counts[("GET", "/api/models/org/model")] == 1
+    code, loaded = await _hub_run(server, "hf://org/missing", str(tmp_path / "missing"))
+    assert code == 5 and "huggingface_hub.hf_api" in loaded
+    assert server.counts[("GET", "/api/models/org/missing")] == 2  # ours, then the hub client's

@@ -91,7 +91,15 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transfer, "BACKOFF", (0.0,))
 
 
-async def test_retries_continue_from_where_the_partial_ends(tmp_path: Path) -> None:
+@pytest.mark.parametrize("large", [False, True])
+async def test_retries_continue_from_where_the_partial_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, large: bool
+) -> None:
+    if large:  # the large-file buffer (and direct I/O for its full blocks), with a small large buffer
+        monkeypatch.setattr(transfer, "LARGE_FILE", 1)
+        monkeypatch.setattr(transfer, "LARGE_BUFFER", 2 * transfer.BUFFER)
+    buffer = transfer.buffer_size(3 * transfer.BUFFER + 123)
+    assert buffer == (2 if large else 1) * transfer.BUFFER
     data = os.urandom(3 * transfer.BUFFER + 123)
     source = FakeBlockingSource(data, failures=2, fail_after=transfer.BUFFER + 7)
     progress = Progress()
@@ -181,7 +189,7 @@ def test_writeback_requests_cover_the_file_in_order(tmp_path: Path, monkeypatch:
         calls.append((fd, offset, length, flags))
         return 0
 
-    monkeypatch.setattr(writeback, "_SYNC_FILE_RANGE", record)
+    monkeypatch.setattr(writeback, "_sync_file_range", lambda: record)
     monkeypatch.setattr(writeback, "STEP", 1000)
     writer = PartialWriter(str(tmp_path / "p"), 0)
     block = memoryview(bytearray(os.urandom(600)))
@@ -191,6 +199,20 @@ def test_writeback_requests_cover_the_file_in_order(tmp_path: Path, monkeypatch:
     assert [(offset, length) for _, offset, length, _ in calls] == [(0, 1200), (1200, 1200), (2400, 1200)]
     assert {flags for *_, flags in calls} == {writeback.SYNC_FILE_RANGE_WRITE}
     assert digest == hashlib.sha256(bytes(block) * 6).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("size", "buffer"),
+    [
+        (None, transfer.BUFFER),
+        (0, transfer.BUFFER),
+        (transfer.LARGE_FILE - 1, transfer.BUFFER),
+        (transfer.LARGE_FILE, transfer.LARGE_BUFFER),
+        (2**40, transfer.LARGE_BUFFER),
+    ],
+)
+def test_buffer_size(size: int | None, buffer: int) -> None:
+    assert transfer.buffer_size(size) == buffer
 
 
 def test_writeback_is_done_on_linux() -> None:
