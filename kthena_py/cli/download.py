@@ -77,6 +77,7 @@ def _build_request(args: argparse.Namespace, out: str) -> Request:
         sha256=sha256,
         file_sha256=file_sha256,
         progress_address=args.progress_address,
+        direct_io=args.direct_io,
     )
 
 

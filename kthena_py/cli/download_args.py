@@ -53,6 +53,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument("--revision", help="revision (branch, tag or commit) of a hub repository")
     p.add_argument("--result-file", metavar="PATH", help="write the JSON result here (e.g. /dev/termination-log)")
     p.add_argument("--progress-address", metavar="HOST:PORT", help="serve GET /progress (JSON) while running")
+    p.add_argument(
+        "--direct-io",
+        choices=("auto", "on", "off"),
+        default="auto",
+        help="write files of 64 MiB+ bypassing the page cache: auto (local disks: ext4, xfs, btrfs, f2fs), on, off",
+    )
     p.add_argument("--remove", action="store_true", help="remove the output directory (the cache cleanup) instead")
     p.add_argument("--force", action="store_true", help="with --remove: also a directory without our marker")
     p.add_argument("--log-format", choices=("auto", "json", "console"), default="auto", help="auto: json off a TTY")

@@ -27,6 +27,7 @@ import structlog
 from . import state
 from .config import Settings
 from .credentials import redact, sanitize_source
+from .filesystems import DirectIO, direct_io_allowed, output_filesystem
 from .marker import Marker, RequestKey, encode
 from .plan import (
     Expectation,
@@ -61,6 +62,7 @@ class Request:
     sha256: str | None = None
     file_sha256: dict[str, str] = field(default_factory=dict)
     progress_address: str | None = None
+    direct_io: DirectIO = "auto"
 
     def requested_revision(self, spec: SourceSpec) -> str | None:
         """The revision asked for (only hubs have revisions)."""
@@ -101,6 +103,9 @@ async def _transfer_all(
     gate = asyncio.Semaphore(request.max_workers)
     # One thread per file in flight (the blocking sources read in it), apart from the loop's default pool.
     executor = ThreadPoolExecutor(max_workers=request.max_workers, thread_name_prefix="kthena-download")
+    fstype = output_filesystem(out)
+    direct_io = direct_io_allowed(request.direct_io, fstype)
+    log.info("writing", filesystem=fstype or "unknown", direct_io=direct_io)
 
     async def one(action: Skip | VerifyLocal | Fetch) -> None:
         if isinstance(action, Skip):
@@ -118,7 +123,9 @@ async def _transfer_all(
                     progress.add_bytes(entry.size)
             if entry is None:
                 offset = action.offset if isinstance(action, Fetch) else 0
-                entry = await fetch_file(source, file, offset, out, wanted[file.name], progress, journal, executor)
+                entry = await fetch_file(
+                    source, file, offset, out, wanted[file.name], progress, journal, executor, direct_io
+                )
             entries[file.name] = entry
             reporter.file_done(entry.name, entry.size, entry.sha256)
 

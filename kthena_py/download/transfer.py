@@ -130,14 +130,17 @@ async def _stream_once(source: Source, file: RemoteFile, writer: PartialWriter, 
 class _ThreadedFile:
     """One file read by a worker thread: the state that thread shares with the event loop."""
 
-    def __init__(self, source: BlockingSource, file: RemoteFile, writer: PartialWriter, progress: Progress) -> None:
+    def __init__(
+        self, source: BlockingSource, file: RemoteFile, writer: PartialWriter, progress: Progress, direct_io: bool
+    ) -> None:
         self._source = source
         self._file = file
         self._writer = writer
         self._progress = progress
         # An anonymous mapping starts on a page boundary, as direct I/O needs (see verify.PartialWriter).
         self._buffer = memoryview(mmap.mmap(-1, buffer_size(file.size)))
-        writer.use_direct_io()
+        if direct_io:
+            writer.use_direct_io()
         self._stop = threading.Event()
         self._body: Body | None = None
         self._lock = threading.Lock()
@@ -191,8 +194,13 @@ async def fetch_file(
     progress: Progress,
     journal: Journal,
     executor: Executor | None = None,
+    direct_io: bool = False,
 ) -> FileEntry:
-    """Fetch ``file`` into ``out`` from ``offset`` of its partial, verify it and move it into place."""
+    """Fetch ``file`` into ``out`` from ``offset`` of its partial, verify it and move it into place.
+
+    ``direct_io``: the blocking path may write full blocks with direct I/O (the caller decided the filesystem
+    suits it, see :mod:`.filesystems`).
+    """
     final = os.path.join(out, file.name)
     partial = final + PARTIAL_SUFFIX
     if offset == 0:
@@ -204,7 +212,7 @@ async def fetch_file(
         log.info("resuming", file=file.name, offset=offset)
     attempt: Callable[[], Awaitable[None]]
     if isinstance(source, BlockingSource):
-        threaded = _ThreadedFile(source, file, writer, progress)
+        threaded = _ThreadedFile(source, file, writer, progress, direct_io)
         attempt = functools.partial(_threaded_once, threaded, executor)
     else:
         attempt = functools.partial(_stream_once, source, file, writer, progress)

@@ -104,7 +104,9 @@ async def test_retries_continue_from_where_the_partial_ends(
     source = FakeBlockingSource(data, failures=2, fail_after=transfer.BUFFER + 7)
     progress = Progress()
     journal: list[JournalEntry | str] = []
-    entry = await transfer.fetch_file(source, remote(data), 0, str(tmp_path), want(data), progress, journal.append)
+    entry = await transfer.fetch_file(
+        source, remote(data), 0, str(tmp_path), want(data), progress, journal.append, direct_io=large
+    )
     assert source.opened == [0, transfer.BUFFER + 7, 2 * (transfer.BUFFER + 7)]
     assert (tmp_path / "m.bin").read_bytes() == data
     assert entry.sha256 == hashlib.sha256(data).hexdigest() and entry.size == len(data)
