@@ -416,6 +416,7 @@ def test_cluster_objects_are_reachable_only_by_name(base: list[Doc]) -> None:
                 "podgroups.scheduling.volcano.sh",
                 "modelservers.networking.serving.volcano.sh",
                 "modelroutes.networking.serving.volcano.sh",
+                "modelcaches.serving.kthena-py.io",
             ], rule
 
 

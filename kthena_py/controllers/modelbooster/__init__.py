@@ -33,7 +33,7 @@ from kthena_py.vocab.conditions import AVAILABLE
 
 from ..components import MODELBOOSTER
 from ..resources import MODELBOOSTERS, MODELCACHES, MODELROUTES, MODELSERVERS, MODELSERVINGS
-from .observe import NETWORKING_CRDS, crd_selector
+from .observe import MODEL_CACHE_CRD, NETWORKING_CRDS, crd_selector
 from .reconciler import BoosterReconciler
 from .settings import ImageSource, Settings
 
@@ -83,7 +83,7 @@ def register(manager: Manager, *, workers: int, settings: Settings | None = None
         .owns(MODELROUTES, MODELBOOSTERS, spec_changed)
         .owns(MODELCACHES, MODELBOOSTERS, spec_or_metadata_changed)
     )
-    for crd in NETWORKING_CRDS.values():
+    for crd in (*NETWORKING_CRDS.values(), MODEL_CACHE_CRD):
         controller.watches(CRDS, every_booster, field_selector=crd_selector(crd))
     manager.add_controller(controller)
     return controller

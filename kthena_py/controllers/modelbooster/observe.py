@@ -20,7 +20,15 @@ from kthena_py.runtime.cache import CacheReader
 
 from ..resources import MODELCACHES, MODELROUTES, MODELSERVERS, MODELSERVINGS
 
-__all__ = ["CHILD_TYPES", "NETWORKING_CRDS", "crd_selector", "observe", "parse_booster"]
+__all__ = [
+    "CHILD_TYPES",
+    "MODEL_CACHE_CRD",
+    "NETWORKING_CRDS",
+    "crd_selector",
+    "crd_served",
+    "observe",
+    "parse_booster",
+]
 
 CHILD_TYPES: dict[Kind, ResourceType] = {
     "ModelServing": MODELSERVINGS,
@@ -28,6 +36,8 @@ CHILD_TYPES: dict[Kind, ResourceType] = {
     "ModelRoute": MODELROUTES,
     "ModelCache": MODELCACHES,
 }
+MODEL_CACHE_CRD = f"{MODELCACHES.plural}.{MODELCACHES.group}"
+"""The ModelCache CRD (ours): without it, the prefetch opt-in falls back to the per-pod downloader."""
 NETWORKING_CRDS: dict[Kind, str] = {
     "ModelServer": f"{MODELSERVERS.plural}.{MODELSERVERS.group}",
     "ModelRoute": f"{MODELROUTES.plural}.{MODELROUTES.group}",
@@ -55,7 +65,8 @@ def parse_booster(obj: KubeObject) -> ModelBooster:
     )
 
 
-def _crd_served(cache: CacheReader, name: str) -> bool:
+def crd_served(cache: CacheReader, name: str) -> bool:
+    """Whether the CRD ``name`` is in the cache, serves ``v1alpha1`` and is Established."""
     crd = cache.get(CRDS, name, field_selector=crd_selector(name))
     if crd is None:
         return False
@@ -83,7 +94,7 @@ def observe(cache: CacheReader, booster: ModelBooster, children: Children) -> Ob
             objects[object_key(named)] = named
         found[kind] = tuple(objects[k] for k in sorted(objects))
     served: set[Kind] = {"ModelServing"}
-    served.update(kind for kind, crd in NETWORKING_CRDS.items() if _crd_served(cache, crd))
+    served.update(kind for kind, crd in NETWORKING_CRDS.items() if crd_served(cache, crd))
     return Observed(
         modelservings=found["ModelServing"],
         modelservers=found["ModelServer"],

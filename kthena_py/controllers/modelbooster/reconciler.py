@@ -51,7 +51,7 @@ from kthena_py.vocab.times import format_time
 
 from ..resources import MODELBOOSTERS, MODELSERVINGS
 from .apply import ChildApplier, ChildWriteError, write_status
-from .observe import NETWORKING_CRDS, observe, parse_booster
+from .observe import MODEL_CACHE_CRD, NETWORKING_CRDS, crd_served, observe, parse_booster
 from .settings import ImageSource
 
 __all__ = ["BoosterReconciler"]
@@ -103,7 +103,8 @@ class BoosterReconciler:
         if problem is None:
             try:
                 booster = parse_booster(obj)
-                children = expand(booster, await self.images.images())
+                served = crd_served(self.cache, MODEL_CACHE_CRD)
+                children = expand(booster, await self.images.images(), model_cache_served=served)
             except pydantic.ValidationError as exc:
                 problem = _schema_problem(exc)
             except ExpandError as exc:

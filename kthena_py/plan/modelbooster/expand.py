@@ -59,19 +59,20 @@ def unsupported_backend_type(obj: Mapping[str, Any]) -> str | None:
     return None
 
 
-def expand(booster: ModelBooster, images: Images | None = None) -> Children:
+def expand(booster: ModelBooster, images: Images | None = None, *, model_cache_served: bool = True) -> Children:
     """Render the children of ``booster``.
 
     Args:
         booster: A parsed booster with ``metadata.name``, ``namespace`` and ``uid``.
         images: Downloader and runtime images (Kthena's defaults when ``None``).
+        model_cache_served: The ModelCache CRD is installed (else the prefetch opt-in falls back).
 
     Raises:
         ExpandError: The booster cannot be expanded (Kthena's message).
     """
     images = images or Images()
     served = served_model_name(booster)
-    prefetch = plan_prefetch(booster)
+    prefetch = plan_prefetch(booster, cache_served=model_cache_served)
     modelserving = build_modelserving(booster, images, served, prefetch.name)
     if prefetch.cache is not None:
         prefetch = PrefetchDecision(prefetch.requested, _unshared(prefetch.cache), prefetch.problem)

@@ -22,7 +22,8 @@ Guarantees:
   node-local cache, each node it stages onto).
 * **Refusals fall back**: an empty ``cacheURI``, a ``pvc://`` ``modelURI`` (the model is on the claim already),
   the cases above, an unreadable node selector, and anything the ModelCache schema rejects give a
-  :class:`PrefetchDecision` with ``problem`` set and no cache: the booster keeps Kthena's per-pod downloader.
+  :class:`PrefetchDecision` with ``problem`` set and no cache: the booster keeps Kthena's per-pod downloader. So
+  does a cluster without the ModelCache CRD (the caller says whether it is served: ``cache_served``).
 * The cache is named ``<booster>-<backend>`` (the ModelServing's name, in another kind), carries the five
   booster labels and the booster's controller reference, and asks for ``prefetch: true``.
 """
@@ -35,7 +36,13 @@ from typing import Any
 import pydantic
 
 from kthena_py.api.modelbooster import ModelBooster
-from kthena_py.api.modelcache import MODEL_CACHE_API_VERSION, MODEL_CACHE_KIND, ModelCache
+from kthena_py.api.modelcache import (
+    MODEL_CACHE_API_VERSION,
+    MODEL_CACHE_GROUP,
+    MODEL_CACHE_KIND,
+    MODEL_CACHE_PLURAL,
+    ModelCache,
+)
 from kthena_py.vocab.labels import BOOSTER_PREFETCH, BOOSTER_PREFETCH_NODE_SELECTOR, NODE_OS
 
 from . import naming
@@ -136,11 +143,17 @@ def _tolerations(booster: ModelBooster) -> list[dict[str, Any]]:
     return found
 
 
-def plan_prefetch(booster: ModelBooster) -> PrefetchDecision:
-    """Decide whether ``booster`` gets a child ModelCache, and render it (see the module docstring)."""
+def plan_prefetch(booster: ModelBooster, *, cache_served: bool = True) -> PrefetchDecision:
+    """Decide whether ``booster`` gets a child ModelCache, and render it (see the module docstring).
+
+    ``cache_served``: the ModelCache CRD is installed and Established.
+    """
     annotations = booster.annotations
     if annotations.get(BOOSTER_PREFETCH) != "true":
         return OFF
+    if not cache_served:
+        crd = f"{MODEL_CACHE_PLURAL}.{MODEL_CACHE_GROUP}"
+        return PrefetchDecision(True, problem=f"the ModelCache CRD ({crd}) is not installed")
     backend = booster.spec.backend
     if backend.model_uri.startswith("pvc://"):
         return PrefetchDecision(

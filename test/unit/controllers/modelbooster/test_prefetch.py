@@ -10,6 +10,7 @@ import copy
 from typing import Any
 
 from kthena_py.controllers.modelbooster import Settings
+from kthena_py.controllers.modelbooster.observe import MODEL_CACHE_CRD, crd_selector
 from kthena_py.controllers.modelbooster.reconciler import BoosterReconciler
 from kthena_py.controllers.modelbooster.settings import ImageSource
 from kthena_py.controllers.resources import MODELBOOSTERS, MODELCACHES, MODELROUTES, MODELSERVERS, MODELSERVINGS
@@ -44,12 +45,26 @@ def booster(cache_uri: str | None = "pvc://models", prefetch: bool = True, **bac
     }
 
 
-def setup(obj: dict[str, Any]) -> tuple[BoosterReconciler, FakeKube, RecordedEvents]:
+def model_cache_crd() -> dict[str, Any]:
+    """The ModelCache CRD as the API server shows it once Established."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": MODEL_CACHE_CRD},
+        "spec": {"versions": [{"name": "v1alpha1", "served": True, "storage": True}]},
+        "status": {"conditions": [{"type": "Established", "status": "True"}]},
+    }
+
+
+def setup(obj: dict[str, Any], *, crd_installed: bool = True) -> tuple[BoosterReconciler, FakeKube, RecordedEvents]:
     kube = FakeKube()
     kube.put(MODELBOOSTERS, copy.deepcopy(obj))
+    if crd_installed:
+        kube.put(CRDS, model_cache_crd())
     cache = SharedCache(kube)
     for rt in (MODELBOOSTERS, MODELSERVINGS, MODELSERVERS, MODELROUTES, MODELCACHES, CRDS):
         cache.informer(rt)
+    cache.informer(CRDS, field_selector=crd_selector(MODEL_CACHE_CRD))
     cache.index_label(MODELCACHES, "workload.serving.volcano.sh/model-uid")
     cache.index_label(MODELSERVINGS, "workload.serving.volcano.sh/model-uid")
     kube.attach(cache)
@@ -167,6 +182,24 @@ async def test_a_literal_downloader_endpoint_falls_back_and_fixing_it_brings_the
     await reconciler.reconcile(Request("ns", "mb"))
     mc = kube.peek(MODELCACHES, NAME, "ns")
     assert mc is not None and mc["spec"]["sourceSecretRef"] == {"name": "hub"}
+    assert annotations(kube)[MODEL_CACHE] == NAME
+    condition = prefetch_condition(kube)
+    assert condition is not None and condition[0] == "True"
+
+
+async def test_without_the_modelcache_crd_the_booster_falls_back_and_installing_it_brings_the_cache() -> None:
+    reconciler, kube, events = setup(booster(), crd_installed=False)
+    assert await reconciler.reconcile(Request("ns", "mb")) is None  # not Failed, no retry loop
+    assert kube.objects(MODELCACHES, "ns") == []
+    assert MODEL_CACHE not in annotations(kube)
+    assert pod(kube)["initContainers"][0]["image"] == "dl"
+    condition = prefetch_condition(kube)
+    assert condition is not None and condition[:2] == ("False", "PrefetchUnsupported")
+    assert MODEL_CACHE_CRD in condition[2] and "not installed" in condition[2]
+    assert [e.type for e in events.events if e.reason == "PrefetchUnsupported"] == ["Warning"]
+    kube.put(CRDS, model_cache_crd())  # the CRD is installed: the controller's CRD watch requeues every booster
+    await reconciler.reconcile(Request("ns", "mb"))
+    assert kube.peek(MODELCACHES, NAME, "ns") is not None
     assert annotations(kube)[MODEL_CACHE] == NAME
     condition = prefetch_condition(kube)
     assert condition is not None and condition[0] == "True"

@@ -177,6 +177,19 @@ def test_an_unmappable_booster_keeps_the_per_pod_downloader_and_says_why(
     assert all(spec["initContainers"][0]["image"] == "dl" for spec in every_pod(ms))
 
 
+def test_without_the_modelcache_crd_an_opted_in_booster_keeps_the_downloader() -> None:
+    doc = opted_in(booster_doc(), "true")
+    served = expand(parse(doc), Images(downloader="dl"))
+    assert served.modelcache is not None
+    unserved = expand(parse(doc), Images(downloader="dl"), model_cache_served=False)
+    assert unserved.modelcache is None and unserved.prefetch.requested
+    assert "modelcaches.serving.kthena-py.io" in (unserved.prefetch.problem or "")
+    assert all(spec["initContainers"][0]["image"] == "dl" for spec in every_pod(unserved.modelserving))
+    # a booster that did not opt in expands the same either way
+    plain = booster_doc()
+    assert expand(parse(plain), model_cache_served=False) == expand(parse(plain))
+
+
 def test_the_download_job_tolerates_what_the_workers_tolerate() -> None:
     gpu = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
     npu = {"key": "huawei.com/ascend", "operator": "Exists", "effect": "NoSchedule"}
