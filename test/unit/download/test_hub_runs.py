@@ -192,3 +192,37 @@ async def test_two_processes_on_one_directory(server: ArtifactServer, tmp_path: 
     assert first.code == 0 and second.code == 0, first.output + second.output
     assert sorted([first.result["cached"], second.result["cached"]]) == [False, True]
     assert server.counts[("GET", "/api/models/org/model")] == 1
+
+
+async def test_a_killed_large_file_written_with_direct_io_resumes_and_verifies(
+    server: ArtifactServer, tmp_path: Path
+) -> None:
+    """The large-file path (4 MiB blocks, direct I/O where the filesystem allows it) survives a SIGKILL too."""
+    repo = server.add_repo(three_file_repo())
+    big = os.urandom(66 * 1024 * 1024 + 4321)  # over the large-file threshold, with an unaligned tail
+    repo.files["model.safetensors"] = big
+    throttled = server.add(
+        "/org/model/resolve/model.safetensors",
+        Artifact(big, etag=f'"{hashlib.sha256(big).hexdigest()}"', throttle=16 * 1024 * 1024),
+    )
+    out = tmp_path / "out"
+    env = {"HF_ENDPOINT": server.url}
+    proc = await start_download(["-s", "hf://org/model", "-o", str(out), "--direct-io", "on"], env)
+    await kill_when(proc, out / "model.safetensors.partial", 4 * 1024 * 1024)
+    assert not (out / ".kthena-complete").exists()
+    assert not (out / "model.safetensors").exists()
+    partial = (out / "model.safetensors.partial").stat().st_size
+    assert 0 < partial < len(big)
+
+    throttled.throttle = None
+    before = len(server.requests)
+    run = await run_download(["-s", "hf://org/model", "-o", str(out), "--direct-io", "on"], env)
+    assert run.code == 0, run.output
+    assert (out / "model.safetensors").read_bytes() == big
+    ranged = [
+        r.headers.get("Range")
+        for r in server.requests[before:]
+        if r.path.endswith("/model.safetensors") and r.method == "GET"
+    ]
+    assert ranged == [f"bytes={partial}-"]
+    assert marker(out)["totalSize"] == sum(len(d) for d in repo.files.values())
