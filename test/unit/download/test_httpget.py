@@ -12,7 +12,6 @@ import os
 import socket
 import ssl
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -167,10 +166,9 @@ async def test_abort_from_another_thread_ends_a_blocked_read(server: ArtifactSer
     thread.start()
     await asyncio.sleep(0.2)
     assert thread.is_alive()  # the body needs 40 s at this rate: the read is blocked
-    started = time.monotonic()
     body.abort()
-    await asyncio.to_thread(thread.join, 10)
-    assert not thread.is_alive() and time.monotonic() - started < 5
+    await asyncio.to_thread(thread.join, 10)  # far less than the 40 s the body would need
+    assert not thread.is_alive()
     assert outcome and (isinstance(outcome[0], TransientError) or outcome[0] < 2_000_000)  # type: ignore[operator]
     body.close()
 
