@@ -89,7 +89,7 @@ def job(
     if state == "succeeded":
         status = {
             "succeeded": 1,
-            "completionTime": format_time(finished or created + 60),
+            "completionTime": format_time(created + 60 if finished is None else finished),
             "conditions": [{"type": "Complete", "status": "True"}],
         }
     elif state == "failed":
@@ -100,7 +100,7 @@ def job(
                     "type": "Failed",
                     "status": "True",
                     "message": "Job has reached the specified backoff limit",
-                    "lastTransitionTime": format_time(finished or created + 30),
+                    "lastTransitionTime": format_time(created + 30 if finished is None else finished),
                 }
             ],
         }

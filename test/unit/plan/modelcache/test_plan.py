@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from kthena_py.api.modelcache import ModelCache
@@ -156,8 +156,10 @@ def test_backoff_doubles_up_to_the_cap(failures: int, delay: float) -> None:
     assert retry_delay(failures, Backoff(10.0, 600.0)) == delay
 
 
-@given(st.integers(0, 40), st.floats(0, 10_000), st.floats(0, 20_000))
-def test_a_failure_is_never_retried_before_its_backoff(attempt: int, failed_at: float, now: float) -> None:
+# Job timestamps are whole seconds (RFC 3339 without a fraction), so the failure time is one too.
+@given(st.integers(0, 40), st.integers(0, 10_000), st.floats(0, 20_000))
+@example(6, 0, 600.0)  # a failure at time 0, due exactly now (the builder once read 0 as "not given")
+def test_a_failure_is_never_retried_before_its_backoff(attempt: int, failed_at: int, now: float) -> None:
     mc = cache()
     failed = job(mc, "failed", attempt=attempt, finished=failed_at, message=result(False, "DownloadFailed", "x"))
     plan = _plan(mc, failed, now=now)
