@@ -21,6 +21,7 @@ from typing import Any, Literal, Self
 from pydantic import Field, model_validator
 
 from kthena_py.api.common import ApiObject, Condition, KthenaModel
+from kthena_py.api.duration import Duration
 from kthena_py.api.quantity import Quantity
 
 __all__ = [
@@ -38,8 +39,14 @@ __all__ = [
     "PHASE_FAILED",
     "PHASE_PENDING",
     "PHASE_READY",
+    "REFRESH_IF_NOT_PRESENT",
+    "REFRESH_ON_CHANGE",
+    "AttestationPolicy",
+    "AttestationReference",
+    "ConfigMapKeySelector",
     "DownloadPlacement",
     "DownloadProgress",
+    "GGUFMetadata",
     "ModelCache",
     "ModelCacheFile",
     "ModelCacheList",
@@ -47,9 +54,12 @@ __all__ = [
     "ModelCacheSpec",
     "ModelCacheStatus",
     "ModelCacheStorage",
+    "ModelConfigMetadata",
     "NodeLocalStorage",
     "PersistentVolumeClaimStorage",
+    "RefreshPolicy",
     "SecretReference",
+    "UpstreamIdentity",
     "VolumeClaimTemplateStorage",
     "model_dir",
 ]
@@ -80,6 +90,15 @@ PHASE_READY: ModelCachePhase = "Ready"
 """Every file is staged and verified (on at least one node, for a node-local cache)."""
 PHASE_FAILED: ModelCachePhase = "Failed"
 """The last download failed (and is retried with backoff), or the storage is unavailable."""
+
+RefreshPolicy = Literal["IfNotPresent", "OnChange"]
+REFRESH_IF_NOT_PRESENT: RefreshPolicy = "IfNotPresent"
+"""Stage once; a changed source is reported (``SourceDrifted``), never re-fetched on its own."""
+REFRESH_ON_CHANGE: RefreshPolicy = "OnChange"
+"""A changed source is staged beside the served copy, which the gated ModelServings leave by a rollout."""
+
+AttestationPolicy = Literal["Warn", "Enforce"]
+"""A cache's own attestation policy; it can only tighten the manager's ``--model-attestation`` mode."""
 
 _SHA256 = r"^[a-f0-9]{64}$"
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -148,6 +167,20 @@ class DownloadPlacement(KthenaModel):
     affinity: dict[str, Any] | None = None
 
 
+class ConfigMapKeySelector(KthenaModel):
+    """One key of a ConfigMap in the cache's namespace."""
+
+    name: str = Field(min_length=1, max_length=253, pattern=_DNS_SUBDOMAIN)
+    key: str = Field(min_length=1, max_length=253, pattern=r"^[-._a-zA-Z0-9]+$")
+
+
+class AttestationReference(KthenaModel):
+    """Where the cache's signed attestation (a DSSE envelope holding an in-toto statement) is, and how strictly."""
+
+    config_map_key_ref: ConfigMapKeySelector
+    policy: AttestationPolicy | None = None
+
+
 class ModelCacheSpec(KthenaModel):
     """What to stage, how to check it, and where."""
 
@@ -161,6 +194,9 @@ class ModelCacheSpec(KthenaModel):
     placement: DownloadPlacement | None = None
     prefetch: bool = True
     max_workers: int = Field(default=8, ge=1, le=64)
+    refresh_policy: RefreshPolicy = REFRESH_IF_NOT_PRESENT
+    revalidation_interval: Duration | None = None
+    attestation: AttestationReference | None = None
 
     @model_validator(mode="after")
     def _digests(self) -> Self:
@@ -193,6 +229,41 @@ class DownloadProgress(KthenaModel):
     eta_seconds: int | None = Field(default=None, ge=0)
 
 
+class UpstreamIdentity(KthenaModel):
+    """What identifies the source's content without reading it: ETag (or commit / listing digest) and length."""
+
+    etag: str | None = None
+    content_length: int | None = Field(default=None, ge=0)
+    last_modified: str | None = None
+
+
+class GGUFMetadata(KthenaModel):
+    """What a GGUF file's header says about the model (LLMKube's ``status.gguf``; 0 or absent: not given)."""
+
+    file_version: int | None = Field(default=None, ge=0)
+    architecture: str | None = None
+    model_name: str | None = None
+    license: str | None = None
+    context_length: int | None = Field(default=None, ge=0)
+    embedding_size: int | None = Field(default=None, ge=0)
+    layer_count: int | None = Field(default=None, ge=0)
+    head_count: int | None = Field(default=None, ge=0)
+    head_count_kv: int | None = Field(default=None, ge=0, alias="headCountKV")
+    key_length: int | None = Field(default=None, ge=0)
+    value_length: int | None = Field(default=None, ge=0)
+    quantization: str | None = None
+    tensor_count: int | None = Field(default=None, ge=0)
+
+
+class ModelConfigMetadata(KthenaModel):
+    """What a Hugging Face model's ``config.json`` says (safetensors / PyTorch models)."""
+
+    architecture: str | None = None
+    model_type: str | None = None
+    context_length: int | None = Field(default=None, ge=0)
+    torch_dtype: str | None = None
+
+
 class ModelCacheStatus(KthenaModel):
     """What the cache holds and where it stands."""
 
@@ -207,6 +278,13 @@ class ModelCacheStatus(KthenaModel):
     nodes: list[str] | None = None
     job_name: str | None = None
     fingerprint: str | None = None
+    source_etag: str | None = Field(default=None, alias="sourceETag")
+    source_content_length: int | None = Field(default=None, ge=0)
+    source_last_modified: str | None = None
+    upstream: UpstreamIdentity | None = None
+    last_revalidated: str | None = None
+    gguf: GGUFMetadata | None = None
+    model_config_metadata: ModelConfigMetadata | None = Field(default=None, alias="modelConfig")
     observed_generation: int | None = Field(default=None, ge=0)
     conditions: list[Condition] | None = None
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = [
     "ACTIVE",
+    "ATTESTATION_VERIFIED",
     "AVAILABLE",
     "CONDITION_REASONS",
     "CONDITION_TYPES",
@@ -33,12 +34,17 @@ __all__ = [
     "REASON_ALL_GROUPS_READY",
     "REASON_ALL_METRICS_AVAILABLE",
     "REASON_ALL_SCHEDULED",
+    "REASON_ATTESTATION_FAILED",
+    "REASON_ATTESTATION_NOT_FOUND",
+    "REASON_ATTESTATION_PENDING",
+    "REASON_ATTESTATION_VERIFIED",
     "REASON_CACHE_PENDING",
     "REASON_CACHE_READY",
     "REASON_COMPLETE",
     "REASON_COORDINATION",
     "REASON_DEADLINE",
     "REASON_DEPENDENCY",
+    "REASON_DIGEST_MISMATCH",
     "REASON_DOWNLOADING",
     "REASON_DOWNLOAD_FAILED",
     "REASON_FAILED_CREATE",
@@ -53,7 +59,10 @@ __all__ = [
     "REASON_INSUFFICIENT_READY",
     "REASON_INSUFFICIENT_RESOURCES",
     "REASON_INTEGRITY_CHECK_FAILED",
+    "REASON_INVALID_ENVELOPE",
     "REASON_INVALID_SPEC",
+    "REASON_KEY_EXPIRED",
+    "REASON_KUBELET_READY",
     "REASON_MODEL_ABNORMAL",
     "REASON_MODEL_AVAILABLE",
     "REASON_MODEL_CACHE_CONFLICT",
@@ -64,6 +73,7 @@ __all__ = [
     "REASON_MODEL_RECONCILED",
     "REASON_NOT_BLOCKED",
     "REASON_NOT_ENQUEUED",
+    "REASON_NO_ATTESTATION",
     "REASON_NO_FAILURE",
     "REASON_NO_METRICS",
     "REASON_NO_PROTECTED_UNITS",
@@ -74,23 +84,31 @@ __all__ = [
     "REASON_RATIO_SATISFIED",
     "REASON_RATIO_UNSATISFIABLE",
     "REASON_RECONCILED",
+    "REASON_RESTAGING",
     "REASON_RETAINED",
+    "REASON_REVALIDATION_FAILED",
+    "REASON_REVALIDATION_UNSUPPORTED",
     "REASON_ROLES_UPDATING",
     "REASON_SCALE_FAILED",
     "REASON_SCHEDULING",
     "REASON_SCHEDULING_GATED",
+    "REASON_SIGNATURE_INVALID",
     "REASON_SKEW",
     "REASON_SOME_METRICS_MISSING",
+    "REASON_SOURCE_CHANGED",
+    "REASON_SOURCE_UNCHANGED",
     "REASON_STALLED",
     "REASON_STORAGE_UNAVAILABLE",
     "REASON_SUFFICIENT_READY",
     "REASON_TARGET_INVALID",
     "REASON_TARGET_NOT_FOUND",
     "REASON_UNSCHEDULABLE",
+    "REASON_UNTRUSTED_KEY",
     "REASON_VERIFYING",
     "REASON_WAITING_FOR_MODEL_CACHE",
     "REPLICA_FAILURE",
     "SCHEDULED",
+    "SOURCE_DRIFTED",
     "TARGET_FOUND",
     "UPDATE_IN_PROGRESS",
 ]
@@ -138,6 +156,10 @@ RATIO_VIOLATED = "RatioConstraintViolated"
 # ModelCache (ours) and the ModelServing condition that gates on it.
 DEGRADED = "Degraded"
 """A ModelCache whose staging failed (reason says how); False while it is healthy."""
+SOURCE_DRIFTED = "SourceDrifted"
+"""True when the source's content (ETag, length, commit) differs from the staged copy's."""
+ATTESTATION_VERIFIED = "AttestationVerified"
+"""True when a trusted key signed an in-toto statement whose subjects match every staged file's digest."""
 MODEL_CACHED = "ModelCached"
 """On a ModelServing that names a ModelCache: whether the cache is Ready (its pods wait until it is)."""
 PREFETCH = "Prefetch"
@@ -164,6 +186,8 @@ CONDITION_TYPES = (
     DEGRADED,
     MODEL_CACHED,
     PREFETCH,
+    SOURCE_DRIFTED,
+    ATTESTATION_VERIFIED,
 )
 """Every condition type above."""
 
@@ -253,6 +277,36 @@ REASON_MODEL_CACHE_READY = "ModelCacheReady"
 REASON_MODEL_CACHE_CONFLICT = "ModelCacheMountConflict"
 """A ModelServing template already uses the cache's volume name or mount path: the gate stays closed."""
 
+# ModelCache conditions of trust and freshness (issue 26) and their reasons.
+REASON_SOURCE_UNCHANGED = "SourceUnchanged"
+REASON_SOURCE_CHANGED = "SourceChanged"
+"""The source changed; under IfNotPresent the staged copy keeps serving."""
+REASON_RESTAGING = "Restaging"
+"""The source changed; under OnChange its new content is being staged beside the served copy."""
+REASON_REVALIDATION_FAILED = "RevalidationFailed"
+"""The source could not be checked (unreachable, refused); the condition is Unknown, the cache keeps serving."""
+REASON_REVALIDATION_UNSUPPORTED = "RevalidationUnsupported"
+"""The source cannot be checked from the manager (a local path, or a scheme without a metadata request)."""
+REASON_ATTESTATION_VERIFIED = "Verified"
+REASON_ATTESTATION_PENDING = "AttestationPending"
+"""Nothing staged yet to compare the statement with."""
+REASON_NO_ATTESTATION = "NoAttestation"
+"""The cache references no attestation while the manager's mode asks for one."""
+REASON_ATTESTATION_NOT_FOUND = "AttestationNotFound"
+"""The referenced ConfigMap or key does not exist."""
+REASON_INVALID_ENVELOPE = "InvalidEnvelope"
+"""The document is not a DSSE envelope with an in-toto statement (or has the wrong payload type)."""
+REASON_UNTRUSTED_KEY = "UntrustedKey"
+"""No signature is by a trusted key (unknown key id, or no trusted keys configured)."""
+REASON_KEY_EXPIRED = "KeyExpired"
+"""The only matching trusted key is past its expiry."""
+REASON_SIGNATURE_INVALID = "SignatureInvalid"
+"""A trusted key's signature does not verify over the envelope (tampered payload, wrong key)."""
+REASON_DIGEST_MISMATCH = "DigestMismatch"
+"""The statement's subjects do not carry the staged files' sha256 digests."""
+REASON_ATTESTATION_FAILED = "AttestationFailed"
+"""Ready/Degraded reason of a cache held back by an enforced attestation that did not verify."""
+
 # Reasons of a ModelBooster's Prefetch (PrefetchUnsupported also names the Warning Event).
 REASON_PREFETCH_RENDERED = "ModelCacheRendered"
 """The booster's ModelServing is gated on its child ModelCache; no pod runs a downloader."""
@@ -319,5 +373,20 @@ CONDITION_REASONS = (
     REASON_MODEL_CACHE_CONFLICT,
     REASON_PREFETCH_RENDERED,
     REASON_PREFETCH_UNSUPPORTED,
+    REASON_SOURCE_UNCHANGED,
+    REASON_SOURCE_CHANGED,
+    REASON_RESTAGING,
+    REASON_REVALIDATION_FAILED,
+    REASON_REVALIDATION_UNSUPPORTED,
+    REASON_ATTESTATION_VERIFIED,
+    REASON_ATTESTATION_PENDING,
+    REASON_NO_ATTESTATION,
+    REASON_ATTESTATION_NOT_FOUND,
+    REASON_INVALID_ENVELOPE,
+    REASON_UNTRUSTED_KEY,
+    REASON_KEY_EXPIRED,
+    REASON_SIGNATURE_INVALID,
+    REASON_DIGEST_MISMATCH,
+    REASON_ATTESTATION_FAILED,
 )
 """Every reason above."""

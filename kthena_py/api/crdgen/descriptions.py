@@ -67,6 +67,17 @@ EXTRA_TYPES: dict[str, str] = {
     ),
     "ModelCacheFile": "ModelCacheFile is one staged file.",
     "DownloadProgress": "DownloadProgress is how far the running download is, scraped from the download pod.",
+    "ConfigMapKeySelector": "ConfigMapKeySelector selects one key of a ConfigMap in the cache's namespace.",
+    "AttestationReference": (
+        "AttestationReference names the DSSE envelope (an in-toto statement signed by a trusted key) whose "
+        "subjects must carry the staged files' sha256 digests."
+    ),
+    "UpstreamIdentity": (
+        "UpstreamIdentity identifies the source's content as seen without downloading it: its ETag (a Hugging "
+        "Face commit, or a digest of an object-store listing, for multi-file sources), length and modification time."
+    ),
+    "GGUFMetadata": "GGUFMetadata is what the staged GGUF file's header says about the model.",
+    "ModelConfigMetadata": "ModelConfigMetadata is what the staged model's config.json says about it.",
 }
 
 #: Fields absent from the API reference, by type and JSON name.
@@ -146,6 +157,56 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
             "ModelServing in the namespace names the cache."
         ),
         "maxWorkers": "MaxWorkers is how many files the downloader fetches in parallel.",
+        "refreshPolicy": (
+            "RefreshPolicy says what a change of the source does: IfNotPresent (the default) reports it on the "
+            "SourceDrifted condition and keeps serving the staged copy; OnChange stages the new content beside the "
+            "served copy and, once it is verified, moves the gated ModelServings onto it by a rollout."
+        ),
+        "revalidationInterval": (
+            "RevalidationInterval is how often a remote source is checked for changes with metadata requests only "
+            "(HEAD, a revision or listing lookup), jittered per cache. Unset: 1h; 0s turns revalidation off."
+        ),
+        "attestation": (
+            "Attestation references a signed statement about the staged files; the manager verifies it against "
+            "its trusted keys (see --model-attestation)."
+        ),
+    },
+    "ConfigMapKeySelector": {
+        "name": "Name of the ConfigMap, in the cache's namespace.",
+        "key": "Key of the ConfigMap's data that holds the document.",
+    },
+    "AttestationReference": {
+        "configMapKeyRef": "ConfigMapKeyRef is the ConfigMap key holding the DSSE envelope (JSON).",
+        "policy": (
+            "Policy is Warn or Enforce; it can only tighten the manager-wide --model-attestation mode, never "
+            "relax it. Unset: the manager's mode (Warn when the manager's mode is off)."
+        ),
+    },
+    "UpstreamIdentity": {
+        "etag": "ETag is the source's ETag, Hugging Face commit, or the digest of a multi-object listing.",
+        "contentLength": "ContentLength is the source's size in bytes (the sum, for several files).",
+        "lastModified": "LastModified is the source's modification time, when it reports one.",
+    },
+    "GGUFMetadata": {
+        "fileVersion": "FileVersion is the GGUF format version (2 or 3).",
+        "architecture": "Architecture is general.architecture (e.g. llama).",
+        "modelName": "ModelName is general.name.",
+        "license": "License is general.license.",
+        "contextLength": "ContextLength is <arch>.context_length (tokens).",
+        "embeddingSize": "EmbeddingSize is <arch>.embedding_length.",
+        "layerCount": "LayerCount is <arch>.block_count.",
+        "headCount": "HeadCount is <arch>.attention.head_count.",
+        "headCountKV": "HeadCountKV is <arch>.attention.head_count_kv (grouped-query attention).",
+        "keyLength": "KeyLength is <arch>.attention.key_length.",
+        "valueLength": "ValueLength is <arch>.attention.value_length.",
+        "quantization": "Quantization is the file type named from general.file_type (e.g. Q4_K_M).",
+        "tensorCount": "TensorCount is the number of tensors in the file.",
+    },
+    "ModelConfigMetadata": {
+        "architecture": "Architecture is the first entry of config.json's architectures.",
+        "modelType": "ModelType is config.json's model_type.",
+        "contextLength": "ContextLength is config.json's max_position_embeddings (or its equivalent).",
+        "torchDtype": "TorchDtype is config.json's torch_dtype.",
     },
     "SecretReference": {"name": "Name of the Secret."},
     "PersistentVolumeClaimStorage": {"claimName": "ClaimName is the name of the claim, in the cache's namespace."},
@@ -196,8 +257,15 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
         "nodes": "Nodes are the nodes where a node-local cache is ready.",
         "jobName": "JobName is the newest download Job of the current spec.",
         "fingerprint": "Fingerprint identifies the staging spec (source, revision, files, digests, storage).",
+        "sourceETag": "SourceETag identifies the source content that is staged (see UpstreamIdentity.etag).",
+        "sourceContentLength": "SourceContentLength is the size the source reported for the staged content.",
+        "sourceLastModified": "SourceLastModified is the modification time the source reported for it.",
+        "upstream": "Upstream is the source's identity at the last revalidation.",
+        "lastRevalidated": "LastRevalidated is when the source was last checked for changes.",
+        "gguf": "GGUF is the metadata of the staged GGUF file's header (GGUF models).",
+        "modelConfig": "ModelConfig is the metadata of the staged config.json (Hugging Face models).",
         "observedGeneration": "ObservedGeneration is the generation this status describes.",
-        "conditions": "Conditions: Ready, Progressing and Degraded.",
+        "conditions": "Conditions: Ready, Progressing, Degraded, SourceDrifted and AttestationVerified.",
     },
     "Condition": {
         "type": "Type of the condition, in CamelCase or in foo.example.com/CamelCase.",
