@@ -149,7 +149,7 @@ class CacheReconciler:
     async def _delete(self, obj: KubeObject, mc: ModelCache) -> Result | None:
         if MODEL_CACHE_FINALIZER not in (meta(obj).get("finalizers") or []):
             return None
-        observed = await observe(self.client, self.cache, mc)
+        observed = await observe(self.client, self.cache, mc, attestation=False)
         now = self._now()
         deleted_at = parse_time(meta(obj).get("deletionTimestamp")) or now
         plan = plan_deletion(mc, observed, self.settings, now, deleted_at)
