@@ -40,6 +40,7 @@ from kthena_py.vocab.times import parse_time
 from ..resources import MODELCACHES
 from . import metrics
 from .apply import apply_changes, set_finalizer, write_status
+from .attestation import report_attestation
 from .observe import observe, parse_cache
 from .progress import ProgressSource, scrape_all
 
@@ -137,6 +138,7 @@ class CacheReconciler:
     def _metrics(self, mc: ModelCache, observed: Observed, status: dict[str, object]) -> None:
         phase = str(status.get("phase") or "")
         metrics.set_phase(mc.namespace, mc.name, phase)
+        report_attestation(mc, status)
         size = status.get("sizeBytes")
         if isinstance(size, int):
             metrics.BYTES.labels(mc.namespace, mc.name).set(size)
