@@ -3,8 +3,10 @@
 The manager runs as a process with ``--model-attestation`` and a key directory written by the test (the trusted
 public key only); the caches are staged by real download Jobs on a mini-kubelet from the loopback hub, as in
 ``test_modelcache.py``. Under ``enforce`` a cache is Ready only with a good signature over its files' digests; a
-tampered envelope keeps it from Ready and a ModelServing naming it stays gated (no pods). Under ``warn`` a cache
-with a statement of other digests is Ready with ``AttestationVerified`` False. Every wait is bounded.
+tampered envelope keeps it from Ready and a ModelServing naming it stays gated (no pods) until a correct envelope
+replaces it in the ConfigMap (picked up by the manager's bounded recheck: ConfigMaps are not watched). Under
+``warn`` a cache with a statement of other digests is Ready with ``AttestationVerified`` False. Every wait is
+bounded.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .mcutil import (
     wait_ms_condition,
 )
 from .msutil import live_pods
-from .test_modelcache import CLAIM_STORAGE, bound_claim, served_digests
+from .test_modelcache import CLAIM_STORAGE, PV_PATH, bound_claim, phases, recording, served_digests
 
 pytestmark = pytest.mark.cluster
 
@@ -101,7 +103,10 @@ async def test_enforce_ready_only_with_a_good_signature_and_a_tampered_one_keeps
         bad = tampered(envelope(pair, KEY_ID, files=bad_digests), bad_digests)
         await attestation_configmap(kube, namespace, "tampered-att", bad)
         where = placement([kubelet.node.name])
-        async with running_manager(kubeconfig, namespace, tmp_path / "manager.log", extra_args=flags):
+        async with (
+            running_manager(kubeconfig, namespace, tmp_path / "manager.log", extra_args=flags),
+            recording(kube, MODELCACHES, namespace, field_selector="metadata.name=tampered") as seen,
+        ):
             await kube.create(MODELSERVINGS, gated_modelserving("srv", "tampered"), namespace)
             for name, repo in (("signed", good_repo), ("tampered", bad_repo)):
                 doc = modelcache(name, repo, CLAIM_STORAGE, placement=where, attestation=reference(f"{name}-att"))
@@ -122,7 +127,7 @@ async def test_enforce_ready_only_with_a_good_signature_and_a_tampered_one_keeps
             assert (ready["status"], ready["reason"]) == ("False", "AttestationFailed"), ready
             # the files are staged and verified by the downloader: only the attestation holds the cache back
             assert {f["name"]: f["sha256"] for f in mc["status"]["files"]} == bad_digests
-            staged = kubelet.volume_path("/exports/models") / model_dir("hf://acme/tampered")
+            staged = kubelet.volume_path(PV_PATH) / model_dir("hf://acme/tampered")
             assert (staged / "model.safetensors").read_bytes() == bad_repo.files["model.safetensors"]
 
             ms = await wait_ms_condition(kube, namespace, "srv", "ModelCached", "False", "ModelCacheFailed")
@@ -133,10 +138,15 @@ async def test_enforce_ready_only_with_a_good_signature_and_a_tampered_one_keeps
                 description="Warning AttestationFailed on the tampered cache",
             )
             assert await live_pods(kube, namespace, "srv") == {}
-            # still never Ready, still gated, after the manager looked again
-            mc = await kube.get(MODELCACHES, "tampered", namespace)
-            assert mc["status"]["phase"] == "Failed"
-            assert await live_pods(kube, namespace, "srv") == {}
+            assert "Ready" not in phases(seen), phases(seen)  # never Ready, not even for a moment
+
+            # A correct envelope in the ConfigMap (not watched) is picked up by the bounded recheck.
+            good = json.dumps(envelope(pair, KEY_ID, files=bad_digests))
+            await kube.patch(CONFIGMAPS, "tampered-att", {"data": {"envelope.json": good}}, namespace)
+            mc = await wait_cache(kube, namespace, "tampered", "Ready", timeout=120)
+            assert condition(mc, "AttestationVerified")["status"] == "True"
+            assert condition(mc, "Degraded")["status"] == "False"
+            await wait_ms_condition(kube, namespace, "srv", "ModelCached", "True", "ModelCacheReady")
 
 
 async def test_warn_serves_a_cache_whose_statement_names_other_digests_with_the_condition_false(
