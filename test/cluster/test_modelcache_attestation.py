@@ -4,9 +4,9 @@ The manager runs as a process with ``--model-attestation`` and a key directory w
 public key only); the caches are staged by real download Jobs on a mini-kubelet from the loopback hub, as in
 ``test_modelcache.py``. Under ``enforce`` a cache is Ready only with a good signature over its files' digests; a
 tampered envelope keeps it from Ready and a ModelServing naming it stays gated (no pods) until a correct envelope
-replaces it in the ConfigMap (picked up by the manager's bounded recheck: ConfigMaps are not watched). Under
-``warn`` a cache with a statement of other digests is Ready with ``AttestationVerified`` False. Every wait is
-bounded.
+replaces it in the ConfigMap (read at the next reconcile, at the latest the bounded recheck: ConfigMaps are not
+watched). Under ``warn`` a cache with a statement of other digests is Ready with ``AttestationVerified`` False.
+Every wait is bounded.
 """
 
 from __future__ import annotations
@@ -140,7 +140,8 @@ async def test_enforce_ready_only_with_a_good_signature_and_a_tampered_one_keeps
             assert await live_pods(kube, namespace, "srv") == {}
             assert "Ready" not in phases(seen), phases(seen)  # never Ready, not even for a moment
 
-            # A correct envelope in the ConfigMap (not watched) is picked up by the bounded recheck.
+            # A correct envelope in the ConfigMap (not watched) is read at the cache's next reconcile, at the latest
+            # the recheck 30 s after the last one.
             good = json.dumps(envelope(pair, KEY_ID, files=bad_digests))
             await kube.patch(CONFIGMAPS, "tampered-att", {"data": {"envelope.json": good}}, namespace)
             mc = await wait_cache(kube, namespace, "tampered", "Ready", timeout=120)
