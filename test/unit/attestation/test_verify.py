@@ -7,6 +7,8 @@ import json
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kthena_py.attestation import make_statement, verify
 from kthena_py.attestation.intoto import STATEMENT_V01
@@ -114,3 +116,32 @@ def test_no_trusted_key_at_all_is_untrusted() -> None:
 def test_the_digest_rule(subjects: dict[str, str], staged: dict[str, str], one_file: str | None, ok: bool) -> None:
     verdict = verify(text(envelope(ED, files=subjects)), KEYS, staged, one_file, NOW)
     assert verdict.ok is ok and verdict.reason == (REASON_ATTESTATION_VERIFIED if ok else REASON_DIGEST_MISMATCH)
+
+
+SIGNED = envelope(ED)
+
+
+@given(st.data())
+def test_changing_any_byte_of_the_signed_payload_is_never_verified(data: st.DataObject) -> None:
+    payload = bytearray(base64.b64decode(SIGNED["payload"]))
+    index = data.draw(st.integers(0, len(payload) - 1), label="index")
+    payload[index] ^= data.draw(st.integers(1, 255), label="xor")
+    document = {**SIGNED, "payload": base64.b64encode(bytes(payload)).decode()}
+    verdict = verify(text(document), KEYS, FILES, None, NOW)
+    assert not verdict.ok and verdict.reason == REASON_SIGNATURE_INVALID
+
+
+@given(st.sampled_from(["payloadType", "payload", "sig"]), st.data())
+def test_a_change_to_the_type_the_payload_or_the_signature_is_refused(field: str, data: st.DataObject) -> None:
+    if field == "payloadType":
+        document = {**SIGNED, "payloadType": SIGNED["payloadType"] + data.draw(st.text(min_size=1, max_size=5))}
+        expected = REASON_INVALID_ENVELOPE  # refused before any signature is looked at
+    elif field == "payload":
+        document = {**SIGNED, "payload": base64.b64encode(make_statement({**FILES, "x": SHA_A})).decode()}
+        expected = REASON_SIGNATURE_INVALID
+    else:
+        sig = bytearray(base64.b64decode(SIGNED["signatures"][0]["sig"]))
+        sig[data.draw(st.integers(0, len(sig) - 1))] ^= 1
+        document = {**SIGNED, "signatures": [{"keyid": "release", "sig": base64.b64encode(bytes(sig)).decode()}]}
+        expected = REASON_SIGNATURE_INVALID
+    assert verify(text(document), KEYS, FILES, None, NOW).reason == expected
