@@ -29,6 +29,7 @@ from .config import Settings
 from .credentials import redact, sanitize_source
 from .filesystems import DirectIO, direct_io_allowed, output_filesystem
 from .marker import Marker, RequestKey, encode
+from .metadata import attach_metadata
 from .plan import (
     Expectation,
     Fetch,
@@ -219,7 +220,8 @@ async def execute(request: Request, progress: Progress | None = None) -> Outcome
         lock = state.DirLock(request.out)
         await asyncio.to_thread(lock.acquire)
         try:
-            return await _download(request, spec, key, progress)
+            outcome = await _download(request, spec, key, progress)
+            return await attach_metadata(outcome, request.files)  # what the staged model says (never fails it)
         finally:
             lock.release()
     except DownloadError as exc:
