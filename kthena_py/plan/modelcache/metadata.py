@@ -7,6 +7,7 @@
 * :func:`describe_model` is the short text ``kthena-py status`` shows for a cache: architecture, context length
   and quantization from the GGUF header, else the config's architecture and context length
   (``"llama, 4096 ctx, Q4_K_M"``, ``"LlamaForCausalLM, 8192 ctx, bfloat16"``); empty when nothing is known.
+* :func:`model_labels` gives the labels of the ``kthena_modelcache_model_info`` gauge.
 * :func:`metadata_status` gives the ``status.gguf`` / ``status.modelConfig`` entries (:data:`STATUS_KEYS`).
 """
 
@@ -18,7 +19,15 @@ from typing import Any
 from kthena_py.api.common import to_dict
 from kthena_py.api.modelcache import GGUFMetadata, ModelConfigMetadata
 
-__all__ = ["MAX_TEXT", "STATUS_KEYS", "describe_model", "gguf_of", "metadata_status", "model_config_of"]
+__all__ = [
+    "MAX_TEXT",
+    "STATUS_KEYS",
+    "describe_model",
+    "gguf_of",
+    "metadata_status",
+    "model_config_of",
+    "model_labels",
+]
 
 MAX_TEXT = 128
 _MAX_COUNT = (1 << 53) - 1
@@ -116,3 +125,18 @@ def metadata_status(gguf: GGUFMetadata | None, config: ModelConfigMetadata | Non
     if config is not None:
         status["modelConfig"] = to_dict(config)
     return status
+
+
+def model_labels(status: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """The ``kthena_modelcache_model_info`` labels of a status: architecture, quantization and context length.
+
+    From ``gguf`` (its quantization), else from ``modelConfig`` (its dtype stands for the quantization); a value
+    not known is ``""``; ``None`` when the status has neither.
+    """
+    gguf, config = gguf_of(status.get("gguf")), model_config_of(status.get("modelConfig"))
+    if gguf is not None:
+        return gguf.architecture or "", gguf.quantization or "", str(gguf.context_length or "")
+    if config is not None:
+        architecture = config.architecture or config.model_type or ""
+        return architecture, config.torch_dtype or "", str(config.context_length or "")
+    return None

@@ -12,7 +12,14 @@ from hypothesis import strategies as st
 from kthena_py.api.modelcache import GGUFMetadata, ModelCache, ModelCacheStatus, ModelConfigMetadata
 from kthena_py.download.result import FileEntry, Outcome, Reason, render_result
 from kthena_py.plan.modelcache import ClaimView, Observed, PlanSettings, plan_cache
-from kthena_py.plan.modelcache.metadata import MAX_TEXT, describe_model, gguf_of, metadata_status, model_config_of
+from kthena_py.plan.modelcache.metadata import (
+    MAX_TEXT,
+    describe_model,
+    gguf_of,
+    metadata_status,
+    model_config_of,
+    model_labels,
+)
 from kthena_py.plan.modelcache.result import parse_result
 
 from .builders import cache, job, result
@@ -145,3 +152,18 @@ def test_a_result_without_metadata_gives_a_status_without_it() -> None:
     mc = cache()
     status = _plan(mc, job(mc, "succeeded", pod_phase="Succeeded", message=result(metadataError="m.gguf: bad")))
     assert status["phase"] == "Ready" and "gguf" not in status and "modelConfig" not in status
+
+
+@pytest.mark.parametrize(
+    ("status", "labels"),
+    [
+        ({}, None),
+        ({"gguf": GGUF, "modelConfig": CONFIG}, ("llama", "Q4_K_M", "4096")),
+        ({"modelConfig": CONFIG}, ("LlamaForCausalLM", "bfloat16", "8192")),
+        ({"modelConfig": {"modelType": "gpt2"}}, ("gpt2", "", "")),
+        ({"gguf": {"tensorCount": 3}}, ("", "", "")),
+        ({"gguf": "broken"}, None),
+    ],
+)
+def test_model_labels(status: dict[str, Any], labels: tuple[str, str, str] | None) -> None:
+    assert model_labels(status) == labels
