@@ -8,6 +8,8 @@ Guarantees:
   decides per file, and at most ``max_workers`` files transfer at a time; the first failure cancels the others
   (their partials stay for the next run);
 * the marker is written last, atomically, only when every file verified;
+* a successful outcome carries the staged model's metadata, read under the lock (:mod:`.metadata`: never fails
+  the run);
 * every failure becomes an :class:`~.result.Outcome` with its reason and a message with credentials
   redacted; the run never raises.
 """

@@ -14,8 +14,10 @@ Guarantees of :func:`read_header`:
   than :data:`MAX_ARRAY_LENGTH`, more than :data:`MAX_KV_COUNT` pairs, arrays nested deeper than
   :data:`MAX_NESTING`, or any count whose smallest possible encoding is longer than what is left of the stream
   (when the stream can tell its size) or of the byte cap is refused before anything is read for it;
-* arrays longer than :data:`KEPT_ARRAY_LENGTH` (a tokenizer's vocabulary) are walked and checked but kept only
-  as a :class:`SkippedArray`, so memory stays proportional to the small values, not to the header;
+* arrays longer than :data:`KEPT_ARRAY_LENGTH` (a tokenizer's vocabulary), and any array once
+  :data:`MAX_KEPT_ELEMENTS` elements are kept in all, are walked and checked but kept only as a
+  :class:`SkippedArray`, so what is kept stays small whatever the header holds (no list of millions of
+  one-byte booleans, nested or not);
 * every loop step consumes at least one byte, so the work is bounded by the byte cap: no input hangs it.
 
 GGUF v1 (32-bit counts) and big-endian files are refused with a clear message.
@@ -38,6 +40,7 @@ __all__ = [
     "FILE_TYPES",
     "KEPT_ARRAY_LENGTH",
     "MAX_ARRAY_LENGTH",
+    "MAX_KEPT_ELEMENTS",
     "MAX_KEY_BYTES",
     "MAX_KV_COUNT",
     "MAX_METADATA_BYTES",
@@ -75,6 +78,8 @@ MAX_TENSOR_COUNT = 1 << 24
 """The largest tensor count believed (real files have at most some thousands)."""
 KEPT_ARRAY_LENGTH = 64
 """Arrays up to this length are kept with their values; longer ones become a :class:`SkippedArray`."""
+MAX_KEPT_ELEMENTS = 1 << 14
+"""Array elements kept in all (nested arrays included); arrays past this budget become :class:`SkippedArray`."""
 MAX_INFO_TEXT = 128
 """Strings in a :class:`GGUFInfo` are cut to this many characters (the status stays compact)."""
 
@@ -163,6 +168,7 @@ class _Reader:
         self._stream = stream
         self._cap = cap
         self.offset = 0
+        self.kept = 0
         self._available = _available(stream)
 
     def check(self, size: int, what: str) -> None:
@@ -264,7 +270,8 @@ def _array_start(reader: _Reader, what: str, depth: int) -> tuple[ValueType, int
 
 def _array(reader: _Reader, what: str, depth: int) -> list[Value] | SkippedArray:
     kind, length = _array_start(reader, what, depth)
-    if length <= KEPT_ARRAY_LENGTH:
+    if length <= KEPT_ARRAY_LENGTH and reader.kept + length <= MAX_KEPT_ELEMENTS:
+        reader.kept += length
         return [_value(reader, kind, f"{what}[{i}]", depth) for i in range(length)]
     _skip_elements(reader, kind, length, what, depth)
     return SkippedArray(kind, length)

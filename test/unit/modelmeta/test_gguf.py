@@ -317,3 +317,18 @@ def test_info_of_a_header_without_an_architecture_has_no_per_architecture_fields
 def test_info_strings_are_cut_and_stripped() -> None:
     info = gguf_info(_parse(gguf_bytes([("general.name", "  " + "n" * 500 + " ")])))
     assert info.model_name == "n" * gguf.MAX_INFO_TEXT
+
+
+def test_kept_elements_are_bounded_in_all_even_for_nested_small_arrays() -> None:
+    small = Array(writer.BOOL, [True] * KEPT_ARRAY_LENGTH)
+    nested = Array(writer.ARRAY, [Array(writer.ARRAY, [small] * KEPT_ARRAY_LENGTH)] * KEPT_ARRAY_LENGTH)
+    header = _parse(gguf_bytes([("many", nested), ("after", small)]))
+
+    def kept(value: Any) -> int:
+        return len(value) + sum(kept(v) for v in value if isinstance(v, list)) if isinstance(value, list) else 0
+
+    total = sum(kept(v) for v in header.metadata.values())
+    assert gguf.MAX_KEPT_ELEMENTS - KEPT_ARRAY_LENGTH <= total <= gguf.MAX_KEPT_ELEMENTS
+    inner = header.metadata["many"]
+    assert isinstance(inner, list) and any(isinstance(v, SkippedArray) for v in inner)
+    assert header.metadata["after"] == SkippedArray(ValueType.BOOL, KEPT_ARRAY_LENGTH)  # the budget is spent

@@ -167,3 +167,18 @@ def test_a_result_without_metadata_gives_a_status_without_it() -> None:
 )
 def test_model_labels(status: dict[str, Any], labels: tuple[str, str, str] | None) -> None:
     assert model_labels(status) == labels
+
+
+def test_modelmeta_json_and_the_api_models_have_the_same_fields() -> None:
+    """The downloader writes modelmeta's JSON; the controller reads it into the API's models: same keys, all of them."""
+    import dataclasses
+
+    from kthena_py.modelmeta import ConfigInfo, GGUFInfo
+
+    info = GGUFInfo(**{f.name: 1 if f.type == "int | None" else "x" for f in dataclasses.fields(GGUFInfo)})
+    gguf_json = info.to_json()
+    assert set(gguf_json) == {f.alias or name for name, f in GGUFMetadata.model_fields.items()}
+    assert gguf_of(gguf_json) == GGUFMetadata.model_validate(gguf_json)
+    config = ConfigInfo("A", "a", 1, "bfloat16")
+    assert set(config.to_json()) == {f.alias or name for name, f in ModelConfigMetadata.model_fields.items()}
+    assert model_config_of(config.to_json()) == ModelConfigMetadata.model_validate(config.to_json())
