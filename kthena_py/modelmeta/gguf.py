@@ -121,6 +121,8 @@ _SCALARS: dict[ValueType, struct.Struct] = {
     ValueType.FLOAT64: struct.Struct("<d"),
 }
 _U32 = struct.Struct("<I")
+_ARRAY_HEAD = struct.Struct("<IQ")
+_TYPES = {kind.value: kind for kind in ValueType}
 _U64 = struct.Struct("<Q")
 _MIN_SIZE: dict[ValueType, int] = {
     **{t: s.size for t, s in _SCALARS.items()},
@@ -236,12 +238,16 @@ def _string(reader: _Reader, limit: int, what: str) -> str:
     return reader.read(length, what).decode("utf-8", errors="replace")
 
 
-def _skip_string(reader: _Reader, what: str) -> None:
-    at = reader.offset
-    length = reader.u64(f"{what} length")
-    if length > MAX_STRING_BYTES:
-        raise GGUFError(f"{what} of {length} bytes is over the {MAX_STRING_BYTES}-byte cap", at)
-    reader.skip(length, what)
+def _skip_strings(reader: _Reader, count: int, what: str) -> None:
+    label = f"{what} element"
+    length_label = f"{label} length"  # built once: a vocabulary has some hundred thousand strings
+    for _ in range(count):
+        at = reader.offset
+        length = reader.u64(length_label)
+        if length > MAX_STRING_BYTES:
+            raise GGUFError(f"{label} of {length} bytes is over the {MAX_STRING_BYTES}-byte cap", at)
+        if length:
+            reader.skip(length, label)
 
 
 def _value(reader: _Reader, kind: ValueType, what: str, depth: int) -> Value:
@@ -281,12 +287,27 @@ def _skip_elements(reader: _Reader, kind: ValueType, length: int, what: str, dep
     if kind in _SCALARS:
         reader.skip(length * _SCALARS[kind].size, what)
     elif kind is ValueType.STRING:
-        for _ in range(length):
-            _skip_string(reader, f"{what} element")
+        _skip_strings(reader, length, what)
     else:
-        for _ in range(length):
-            inner, inner_length = _array_start(reader, f"{what} element", depth + 1)
-            _skip_elements(reader, inner, inner_length, f"{what} element", depth + 1)
+        _skip_arrays(reader, length, what, depth + 1)
+
+
+def _skip_arrays(reader: _Reader, count: int, what: str, depth: int) -> None:
+    """Walk ``count`` arrays at nesting ``depth``: the same checks as :func:`_array_start`, labels built once."""
+    label = f"{what} element"
+    if count and depth > MAX_NESTING:
+        raise GGUFError(f"{label}: arrays nested deeper than {MAX_NESTING}", reader.offset)
+    for _ in range(count):
+        at = reader.offset
+        code, length = _ARRAY_HEAD.unpack(reader.read(_ARRAY_HEAD.size, label))
+        kind = _TYPES.get(code)
+        if kind is None:
+            raise GGUFError(f"unknown value type {code} for {label} element type", at)
+        if length > MAX_ARRAY_LENGTH:
+            raise GGUFError(f"{label} of {length} elements is over the {MAX_ARRAY_LENGTH}-element cap", at + 4)
+        if length:
+            reader.check(length * _MIN_SIZE[kind], f"{label} of {length} elements")
+            _skip_elements(reader, kind, length, label, depth)
 
 
 def read_header(stream: IO[bytes], *, max_bytes: int = MAX_METADATA_BYTES) -> GGUFHeader:

@@ -332,3 +332,30 @@ def test_kept_elements_are_bounded_in_all_even_for_nested_small_arrays() -> None
     inner = header.metadata["many"]
     assert isinstance(inner, list) and any(isinstance(v, SkippedArray) for v in inner)
     assert header.metadata["after"] == SkippedArray(ValueType.BOOL, KEPT_ARRAY_LENGTH)  # the budget is spent
+
+
+def _long_array_of(*inner: bytes) -> bytes:
+    """A key 'k' holding an array (longer than kept) of raw encoded inner arrays, padded with empty ones."""
+    empty = struct.pack("<IQ", writer.UINT8, 0)
+    elements = list(inner) + [empty] * (KEPT_ARRAY_LENGTH + 1 - len(inner))
+    body = struct.pack("<IQ", writer.ARRAY, len(elements)) + b"".join(elements)
+    return HEADER + _u64(1) + _u64(1) + b"k" + _u32(writer.ARRAY) + body
+
+
+def test_skipped_arrays_of_arrays_get_the_same_checks() -> None:
+    assert _parse(_long_array_of()).metadata["k"] == SkippedArray(ValueType.ARRAY, KEPT_ARRAY_LENGTH + 1)
+    first = 24 + 8 + 1 + 4 + 12  # where the first inner array starts
+    unknown = _error(_long_array_of(struct.pack("<IQ", 77, 0)))
+    assert "unknown value type 77" in str(unknown) and unknown.offset == first
+    too_long = _error(_long_array_of(struct.pack("<IQ", writer.UINT8, gguf.MAX_ARRAY_LENGTH + 1)))
+    assert "elements is over the" in str(too_long) and too_long.offset == first + 4
+    lying = _error(_long_array_of(struct.pack("<IQ", writer.UINT64, 1000)))
+    assert "truncated" in str(lying)
+    deep: bytes = struct.pack("<IQ", writer.UINT8, 0)
+    for _ in range(gguf.MAX_NESTING - 1):
+        deep = struct.pack("<IQ", writer.ARRAY, 1) + deep
+    assert "nested deeper" in str(_error(_long_array_of(deep)))
+    ok = struct.pack("<IQ", writer.UINT8, 0)
+    for _ in range(gguf.MAX_NESTING - 2):
+        ok = struct.pack("<IQ", writer.ARRAY, 1) + ok
+    assert isinstance(_parse(_long_array_of(ok)).metadata["k"], SkippedArray)

@@ -19,6 +19,19 @@ VALID = llama_like(
     vocabulary=80,
     extra={"nested": Array(writer.ARRAY, [Array(writer.STRING, ["a", "bc"]), Array(writer.FLOAT64, [1.0])])},
 )
+WALKED = gguf_bytes(
+    [
+        (
+            "nested",
+            Array(
+                writer.ARRAY, [Array(writer.STRING, ["ab", ""]), Array(writer.ARRAY, [Array(writer.INT16, [1])])] * 40
+            ),
+        ),
+        ("tokens", Array(writer.STRING, [f"t{i}" for i in range(100)])),
+        ("after", 7),
+    ]
+)
+"""Long arrays (walked, not kept), so byte flips land in the skipping code too."""
 LARGEST_READ = max(gguf.MAX_STRING_BYTES, gguf.MAX_KEY_BYTES, 1 << 20)
 """No single read may ask for more (1 MiB is the chunk long arrays are skipped in)."""
 
@@ -95,6 +108,22 @@ def test_byte_flips_in_a_valid_file_give_a_header_or_a_clear_error(flips: list[t
         data[index] = value
     _outcome(bytes(data))
     _outcome(bytes(data), seekable=False)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, len(WALKED) - 1), st.integers(0, 255)), min_size=1, max_size=8))
+def test_byte_flips_in_walked_arrays_give_a_header_or_a_clear_error(flips: list[tuple[int, int]]) -> None:
+    data = bytearray(WALKED)
+    for index, value in flips:
+        data[index] = value
+    _outcome(bytes(data))
+    _outcome(bytes(data), seekable=False)
+
+
+def test_every_truncation_of_walked_arrays_is_a_clear_error() -> None:
+    assert isinstance(_outcome(WALKED), GGUFHeader)
+    for end in range(len(WALKED)):
+        assert isinstance(_outcome(WALKED[:end], seekable=end % 2 == 0), GGUFError), end
 
 
 COUNTS = st.one_of(
