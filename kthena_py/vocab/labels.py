@@ -11,6 +11,11 @@ Guarantees:
 from __future__ import annotations
 
 __all__ = [
+    "ACTIVATOR_FIELD_MANAGER",
+    "ACTIVATOR_HOLD_BUDGET",
+    "ACTIVATOR_MODEL",
+    "ACTIVATOR_PORT",
+    "ACTIVATOR_SCALE_FROM_ZERO",
     "AUTOSCALING_HISTORY",
     "BOOSTER_BACKEND_NAME",
     "BOOSTER_MANAGED_BY",
@@ -106,6 +111,19 @@ MINI_KUBELET = "kthena-py.io/mini-kubelet"
 # ModelCache (ours): the annotation that gates a ModelServing, the booster's opt-in, the cache's children.
 MODEL_CACHE = "serving.kthena-py.io/model-cache"
 """On a ModelServing: the name of the ModelCache (same namespace) its pods wait for and mount read-only."""
+# The activator (scale from zero): ModelServing annotations it reads.
+ACTIVATOR_MODEL = "activator.kthena-py.io/model"
+"""Comma-separated model names a ModelServing answers to in the activator (default: its own name)."""
+ACTIVATOR_PORT = "activator.kthena-py.io/port"
+"""The entry pods' serving port (default: the entry template's first containerPort)."""
+ACTIVATOR_SCALE_FROM_ZERO = "activator.kthena-py.io/scale-from-zero"
+"""``"true"``: the activator may wake the ModelServing from zero (also implied by an AutoscalingPolicy with
+``minReplicas: 0`` bound to it)."""
+ACTIVATOR_HOLD_BUDGET = "activator.kthena-py.io/hold-budget"
+"""How long the activator holds a request for this ModelServing (a duration, e.g. ``120s``)."""
+ACTIVATOR_FIELD_MANAGER = "kthena-py-activator"
+"""The field manager of the activator's scale writes."""
+
 BOOSTER_PREFETCH = "modelbooster.kthena-py.io/prefetch"
 """On a ModelBooster: ``"true"`` renders a child ModelCache per backend and gates the backend's ModelServing on it
 instead of Kthena's per-pod downloader init container."""
