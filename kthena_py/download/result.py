@@ -7,6 +7,8 @@ Guarantees:
 * :func:`render_result` gives the JSON the ModelCache controller reads from the pod's termination message:
   always at most :data:`RESULT_LIMIT` bytes (the kubelet's limit), dropping file entries from the end (and
   saying how many with ``filesOmitted``) and shortening the message when needed;
+* a successful result names the identity of the staged source content (``identity``: ``etag``,
+  ``contentLength``, ``lastModified``, :mod:`kthena_py.sourceid`), bounded in size by that module;
 * the result never holds a credential: the source is the sanitized one and the message is redacted by the
   caller.
 """
@@ -18,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kthena_py.sourceid import SourceIdentity
 from kthena_py.vocab import conditions
 
 RESULT_LIMIT = 4096
@@ -83,6 +86,8 @@ class Outcome:
     revision: str | None = None
     files: tuple[FileEntry, ...] = field(default_factory=tuple)
     cached: bool = False
+    identity: SourceIdentity | None = None
+    """The identity of the source content staged (``identity`` in the JSON; absent for local sources)."""
 
     @property
     def succeeded(self) -> bool:
@@ -110,6 +115,8 @@ def _document(outcome: Outcome, files: tuple[FileEntry, ...], omitted: int, mess
     }
     if omitted:
         doc["filesOmitted"] = omitted
+    if outcome.identity is not None:
+        doc["identity"] = outcome.identity.to_json()
     return doc
 
 

@@ -8,7 +8,8 @@ This is the one module that reads the downloader's output, tolerantly (pure):
   lines is found), else the whole text when it is one JSON object. Keys are those of ``kthena-py download``'s
   result (:mod:`kthena_py.download.result`): ``phase`` (``Succeeded``/``Failed``), ``reason`` (``Succeeded``,
   ``IntegrityCheckFailed``, ``DownloadFailed``, ``UnsupportedSource``, ``SourceNotFound``, ...), ``message``,
-  ``files`` (``[{name, size, sha256}]``), ``size``, ``revision``; tolerated too: ``ok`` (bool, wins over
+  ``files`` (``[{name, size, sha256}]``), ``size``, ``revision``, ``identity`` (the staged source's
+  ``{etag, contentLength, lastModified}``, :mod:`kthena_py.sourceid`); tolerated too: ``ok`` (bool, wins over
   ``phase``), ``sizeBytes``, ``sha256``, ``error``, snake_case spellings, ``path`` for a file's ``name`` and
   ``bytes`` for its ``size``. Without ``ok`` or ``phase``, success means no failure reason and no ``error``. A
   missing size is the sum of the files' sizes; malformed entries are skipped, never raised. Text that holds no
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.api.modelcache import DownloadProgress, ModelCacheFile
+from kthena_py.sourceid import SourceIdentity
 from kthena_py.vocab.conditions import REASON_DOWNLOAD_FAILED
 
 __all__ = ["DownloadResult", "human_size", "parse_progress", "parse_result"]
@@ -48,6 +50,7 @@ class DownloadResult:
         size_bytes: Their total size, when known.
         revision: The revision the source resolved to, when reported.
         sha256: The digest of a one-file model, when reported.
+        identity: The identity of the staged source content (``identity``: ETag, length, last modification).
     """
 
     ok: bool
@@ -57,6 +60,7 @@ class DownloadResult:
     size_bytes: int | None = None
     revision: str | None = None
     sha256: str | None = None
+    identity: SourceIdentity | None = None
 
 
 def _get(data: dict[str, Any], *keys: str) -> Any:
@@ -137,6 +141,7 @@ def parse_result(text: str | None) -> DownloadResult | None:
         size_bytes=size,
         revision=_text(data.get("revision")),
         sha256=digest.lower() if digest else None,
+        identity=SourceIdentity.from_json(data.get("identity")),
     )
 
 
