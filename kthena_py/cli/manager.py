@@ -155,6 +155,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="seconds after a ModelCache's deletion after which its finalizer goes even if the cleanup did not "
         "finish (default: 300)",
     )
+    m.add_argument(
+        "--modelcache-revalidation-concurrency",
+        type=int,
+        default=4,
+        metavar="N",
+        help="at most N ModelCache source revalidations (metadata requests) at a time, across all caches (default: 4)",
+    )
     m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
     m.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     m.add_argument("--log-format", choices=("json", "console"), default="json")
@@ -235,6 +242,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             cache_settings = CacheSettings(
                 scheduler_name=args.modelcache_scheduler_name,
                 cleanup_timeout=args.modelcache_cleanup_timeout,
+                revalidation_concurrency=max(1, args.modelcache_revalidation_concurrency),
                 **({"downloader_image": args.modelcache_downloader_image} if args.modelcache_downloader_image else {}),
             )
         names = register_all(

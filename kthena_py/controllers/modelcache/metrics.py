@@ -16,7 +16,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from kthena_py.api.modelcache import ModelCachePhase
 from kthena_py.runtime.metrics import REGISTRY
 
-__all__ = ["BYTES", "DOWNLOAD_SECONDS", "JOB_WRITES", "PHASE", "forget", "set_phase"]
+__all__ = ["BYTES", "DOWNLOAD_SECONDS", "JOB_WRITES", "PHASE", "REVALIDATIONS", "forget", "set_phase"]
 
 PHASES: tuple[str, ...] = get_args(ModelCachePhase)
 
@@ -30,6 +30,12 @@ BYTES: Final = Gauge(
     "kthena_modelcache_bytes",
     "Bytes a Ready ModelCache holds (status.sizeBytes).",
     ("namespace", "name"),
+    registry=REGISTRY,
+)
+REVALIDATIONS: Final = Counter(
+    "kthena_modelcache_revalidations_total",
+    "Revalidation probes of ModelCache sources, by outcome (succeeded, failed, unsupported).",
+    ("outcome",),
     registry=REGISTRY,
 )
 DOWNLOAD_SECONDS: Final = Histogram(

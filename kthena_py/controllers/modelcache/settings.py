@@ -34,6 +34,9 @@ class Settings:
         backoff_cap: The longest wait between retries.
         backoff_limit: Pod retries inside one download Job.
         command: The downloader's command in the image.
+        revalidation_concurrency: Source revalidations at a time across every cache
+            (``--modelcache-revalidation-concurrency``).
+        revalidation_timeout: Seconds one revalidation probe may take (the Secret's read included).
     """
 
     downloader_image: str = DEFAULT_DOWNLOADER_IMAGE
@@ -46,6 +49,8 @@ class Settings:
     backoff_cap: float = 600.0
     backoff_limit: int = 1
     command: tuple[str, ...] = ("kthena-py",)
+    revalidation_concurrency: int = 4
+    revalidation_timeout: float = 10.0
 
     def plan_settings(self) -> PlanSettings:
         """The planner's view of these settings."""
