@@ -308,7 +308,7 @@ def plan_refresh(
     upstream = SourceIdentity.from_json(previous.get("upstream"))
     if probe is not None:
         out["lastRevalidated"] = format_time(probe.at)
-        if probe.identity is not None:
+        if probe.identity is not None and not probe.identity.empty:
             upstream = probe.identity
     elif "lastRevalidated" in previous:
         out["lastRevalidated"] = previous["lastRevalidated"]
