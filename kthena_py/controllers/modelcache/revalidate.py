@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit, urlunsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
 
 import aiohttp
 import structlog
@@ -102,7 +102,8 @@ def origin(url: str) -> tuple[str, str, int | None]:
     return scheme, (parts.hostname or "").lower(), port
 
 
-def _strip_userinfo(url: str) -> tuple[str, aiohttp.BasicAuth | None]:
+def _strip_userinfo(url: str) -> tuple[str, str | None]:
+    """The URL without user-info, and the ``Authorization`` value (Basic) the user-info stands for."""
     parts = urlsplit(url)
     if parts.username is None:
         return url, None
@@ -111,7 +112,8 @@ def _strip_userinfo(url: str) -> tuple[str, aiohttp.BasicAuth | None]:
     if parts.port is not None:
         netloc += f":{parts.port}"
     clean = urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-    return clean, aiohttp.BasicAuth(parts.username or "", parts.password or "")
+    pair = f"{unquote(parts.username or '')}:{unquote(parts.password or '')}"
+    return clean, "Basic " + base64.b64encode(pair.encode()).decode()
 
 
 def probe_fields(probe: Probe) -> dict[str, Any]:
@@ -224,7 +226,7 @@ class Prober:
         method: str,
         url: str,
         *,
-        basic: aiohttp.BasicAuth | None = None,
+        basic: str | None = None,
         bearer: str | None = None,
         read: bool = False,
     ) -> tuple[int, dict[str, str], Any]:
@@ -236,10 +238,10 @@ class Prober:
             own = origin(current) == home
             if bearer and own:
                 headers["Authorization"] = f"Bearer {bearer}"
+            elif basic and own:
+                headers["Authorization"] = basic
             try:
-                async with self._http().request(
-                    method, current, headers=headers, auth=basic if own else None, allow_redirects=False
-                ) as response:
+                async with self._http().request(method, current, headers=headers, allow_redirects=False) as response:
                     if response.status in (301, 302, 303, 307, 308) and response.headers.get("Location"):
                         current = urljoin(current, response.headers["Location"])
                         continue
