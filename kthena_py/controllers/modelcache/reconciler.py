@@ -121,8 +121,9 @@ class CacheReconciler:
         progress = await self._scrape(mc, observed)
         if progress:
             observed = dataclasses.replace(observed, progress=progress)
-        if self.prober is not None and due(mc, self._now()):  # refresh: revalidate the source when due
-            probe = await self.prober.probe(mc)
+        probe_at = self._now()
+        if self.prober is not None and due(mc, probe_at):  # refresh: revalidate the source when due
+            probe = await self.prober.probe(mc, probe_at)
             if probe is not None:
                 log.info("modelcache revalidated", cache=f"{mc.namespace}/{mc.name}", **probe_fields(probe))
                 observed = dataclasses.replace(observed, probe=probe)

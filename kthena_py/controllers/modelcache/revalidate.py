@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote, urljoin, urlsplit, urlunsplit
@@ -136,12 +135,10 @@ class Prober:
         *,
         concurrency: int = 4,
         timeout: float = 10.0,
-        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._client = client
         self._gate = asyncio.Semaphore(max(1, concurrency))
         self._timeout = timeout
-        self._now = wall_clock
         self._session: aiohttp.ClientSession | None = None
 
     async def close(self) -> None:
@@ -155,13 +152,18 @@ class Prober:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._timeout))
         return self._session
 
-    async def probe(self, mc: ModelCache) -> Probe | None:
-        """Probe ``mc``'s source (``None`` when it is not remote); never raises."""
+    async def probe(self, mc: ModelCache, at: float) -> Probe | None:
+        """Probe ``mc``'s source (``None`` when it is not remote); never raises.
+
+        Args:
+            mc: The cache.
+            at: The reconcile's clock reading, recorded as the probe's time (``status.lastRevalidated``).
+        """
         remote = remote_source(mc.spec.source)
         if remote is None:
             return None
         async with self._gate:
-            started = self._now()
+            started = at
             try:
                 identity = await asyncio.wait_for(self._identity(mc, remote), self._timeout)
             except _Unsupported as exc:

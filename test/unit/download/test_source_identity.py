@@ -48,7 +48,7 @@ async def probed(prober: tuple[Prober, FakeKube], source: str, **secret: str) ->
         )
         spec["sourceSecretRef"] = {"name": "s"}
     mc = ModelCache.model_validate({"metadata": {"name": "m", "namespace": "ns"}, "spec": spec})
-    found = await probe.probe(mc)
+    found = await probe.probe(mc, 1.0)
     assert found is not None and found.identity is not None, found
     return found.identity
 

@@ -57,10 +57,10 @@ async def prober() -> AsyncIterator[tuple[Prober, FakeKube]]:
 async def test_http_is_one_head_and_follows_the_etag(server: ArtifactServer, prober: tuple[Prober, FakeKube]) -> None:
     probe, _ = prober
     artifact = server.add("/m.gguf", Artifact(b"x" * 1000, etag='"v1"'))
-    first = await probe.probe(cache(f"{server.url}/m.gguf"))
+    first = await probe.probe(cache(f"{server.url}/m.gguf"), 1.0)
     assert first is not None and first.identity == SourceIdentity('"v1"', 1000)
     artifact.etag, artifact.content = '"v2"', b"y" * 1200
-    second = await probe.probe(cache(f"{server.url}/m.gguf"))
+    second = await probe.probe(cache(f"{server.url}/m.gguf"), 1.0)
     assert second is not None and second.identity == SourceIdentity('"v2"', 1200)
     assert server.counts[("HEAD", "/m.gguf")] == 2 and server.total_requests("GET") == 0
 
@@ -69,12 +69,12 @@ async def test_a_missing_file_or_server_is_a_failed_probe_never_an_exception(
     server: ArtifactServer, prober: tuple[Prober, FakeKube]
 ) -> None:
     probe, _ = prober
-    missing = await probe.probe(cache(f"http://user:pw@127.0.0.1:{server.url.rsplit(':', 1)[1]}/nothing"))
+    missing = await probe.probe(cache(f"http://user:pw@127.0.0.1:{server.url.rsplit(':', 1)[1]}/nothing"), 1.0)
     assert missing is not None and missing.error is not None and "404" in missing.error
     assert "pw" not in missing.error
-    unreachable = await probe.probe(cache("http://127.0.0.1:9/m.gguf"))
+    unreachable = await probe.probe(cache("http://127.0.0.1:9/m.gguf"), 1.0)
     assert unreachable is not None and unreachable.error is not None and unreachable.identity is None
-    no_secret = await probe.probe(cache(f"{server.url}/m.gguf", secret="absent"))
+    no_secret = await probe.probe(cache(f"{server.url}/m.gguf", secret="absent"), 1.0)
     assert no_secret is not None and no_secret.error is not None and "Secret absent" in no_secret.error
 
 
@@ -84,7 +84,7 @@ async def test_basic_credentials_stay_on_their_origin(server: ArtifactServer, pr
         cdn.add("/m.gguf", Artifact(b"z" * 10, etag='"cdn"'))
         server.add("/m.gguf", Artifact(b"", redirect_to=cdn.url))
         host_port = server.url.split("://", 1)[1]
-        found = await probe.probe(cache(f"http://alice:s3cret@{host_port}/m.gguf"))
+        found = await probe.probe(cache(f"http://alice:s3cret@{host_port}/m.gguf"), 1.0)
         assert found is not None and found.identity == SourceIdentity('"cdn"', 10)
         assert any("Authorization" in r.headers for r in server.requests)  # sent to its own origin
         assert not any("Authorization" in r.headers for r in cdn.requests)  # never to the other
@@ -98,22 +98,22 @@ async def test_hub_revision_with_the_token_from_the_secret(
         HubRepo("org/model", {"config.json": b"{}", "w.safetensors": b"w" * 300}, lfs={"w.safetensors"}, token=TOKEN)
     )
     secret(kube, "hub", HF_ENDPOINT=server.url, HF_TOKEN=TOKEN)
-    found = await probe.probe(cache("hf://org/model", secret="hub"))
+    found = await probe.probe(cache("hf://org/model", secret="hub"), 1.0)
     assert found is not None and found.identity == SourceIdentity(repo.commit, 302)
     assert server.counts[("GET", "/api/models/org/model/revision/main")] == 1
     assert server.total_requests("HEAD") == 0 and not [r for r in server.requests if "/resolve/" in r.path]
     secret(kube, "nohub", HF_ENDPOINT=server.url)
-    denied = await probe.probe(cache("hf://org/model", secret="nohub"))
+    denied = await probe.probe(cache("hf://org/model", secret="nohub"), 1.0)
     assert denied is not None and denied.error is not None and "401" in denied.error
-    pinned = await probe.probe(cache("hf://org/model", secret="hub", revision="nope"))
+    pinned = await probe.probe(cache("hf://org/model", secret="hub", revision="nope"), 1.0)
     assert pinned is not None and pinned.error is not None and "404" in pinned.error
 
 
 async def test_sources_that_are_not_remote_or_not_supported(prober: tuple[Prober, FakeKube]) -> None:
     probe, _ = prober
-    assert await probe.probe(cache("pvc://models/llama")) is None
-    assert await probe.probe(cache("/mnt/llama")) is None
-    ms = await probe.probe(cache("ms://org/model"))
+    assert await probe.probe(cache("pvc://models/llama"), 1.0) is None
+    assert await probe.probe(cache("/mnt/llama"), 1.0) is None
+    ms = await probe.probe(cache("ms://org/model"), 1.0)
     assert ms is not None and ms.unsupported is not None and ms.identity is None
 
 
@@ -136,13 +136,13 @@ async def test_s3_prefix_and_object(s3_endpoint: str, prober: tuple[Prober, Fake
     probe, kube = prober
     await asyncio.to_thread(seed, s3_endpoint, {"m/a.bin": b"a" * 10, "m/b.bin": b"b" * 20, "one.gguf": b"o" * 5})
     secret(kube, "s3", ENDPOINT=s3_endpoint, ACCESS_KEY=ACCESS, SECRET_KEY=SECRET)
-    prefix = await probe.probe(cache("s3://probe/m", secret="s3"))
+    prefix = await probe.probe(cache("s3://probe/m", secret="s3"), 1.0)
     assert prefix is not None and prefix.identity is not None, prefix
     assert prefix.identity.content_length == 30 and str(prefix.identity.etag).startswith("sha256:")
-    one = await probe.probe(cache("s3://probe/one.gguf", secret="s3"))
+    one = await probe.probe(cache("s3://probe/one.gguf", secret="s3"), 1.0)
     assert one is not None and one.identity is not None and one.identity.content_length == 5
     assert one.identity.last_modified is not None and one.identity.etag is not None
-    missing = await probe.probe(cache("s3://nobucket/m", secret="s3"))
+    missing = await probe.probe(cache("s3://nobucket/m", secret="s3"), 1.0)
     assert missing is not None and missing.error is not None and SECRET not in missing.error
 
 
@@ -151,7 +151,7 @@ async def test_s3_without_botocore_is_unsupported(
 ) -> None:
     probe, _ = prober
     monkeypatch.setitem(sys.modules, "botocore.session", None)  # the manager's image: no download extra
-    found = await probe.probe(cache("s3://probe/m"))
+    found = await probe.probe(cache("s3://probe/m"), 1.0)
     assert found is not None and found.unsupported is not None and "kthena-py[download]" in found.unsupported
 
 
@@ -176,7 +176,7 @@ async def test_probes_are_bounded_across_caches() -> None:
     port = runner.addresses[0][1]
     probe = Prober(FakeKube(), concurrency=2, timeout=5.0)  # type: ignore[arg-type]
     try:
-        found = await asyncio.gather(*(probe.probe(cache(f"http://127.0.0.1:{port}/f{i}")) for i in range(8)))
+        found = await asyncio.gather(*(probe.probe(cache(f"http://127.0.0.1:{port}/f{i}"), 1.0) for i in range(8)))
     finally:
         await probe.close()
         await runner.cleanup()
