@@ -75,6 +75,7 @@ __all__ = [
     "next_due",
     "plan_refresh",
     "restage_fingerprint",
+    "restaged_tokens",
     "served_directory",
     "split_staging",
     "staged_identity",
@@ -187,6 +188,20 @@ def split_staging(cache: ModelCache, fp: str, jobs: Sequence[JobView]) -> Stagin
         tuple(j for j in jobs if j.content == token),
         tuple(j for j in jobs if j.content != token),
     )
+
+
+def restaged_tokens(cache: ModelCache, fp: str, jobs: Sequence[JobView]) -> list[str]:
+    """The content tokens of the re-staged copies the cache may have on its storage (for its deletion's cleanup).
+
+    Those its download and cleanup Jobs of fingerprint ``fp`` name (label
+    :data:`~kthena_py.vocab.labels.MODEL_CACHE_CONTENT`), and the one ``status.servedDirectory`` names for ``fp``.
+    """
+    tokens = {j.content for j in jobs if j.fingerprint == fp and j.content}
+    served = cache.status.served_directory if cache.status is not None else None
+    first = model_dir(cache.spec.source, cache.spec.revision)
+    if served is not None and served.fingerprint == fp and served.directory.startswith(first + "-"):
+        tokens.add(served.directory[len(first) + 1 :])
+    return sorted(tokens)
 
 
 def staged_identity(

@@ -247,10 +247,18 @@ def download_job(
 
 
 def cleanup_job(
-    cache: ModelCache, name: str, fp: str, settings: JobSettings, node: NodeView | None = None
+    cache: ModelCache,
+    name: str,
+    fp: str,
+    settings: JobSettings,
+    node: NodeView | None = None,
+    directory: str | None = None,
 ) -> dict[str, Any]:
-    """The Job that removes the model directory (``kthena-py download --remove -o <dir>``)."""
-    output = f"{JOB_MOUNT_PATH}/{model_dir(cache.spec.source, cache.spec.revision)}"
+    """The Job that removes the model directory (``kthena-py download --remove -o <dir>``).
+
+    ``directory`` names another directory of the cache (a re-staged copy); default: the first staging's.
+    """
+    output = f"{JOB_MOUNT_PATH}/{directory or model_dir(cache.spec.source, cache.spec.revision)}"
     return _job(cache, name, CLEANUP, fp, node, 0, ["download", "--remove", "-o", output], settings)
 
 
