@@ -298,3 +298,45 @@ def test_status_of_the_served_copy_round_trips_through_the_api_model() -> None:
     mc, done = _converged("OnChange")
     plan = _plan(mc, done, now=5000.0, probe=Probe(4990.0, identity=NEW))
     assert to_dict(cache(status=plan.status).status)["upstream"] == NEW.to_json()
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["active", "failed"]), st.integers(min_value=0, max_value=5), st.booleans()),
+        min_size=1,
+        max_size=4,
+        unique_by=lambda t: t[1],
+    ),
+    st.floats(min_value=5001, max_value=10**6, allow_nan=False),
+)
+def test_on_change_never_switches_while_no_new_copy_succeeded(
+    attempts: list[tuple[str, int, bool]], now: float
+) -> None:
+    mc, done = _converged("OnChange")
+    probed = _plan(mc, done, now=5000.0, probe=Probe(4990.0, identity=NEW))
+    mc = cache(status=probed.status, refreshPolicy="OnChange")
+    token = identity_token(NEW)
+    jobs = [
+        job(mc, state, attempt=attempt, created=5001.0 + attempt, content=token, pod_phase="Running" if pod else None)
+        for state, attempt, pod in attempts
+    ]
+    plan = _plan(mc, done, *jobs, now=now)
+    assert "servedDirectory" not in plan.status and plan.status["sourceETag"] == OLD.etag
+    assert plan.status["path"] == f"pvc://models/{FIRST}" and plan.status["phase"] == "Ready"
+    assert done.name not in {d.name for d in plan.deletes}  # the served copy's Job is never retired first
+
+
+@pytest.mark.parametrize(
+    ("identity", "expected"),
+    [
+        ({"etag": '"e"', "contentLength": 3}, SourceIdentity('"e"', 3)),
+        ({"etag": 7}, None),
+        ("garbage", None),
+        (None, None),
+    ],
+)
+def test_the_result_parser_reads_the_identity_tolerantly(identity: Any, expected: SourceIdentity | None) -> None:
+    from kthena_py.plan.modelcache import parse_result
+
+    parsed = parse_result(result(identity=identity))
+    assert parsed is not None and parsed.ok and parsed.identity == expected
