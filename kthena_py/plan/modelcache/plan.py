@@ -34,7 +34,7 @@ from kthena_py.api.common import to_dict
 from kthena_py.api.modelcache import DownloadProgress, ModelCache
 
 from .naming import download_job_name, fingerprint
-from .refresh import Probe, plan_refresh, served_directory, split_staging
+from .refresh import Probe, plan_refresh, served_copy, served_directory, split_staging
 from .render import VOLCANO, JobSettings, cache_path, claim, download_job, podgroup
 from .status import Event, StatusInputs, cache_events, cache_status
 from .units import Backoff, UnitDecision, decide_unit
@@ -201,8 +201,9 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
             if unit.state != "create" or unit.create_attempt is None:
                 continue
             node = matching.get(str(unit.node)) if unit.node is not None else None
-            name = download_job_name(cache.name, fp, node.name if node else None, unit.create_attempt)
-            job = download_job(cache, name, fp, settings.job, node, unit.create_attempt)
+            key, again = served_copy(cache, fp, staging.token)  # refresh: the served copy may be a re-staged one
+            name = download_job_name(cache.name, key, node.name if node else None, unit.create_attempt)
+            job = download_job(cache, name, fp, settings.job, node, unit.create_attempt, again)
             if settings.job.scheduler_name == VOLCANO:
                 creates.append(Create("PodGroup", podgroup(cache, job), f"the PodGroup of Job {name}"))
             creates.append(

@@ -76,6 +76,7 @@ __all__ = [
     "plan_refresh",
     "restage_fingerprint",
     "restaged_tokens",
+    "served_copy",
     "served_directory",
     "split_staging",
     "staged_identity",
@@ -150,6 +151,19 @@ def served_directory(cache: ModelCache, token: str) -> str:
     """The directory of the copy with content token ``token`` (``""``: the first staging, Kthena's name)."""
     first = model_dir(cache.spec.source, cache.spec.revision)
     return f"{first}-{token}" if token else first
+
+
+def served_copy(cache: ModelCache, fp: str, token: str) -> tuple[str, Restage | None]:
+    """How to (re)create a Job of the served copy ``token``: its name key and its re-staging (``None``: the first).
+
+    A re-staged copy whose Jobs are gone is staged again into its own directory under its own Job names (a hub
+    source pinned to the revision the status recorded for it), never into the first staging's directory.
+    """
+    if not token:
+        return fp, None
+    remote = remote_source(cache.spec.source)
+    pin = cache.status.revision if cache.status is not None and remote is not None and remote.kind == "hf" else None
+    return restage_fingerprint(fp, token), Restage(served_directory(cache, token), token, pin)
 
 
 @dataclass(frozen=True)

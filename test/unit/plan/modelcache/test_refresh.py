@@ -340,3 +340,20 @@ def test_the_result_parser_reads_the_identity_tolerantly(identity: Any, expected
 
     parsed = parse_result(result(identity=identity))
     assert parsed is not None and parsed.ok and parsed.identity == expected
+
+
+def test_a_served_re_staged_copy_whose_jobs_are_gone_is_staged_again_into_its_own_directory() -> None:
+    mc, done = _converged("OnChange")
+    probed = _plan(mc, done, now=5000.0, probe=Probe(4990.0, identity=NEW))
+    mc = cache(status=probed.status, refreshPolicy="OnChange")
+    token = identity_token(NEW)
+    staged = job(mc, "succeeded", created=5001.0, finished=5100.0, content=token, message=_staged(NEW))
+    switched = _plan(mc, done, staged, now=5110.0)
+    after = cache(status={**switched.status, "revision": NEW.etag}, refreshPolicy="OnChange")
+    plan = _plan(after, now=6000.0)  # every Job is gone (deleted by hand)
+    args = _restage_args(plan)
+    assert args[args.index("-o") + 1] == f"/kthena-cache/{FIRST}-{token}"  # never the first directory
+    assert args[args.index("--revision") + 1] == NEW.etag
+    name = next(c.name for c in plan.creates if c.kind == "Job")
+    assert name.startswith(f"llama-{restage_fingerprint(fingerprint(mc.spec), token)[:8]}")
+    assert plan.status["servedDirectory"]["directory"] == f"{FIRST}-{token}"
