@@ -30,6 +30,7 @@ def _subcommand_modules(command: str | None) -> list[ModuleType]:
 
         return [download_args]
     from kthena_py.cli import (
+        attest_args,
         autoscaler,
         crds,
         download_args,
@@ -53,6 +54,7 @@ def _subcommand_modules(command: str | None) -> list[ModuleType]:
         rollout_args,
         status_args,
         download_args,
+        attest_args,
     ]
 
 

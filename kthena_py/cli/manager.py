@@ -12,6 +12,7 @@ servers are imported when the command runs, not when the parser is built; of the
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from kthena_py import __version__
 
@@ -156,6 +157,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "finish (default: 300)",
     )
     m.add_argument(
+        "--model-attestation",
+        choices=("off", "warn", "enforce"),
+        default="off",
+        help="ModelCache attestations: enforce = a cache whose files are not in a statement signed by a trusted key "
+        "is never Ready; warn = it is Ready with AttestationVerified False; off = only caches that reference an "
+        "attestation are checked, as warn (a cache's spec.attestation.policy can only tighten this; default: off)",
+    )
+    m.add_argument(
+        "--model-attestation-keys",
+        default=None,
+        metavar="PATH",
+        help="trusted public keys of ModelCache attestations: a directory of <keyid>.pem files and/or a "
+        "keys.yaml|json listing {keyid, publicKey, notAfter} (e.g. a mounted Secret), read at start",
+    )
+    m.add_argument(
         "--modelcache-revalidation-concurrency",
         type=int,
         default=4,
@@ -172,6 +188,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="diagnostics: append a JSON line per watch event, enqueue, reconcile start/end and status write "
         "to PATH (see bench/converge.py; default: off)",
     )
+
+
+def _attestation_settings(args: argparse.Namespace, log: Any) -> dict[str, Any]:
+    """The ModelCache controller's attestation mode and keys (read now: a bad key fails the start)."""
+    from kthena_py.attestation import ENFORCE, parse_mode
+
+    mode = parse_mode(args.model_attestation)
+    if args.model_attestation_keys is None:
+        if mode == ENFORCE:
+            raise CommandError("--model-attestation=enforce needs --model-attestation-keys (the trusted public keys)")
+        return {"attestation_mode": mode}
+    from kthena_py.cli.attest import read_key_dir
+
+    keys = read_key_dir(args.model_attestation_keys)
+    log.info("attestation keys loaded", mode=mode, keys=sorted(k.keyid for k in keys))
+    return {"attestation_mode": mode, "attestation_keys": keys}
 
 
 def _own_namespace() -> str:
@@ -240,6 +272,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             from kthena_py.controllers.modelcache import Settings as CacheSettings
 
             cache_settings = CacheSettings(
+                **_attestation_settings(args, log),
                 scheduler_name=args.modelcache_scheduler_name,
                 cleanup_timeout=args.modelcache_cleanup_timeout,
                 revalidation_concurrency=max(1, args.modelcache_revalidation_concurrency),

@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +42,12 @@ HUB_SECRET = "hub"
 class ManagerProcess:
     """The manager as a child process; :meth:`kill` sends SIGKILL, :meth:`start` starts a fresh one."""
 
-    def __init__(self, kubeconfig: Path, namespace: str, log: Path, cleanup_timeout: float) -> None:
+    def __init__(
+        self, kubeconfig: Path, namespace: str, log: Path, cleanup_timeout: float, extra_args: Sequence[str] = ()
+    ) -> None:
         self.kubeconfig, self.namespace, self.log = kubeconfig, namespace, log
         self.cleanup_timeout = cleanup_timeout
+        self.extra_args = tuple(extra_args)
         self.proc: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
@@ -68,6 +71,7 @@ class ManagerProcess:
                 DOWNLOADER_IMAGE,
                 "--modelcache-cleanup-timeout",
                 str(self.cleanup_timeout),
+                *self.extra_args,
                 stdout=out,
                 stderr=out,
             )
@@ -80,10 +84,10 @@ class ManagerProcess:
 
 @contextlib.asynccontextmanager
 async def running_manager(
-    kubeconfig: Path, namespace: str, log: Path, cleanup_timeout: float = 300.0
+    kubeconfig: Path, namespace: str, log: Path, cleanup_timeout: float = 300.0, extra_args: Sequence[str] = ()
 ) -> AsyncIterator[ManagerProcess]:
-    """A manager process scoped to ``namespace`` until the block ends (then killed)."""
-    manager = ManagerProcess(kubeconfig, namespace, log, cleanup_timeout)
+    """A manager process scoped to ``namespace`` until the block ends (then killed); ``extra_args`` are more flags."""
+    manager = ManagerProcess(kubeconfig, namespace, log, cleanup_timeout, extra_args)
     await manager.start()
     try:
         yield manager

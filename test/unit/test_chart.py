@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -263,3 +264,29 @@ def test_modelbooster_downloader_image_values(helm_path: Path) -> None:
     assert flag("modelBooster.downloaderImage=kthena/downloader:v1") == [
         "--modelbooster-downloader-image=kthena/downloader:v1"
     ]
+
+
+def test_attestation_values_set_the_mode_and_mount_the_keys_secret(helm_path: Path) -> None:
+    off = render(helm_path, crds=False)
+    assert not [a for a in manager_args(off) if a.startswith("--model-attestation")]
+    on = render(
+        helm_path, "modelCache.attestation.mode=enforce", "modelCache.attestation.keysSecret=model-keys", crds=False
+    )
+    args = manager_args(on)
+    assert "--model-attestation=enforce" in args
+    assert "--model-attestation-keys=/etc/kthena-py/attestation-keys" in args
+    pod = the(on, "Deployment")["spec"]["template"]["spec"]
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "attestation-keys")
+    assert mount == {"name": "attestation-keys", "mountPath": "/etc/kthena-py/attestation-keys", "readOnly": True}
+    volume = next(v for v in pod["volumes"] if v["name"] == "attestation-keys")
+    assert volume["secret"] == {"secretName": "model-keys"}
+    warn = render(helm_path, "modelCache.attestation.mode=warn", crds=False)
+    assert "--model-attestation=warn" in manager_args(warn)
+    assert not [a for a in manager_args(warn) if a.startswith("--model-attestation-keys")]
+    rules = the(off, "ClusterRole", "kthena-py-controller-manager")["rules"]
+    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]} in rules
+
+
+def test_enforce_without_a_keys_secret_is_refused(helm_path: Path) -> None:
+    with pytest.raises(AssertionError, match=r"needs modelCache\.attestation\.keysSecret"):
+        render(helm_path, "modelCache.attestation.mode=enforce", crds=False)

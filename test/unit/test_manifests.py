@@ -402,7 +402,8 @@ def test_cluster_role_covers_the_controllers(base: list[Doc]) -> None:
     }
     for key, verbs in expected.items():
         assert verbs <= granted.get(key, set()), f"ClusterRole lacks {sorted(verbs - granted.get(key, set()))} on {key}"
-    assert ("", "configmaps") not in granted
+    # ConfigMaps: only the get of a ModelCache's attestation (by the name its spec gives), never list, watch or write.
+    assert granted.get(("", "configmaps")) == {"get"}
     assert ("coordination.k8s.io", "leases") not in granted, "leases belong in the namespaced Role"
     crd_verbs = granted[("apiextensions.k8s.io", "customresourcedefinitions")]
     assert crd_verbs == watch, "CRDs are only read (feature detection)"

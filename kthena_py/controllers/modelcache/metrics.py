@@ -16,7 +16,16 @@ from prometheus_client import Counter, Gauge, Histogram
 from kthena_py.api.modelcache import ModelCachePhase
 from kthena_py.runtime.metrics import REGISTRY
 
-__all__ = ["BYTES", "DOWNLOAD_SECONDS", "JOB_WRITES", "PHASE", "REVALIDATIONS", "forget", "set_phase"]
+__all__ = [
+    "ATTESTATION_VERIFIED",
+    "BYTES",
+    "DOWNLOAD_SECONDS",
+    "JOB_WRITES",
+    "PHASE",
+    "REVALIDATIONS",
+    "forget",
+    "set_phase",
+]
 
 PHASES: tuple[str, ...] = get_args(ModelCachePhase)
 
@@ -51,6 +60,13 @@ JOB_WRITES: Final = Counter(
     ("kind", "action", "result"),
     registry=REGISTRY,
 )
+ATTESTATION_VERIFIED: Final = Gauge(
+    "kthena_modelcache_attestation_verified",
+    "1 when a ModelCache's attestation verified (AttestationVerified True), 0 when it did not; no series while "
+    "nothing is staged or no attestation is checked.",
+    ("namespace", "name"),
+    registry=REGISTRY,
+)
 
 
 def set_phase(namespace: str, name: str, phase: str) -> None:
@@ -66,3 +82,5 @@ def forget(namespace: str, name: str) -> None:
             PHASE.remove(namespace, name, candidate)
     with contextlib.suppress(KeyError):
         BYTES.remove(namespace, name)
+    with contextlib.suppress(KeyError):
+        ATTESTATION_VERIFIED.remove(namespace, name)

@@ -8,10 +8,14 @@ Guarantees:
   shared pod cache holds only ModelServing pods (:func:`~kthena_py.controllers.resources.narrow_cache`), and a
   download pod's termination message and IP are needed only while its Job runs or just finished.
 * A ModelServing names a cache by the annotation :data:`~kthena_py.vocab.labels.MODEL_CACHE` (same namespace).
+* The ConfigMap of ``spec.attestation`` is read live (one GET, only when the cache references one; ConfigMaps
+  are not cached nor watched): :func:`read_attestation`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 import pydantic
@@ -23,10 +27,11 @@ from kthena_py.api.modelcache import (
     ModelCache,
     ModelCacheStatus,
 )
-from kthena_py.kube import KubeApi
+from kthena_py.kube import KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, annotations_of, name_of
-from kthena_py.kube.resources import JOBS, NODES, PERSISTENT_VOLUME_CLAIMS, PODS
+from kthena_py.kube.resources import CONFIGMAPS, JOBS, NODES, PERSISTENT_VOLUME_CLAIMS, PODS
 from kthena_py.plan.modelcache import (
+    AttestationDocument,
     Observed,
     claim_view,
     job_view,
@@ -39,7 +44,7 @@ from kthena_py.vocab.labels import MODEL_CACHE, MODEL_CACHE_NAME
 
 from ..resources import MODELSERVINGS
 
-__all__ = ["naming_modelservings", "observe", "parse_cache"]
+__all__ = ["naming_modelservings", "observe", "parse_cache", "read_attestation"]
 
 
 def parse_cache(obj: KubeObject) -> ModelCache:
@@ -71,10 +76,44 @@ def naming_modelservings(cache: CacheReader, namespace: str, name: str) -> tuple
     )
 
 
+async def read_attestation(client: KubeApi, mc: ModelCache) -> AttestationDocument | None:
+    """The envelope ``spec.attestation`` references (live GET), ``None`` when it references none.
+
+    Raises:
+        ApiError: The read failed other than with NotFound (the engine retries).
+    """
+    reference = mc.spec.attestation
+    if reference is None:
+        return None
+    ref = reference.config_map_key_ref
+    try:
+        config_map = await client.get(CONFIGMAPS, ref.name, mc.namespace)
+    except NotFound:
+        return AttestationDocument(missing=f"ConfigMap {ref.name} not found in namespace {mc.namespace}")
+    data = config_map.get("data") or {}
+    binary = config_map.get("binaryData") or {}
+    if isinstance(data.get(ref.key), str):
+        return AttestationDocument(text=data[ref.key])
+    if isinstance(binary.get(ref.key), str):
+        try:
+            return AttestationDocument(text=base64.b64decode(binary[ref.key]).decode("utf-8"))
+        except (binascii.Error, UnicodeDecodeError):
+            return AttestationDocument(text="")  # not an envelope: the verdict says so
+    return AttestationDocument(missing=f"ConfigMap {ref.name} has no key {ref.key}")
+
+
 async def observe(
-    client: KubeApi, cache: CacheReader, mc: ModelCache, progress: dict[str, DownloadProgress] | None = None
+    client: KubeApi,
+    cache: CacheReader,
+    mc: ModelCache,
+    progress: dict[str, DownloadProgress] | None = None,
+    *,
+    attestation: bool = True,
 ) -> Observed:
-    """Everything :func:`~kthena_py.plan.modelcache.plan_cache` and ``plan_deletion`` need about ``mc``."""
+    """Everything :func:`~kthena_py.plan.modelcache.plan_cache` and ``plan_deletion`` need about ``mc``.
+
+    ``attestation=False`` skips the attestation read (a deletion does not need it).
+    """
     jobs = cache.owned_by(JOBS, mc.uid) if mc.uid else []
     pods: list[KubeObject] = []
     if jobs:
@@ -91,4 +130,5 @@ async def observe(
         requested=bool(users),
         in_use_by=users,
         progress=progress or {},
+        attestation=await read_attestation(client, mc) if attestation else None,
     )

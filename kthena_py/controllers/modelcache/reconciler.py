@@ -42,6 +42,7 @@ from kthena_py.vocab.times import parse_time
 from ..resources import MODELCACHES
 from . import metrics
 from .apply import apply_changes, set_finalizer, write_status
+from .attestation import report_attestation
 from .observe import observe, parse_cache
 from .progress import ProgressSource, scrape_all
 from .revalidate import Prober, probe_fields
@@ -148,6 +149,7 @@ class CacheReconciler:
     def _metrics(self, mc: ModelCache, observed: Observed, status: dict[str, object]) -> None:
         phase = str(status.get("phase") or "")
         metrics.set_phase(mc.namespace, mc.name, phase)
+        report_attestation(mc, status)
         size = status.get("sizeBytes")
         if isinstance(size, int):
             metrics.BYTES.labels(mc.namespace, mc.name).set(size)
@@ -160,7 +162,7 @@ class CacheReconciler:
     async def _delete(self, obj: KubeObject, mc: ModelCache) -> Result | None:
         if MODEL_CACHE_FINALIZER not in (meta(obj).get("finalizers") or []):
             return None
-        observed = await observe(self.client, self.cache, mc)
+        observed = await observe(self.client, self.cache, mc, attestation=False)
         now = self._now()
         deleted_at = parse_time(meta(obj).get("deletionTimestamp")) or now
         plan = plan_deletion(mc, observed, self.settings, now, deleted_at)

@@ -7,9 +7,10 @@ cleanup bound or the backoff changes exactly what the planner sees.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from kthena_py.plan.modelcache import VOLCANO, Backoff, JobSettings, PlanSettings
+from kthena_py.attestation import OFF, Mode, TrustedKeys
+from kthena_py.plan.modelcache import VOLCANO, AttestationSettings, Backoff, JobSettings, PlanSettings
 
 __all__ = ["DEFAULT_DOWNLOADER_IMAGE", "Settings"]
 
@@ -34,6 +35,9 @@ class Settings:
         backoff_cap: The longest wait between retries.
         backoff_limit: Pod retries inside one download Job.
         command: The downloader's command in the image.
+        attestation_mode: ``--model-attestation`` (``off``, ``warn``, ``enforce``).
+        attestation_keys: The trusted keys loaded at start from ``--model-attestation-keys``.
+        attestation_recheck: Seconds between reads of a referenced attestation that does not verify.
         revalidation_concurrency: Source revalidations at a time across every cache
             (``--modelcache-revalidation-concurrency``).
         revalidation_timeout: Seconds one revalidation probe may take (the Secret's read included).
@@ -49,6 +53,9 @@ class Settings:
     backoff_cap: float = 600.0
     backoff_limit: int = 1
     command: tuple[str, ...] = ("kthena-py",)
+    attestation_mode: Mode = OFF
+    attestation_keys: TrustedKeys = field(default_factory=lambda: TrustedKeys({}))
+    attestation_recheck: float = 30.0
     revalidation_concurrency: int = 4
     revalidation_timeout: float = 10.0
 
@@ -65,4 +72,5 @@ class Settings:
             backoff=Backoff(base=self.backoff_base, cap=self.backoff_cap),
             progress_interval=self.progress_interval,
             cleanup_timeout=self.cleanup_timeout,
+            attestation=AttestationSettings(self.attestation_mode, self.attestation_keys, self.attestation_recheck),
         )

@@ -6,9 +6,11 @@
 * :mod:`.render`: the download and cleanup Jobs, PodGroups and the claim;
 * :mod:`.units`: one unit's (shared storage, or one node's) decision, with retries and backoff;
 * :mod:`.status`: the status, conditions and Events;
+* :mod:`.attestation`: the ``AttestationVerified`` condition and whether it holds the cache from Ready;
 * :mod:`.plan`: :func:`plan_cache` for a live cache; :mod:`.deletion`: :func:`plan_deletion` for a deleting one.
 """
 
+from kthena_py.plan.modelcache.attestation import AttestationDocument, AttestationSettings
 from kthena_py.plan.modelcache.deletion import ABANDONED, CLEANED, IN_USE, DeletionPlan, plan_deletion
 from kthena_py.plan.modelcache.naming import (
     bounded_name,
@@ -62,6 +64,8 @@ __all__ = [
     "JOB_MOUNT_PATH",
     "PERMANENT_REASONS",
     "VOLCANO",
+    "AttestationDocument",
+    "AttestationSettings",
     "Backoff",
     "CachePlan",
     "ClaimView",

@@ -18,7 +18,8 @@ returns a :class:`CachePlan`. Rules:
   deletion's cleanup (:mod:`.deletion`) needs. Running or failed Jobs on nodes that no longer exist are deleted;
   a succeeded one stays, so that the deletion can name the node its files were left on.
 * ``requeue_after``: the soonest retry, and :attr:`PlanSettings.progress_interval` while a download runs or
-  starts (progress is scraped, not watched), and the next revalidation.
+  starts (progress is scraped, not watched), and the next revalidation; while a referenced attestation does not
+  verify, its recheck interval (:func:`~.attestation.recheck_after`: the ConfigMap is not watched).
 * Revalidation and ``OnChange`` re-staging (:mod:`.refresh`): the download Jobs of the spec are split by the
   copy they stage; the served copy's Jobs are the units' history; the refresh planner adds the source identity
   fields, ``SourceDrifted``, re-staging Jobs (with their PodGroups) and deletes Jobs of other copies.
@@ -33,6 +34,7 @@ from typing import Any, Literal
 from kthena_py.api.common import to_dict
 from kthena_py.api.modelcache import DownloadProgress, ModelCache
 
+from .attestation import AttestationDocument, AttestationInputs, AttestationSettings, recheck_after
 from .naming import download_job_name, fingerprint
 from .refresh import Probe, plan_refresh, served_copy, served_directory, split_staging
 from .render import VOLCANO, JobSettings, cache_path, claim, download_job, podgroup
@@ -54,12 +56,14 @@ class PlanSettings:
         backoff: Retry delays after failed download Jobs.
         progress_interval: Seconds between looks while a download runs (progress scrape).
         cleanup_timeout: Seconds after ``deletionTimestamp`` after which the finalizer goes regardless.
+        attestation: The manager's attestation mode and trusted keys (:mod:`.attestation`).
     """
 
     job: JobSettings = field(default_factory=JobSettings)
     backoff: Backoff = field(default_factory=Backoff)
     progress_interval: float = 5.0
     cleanup_timeout: float = 300.0
+    attestation: AttestationSettings = field(default_factory=AttestationSettings)
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class Observed:
         requested: Some ModelServing of the namespace names the cache.
         in_use_by: The ModelServings naming the cache (deletion waits for them).
         progress: Scraped progress of running download Jobs, by Job name.
+        attestation: The referenced attestation envelope, read live (``None`` when the cache references none).
     """
 
     jobs: tuple[JobView, ...] = ()
@@ -81,6 +86,7 @@ class Observed:
     requested: bool = False
     in_use_by: tuple[str, ...] = ()
     progress: Mapping[str, DownloadProgress] = field(default_factory=dict)
+    attestation: AttestationDocument | None = None
     probe: Probe | None = None
     """This pass's revalidation of the source (:mod:`.refresh`), when one ran."""
 
@@ -227,6 +233,7 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
         waiting=waiting,
         progress=observed.progress,
         created_job=created_job,
+        attestation=AttestationInputs(settings.attestation, cache.spec.attestation, observed.attestation),
     )
     status = cache_status(cache, inputs, now)
     previous = to_dict(cache.status) if cache.status is not None else {}
@@ -258,6 +265,9 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
         waits.append(refresh.next_check - now)
     if any(u.state in ("running", "starting", "create") for u in units):
         waits.append(settings.progress_interval)
+    recheck = recheck_after(cache.spec.attestation, status, settings.attestation)
+    if recheck is not None:
+        waits.append(recheck)  # ConfigMaps are not watched: a failing attestation is read again (bounded)
     requeue = max(0.5, min(waits)) if waits else None
     unique = {d.name: d for d in deletes}
     return CachePlan(fp, tuple(creates), tuple(unique.values()), status, events, requeue)

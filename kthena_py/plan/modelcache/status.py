@@ -43,6 +43,7 @@ from kthena_py.vocab.conditions import (
     DEGRADED,
     PROGRESSING,
     READY,
+    REASON_ATTESTATION_FAILED,
     REASON_CACHE_PENDING,
     REASON_CACHE_READY,
     REASON_DOWNLOADING,
@@ -51,6 +52,7 @@ from kthena_py.vocab.conditions import (
 )
 from kthena_py.vocab.times import format_time
 
+from .attestation import AttestationInputs, attestation_condition, attestation_events, check_attestation, held_message
 from .result import human_size
 from .units import UnitDecision
 
@@ -79,6 +81,7 @@ class StatusInputs:
         waiting: Why nothing is staged yet although nothing failed (``prefetch: false``), or ``None``.
         progress: The scraped progress of running download Jobs, by Job name.
         created_job: The name of a download Job created by this pass, if any.
+        attestation: The attestation settings, reference and document (:mod:`.attestation`), or ``None``.
     """
 
     fingerprint: str
@@ -89,6 +92,7 @@ class StatusInputs:
     waiting: str | None = None
     progress: Mapping[str, DownloadProgress] | None = None
     created_job: str | None = None
+    attestation: AttestationInputs | None = None
 
 
 def combine_progress(reports: Sequence[DownloadProgress]) -> DownloadProgress | None:
@@ -206,6 +210,13 @@ def cache_status(cache: ModelCache, inputs: StatusInputs, now: float) -> dict[st
         for key in ("size", "sizeBytes", "files", "sha256", "revision"):
             if key in previous:
                 status[key] = previous[key]
+    # Attestation (issue 26, see .attestation): an enforced one that does not verify holds the cache from Ready.
+    check = None
+    if inputs.attestation is not None:
+        staged = {f["name"]: f["sha256"] for f in status.get("files") or []} if ready_units else None
+        check = check_attestation(inputs.attestation, staged, status.get("sha256"), now)
+        if check is not None and check.holds:
+            phase = status["phase"] = PHASE_FAILED
     if phase == PHASE_DOWNLOADING and inputs.progress:
         running = [inputs.progress[u.job.name] for u in inputs.units if u.job and u.job.name in inputs.progress]
         progress = combine_progress([r for r in running if r is not None])
@@ -222,6 +233,8 @@ def cache_status(cache: ModelCache, inputs: StatusInputs, now: float) -> dict[st
         phase, REASON_CACHE_PENDING
     )
     degraded = _degraded(inputs)
+    if check is not None and check.holds:
+        degraded = (REASON_ATTESTATION_FAILED, held_message(check))
     if phase == PHASE_FAILED and degraded is not None:
         ready_reason = degraded[0]
     ready_message = {
@@ -231,6 +244,8 @@ def cache_status(cache: ModelCache, inputs: StatusInputs, now: float) -> dict[st
     if inputs.node_local and phase == PHASE_READY:
         ready_message = f"ready on {len(ready_units)} node(s): " + ", ".join(status["nodes"])
     progressing = _progressing(inputs, phase)
+    if check is not None and check.holds and not progressing[0]:
+        progressing = (False, REASON_ATTESTATION_FAILED, held_message(check))
     status["conditions"] = [
         _condition(conditions_before, READY, phase == PHASE_READY, ready_reason, ready_message, gen, stamp),
         _condition(conditions_before, PROGRESSING, *progressing, gen, stamp),
@@ -244,6 +259,8 @@ def cache_status(cache: ModelCache, inputs: StatusInputs, now: float) -> dict[st
             stamp,
         ),
     ]
+    if check is not None:
+        status["conditions"].append(attestation_condition(conditions_before, check, gen, stamp))
     return status
 
 
@@ -273,4 +290,5 @@ def cache_events(previous: Mapping[str, Any], status: Mapping[str, Any], source:
         or old.get("message") != new.get("message")
     ):
         events.append(Event("Warning", str(new.get("reason")), str(new.get("message"))))
+    events += [Event(*event) for event in attestation_events(previous, status)]
     return events
