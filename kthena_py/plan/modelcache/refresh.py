@@ -21,7 +21,8 @@ served copy's identity, from its download result (kept from the previous status 
   served and the new identity; nothing else happens, the cache keeps serving;
 * ``True``/``Restaging`` (``OnChange``): the new content is being staged beside the served copy;
 * ``Unknown``/``RevalidationFailed``: the probe failed, or the identities cannot be compared; the served
-  identity and ``upstream`` stay as they were; ``Unknown``/``RevalidationUnsupported``: see :class:`Probe`.
+  identity and ``upstream`` stay as they were, and a re-staging follows ``upstream`` (a failed probe neither
+  starts nor aborts one); ``Unknown``/``RevalidationUnsupported``: see :class:`Probe`.
 
 A Warning Event is recorded once per transition into True or Unknown (not on every probe), a Normal one when a
 re-staged copy starts to be served.
@@ -346,7 +347,11 @@ def plan_refresh(
     gen = cache.generation
     stamp = format_time(now)
     condition: dict[str, Any] | None = None
-    wanted: str | None = None
+    same = same_content(staged, upstream) if staged is not None and upstream is not None else None
+    restages = cache.spec.refresh_policy == REFRESH_ON_CHANGE and cache.spec.storage.node_local is None
+    # What to stage follows the last identity the source gave, whatever the last probe said (a failed probe
+    # neither starts nor aborts a re-staging).
+    wanted = identity_token(upstream) if restages and same is False and upstream is not None else None
     if probe is not None and probe.unsupported is not None:
         condition = _drift_condition(
             previous, "Unknown", REASON_REVALIDATION_UNSUPPORTED, probe.unsupported, gen, stamp
@@ -357,7 +362,6 @@ def plan_refresh(
     elif probe is None and _condition(previous, SOURCE_DRIFTED).get("status") == "Unknown":
         condition = dict(_condition(previous, SOURCE_DRIFTED))  # unknown until the next probe says otherwise
     elif upstream is not None:
-        same = same_content(staged, upstream) if staged is not None else None
         if same is None:
             message = "the served copy's identity is unknown, or shares nothing comparable with the source's"
             condition = _drift_condition(previous, "Unknown", REASON_REVALIDATION_FAILED, message, gen, stamp)
@@ -367,8 +371,7 @@ def plan_refresh(
         else:
             assert staged is not None
             change = f"staged: {staged.describe()}; source now: {upstream.describe()}"
-            if cache.spec.refresh_policy == REFRESH_ON_CHANGE and cache.spec.storage.node_local is None:
-                wanted = identity_token(upstream)
+            if wanted is not None:
                 message = f"the source changed; staging it into {served_directory(cache, wanted)} ({change})"
                 condition = _drift_condition(previous, "True", REASON_RESTAGING, message, gen, stamp)
             else:
@@ -387,10 +390,10 @@ def plan_refresh(
     stale = tuple(j for j in staging.others if j not in restage_jobs)
     creates: list[dict[str, Any]] = []
     restaging_job: str | None = None
-    if wanted is not None and served_ready and upstream is not None:
+    if wanted is not None and upstream is not None:
         unit = decide_unit(None, restage_jobs, now, backoff)
         stale += unit.superseded
-        if unit.state == "create" and unit.create_attempt is not None and may_create:
+        if unit.state == "create" and unit.create_attempt is not None and may_create and served_ready:
             name = download_job_name(cache.name, restage_fingerprint(fp, wanted), None, unit.create_attempt)
             pin = upstream.etag if remote.kind == "hf" else None
             restage = Restage(served_directory(cache, wanted), wanted, pin)
@@ -400,12 +403,11 @@ def plan_refresh(
             restaging_job = unit.job.name
         if unit.retry_at is not None:
             waits.append(unit.retry_at)
-        if condition is not None and restaging_job is not None:
+        restaging = condition is not None and condition.get("reason") == REASON_RESTAGING
+        if condition is not None and restaging and restaging_job is not None:
             condition["message"] += f" (Job {restaging_job})"
-        if unit.failure is not None and condition is not None:
+        if unit.failure is not None and condition is not None and restaging:
             condition["message"] += f"; the last attempt failed: {unit.failure.message}"
-    else:
-        stale = staging.others
     when = next_due(cache, {**status, **out})
     if when is not None:
         waits.append(when)

@@ -193,7 +193,22 @@ def test_a_probe_failure_never_changes_the_served_identity(policy: str, upstream
     after = _plan(cache(status=before.status, refreshPolicy=policy), done, now=5000.0, probe=Probe(4990.0, error=error))
     for key in ("sourceETag", "sourceContentLength", "upstream", "servedDirectory", "path"):
         assert after.status.get(key) == before.status.get(key)
-    assert after.creates == ()
+    # Nor what is staged: the same re-staging (same Job names) or none, as the last identity says.
+    assert [c.name for c in after.creates] == [c.name for c in before.creates]
+    if policy == "IfNotPresent":
+        assert after.creates == ()
+
+
+def test_a_failed_probe_neither_starts_nor_aborts_a_re_staging() -> None:
+    mc, done = _converged("OnChange")
+    probed = _plan(mc, done, now=5000.0, probe=Probe(4990.0, identity=NEW))
+    mc = cache(status=probed.status, refreshPolicy="OnChange")
+    restaging = job(mc, "active", created=5001.0, content=identity_token(NEW))
+    failed = _plan(mc, done, restaging, now=7000.0, probe=Probe(6990.0, error="HTTP 503"))
+    assert failed.deletes == () and failed.creates == ()
+    assert _drift(failed)["reason"] == "RevalidationFailed"  # type: ignore[index]
+    quiet = _plan(cache(status=failed.status, refreshPolicy="OnChange"), done, restaging, now=7100.0)
+    assert quiet.deletes == () and quiet.creates == ()
 
 
 def test_a_source_that_is_not_remote_has_no_drift_condition() -> None:
