@@ -7,6 +7,8 @@ Guarantees:
 * :func:`render_result` gives the JSON the ModelCache controller reads from the pod's termination message:
   always at most :data:`RESULT_LIMIT` bytes (the kubelet's limit), dropping file entries from the end (and
   saying how many with ``filesOmitted``) and shortening the message when needed;
+* model metadata (``gguf``, ``modelConfig``, or a short ``metadataError``: :attr:`Outcome.metadata`) is the
+  first thing dropped when the result would not fit, before any file entry or the message;
 * a successful result names the identity of the staged source content (``identity``: ``etag``,
   ``contentLength``, ``lastModified``, :mod:`kthena_py.sourceid`), bounded in size by that module;
 * the result never holds a credential: the source is the sanitized one and the message is redacted by the
@@ -86,6 +88,8 @@ class Outcome:
     revision: str | None = None
     files: tuple[FileEntry, ...] = field(default_factory=tuple)
     cached: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    """Extra result keys describing the model (``gguf``, ``modelConfig``, ``metadataError``); dropped first."""
     identity: SourceIdentity | None = None
     """The identity of the source content staged (``identity`` in the JSON; absent for local sources)."""
 
@@ -100,7 +104,9 @@ class Outcome:
         return EXIT_CODES[self.reason]
 
 
-def _document(outcome: Outcome, files: tuple[FileEntry, ...], omitted: int, message: str) -> dict[str, Any]:
+def _document(
+    outcome: Outcome, files: tuple[FileEntry, ...], omitted: int, message: str, *, metadata: bool = False
+) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "phase": "Succeeded" if outcome.succeeded else "Failed",
         "reason": outcome.reason.value,
@@ -115,6 +121,8 @@ def _document(outcome: Outcome, files: tuple[FileEntry, ...], omitted: int, mess
     }
     if omitted:
         doc["filesOmitted"] = omitted
+    if metadata:
+        doc.update(outcome.metadata)
     if outcome.identity is not None:
         doc["identity"] = outcome.identity.to_json()
     return doc
@@ -127,11 +135,15 @@ def _encode(doc: dict[str, Any]) -> str:
 def render_result(outcome: Outcome, limit: int = RESULT_LIMIT) -> str:
     """The JSON result, at most ``limit`` bytes (UTF-8).
 
-    Files are dropped from the end until it fits (``filesOmitted`` says how many); then the message is cut.
-    ``size`` and ``fileCount`` always describe every file.
+    The model metadata is dropped first; then files from the end until it fits (``filesOmitted`` says how many);
+    then the message is cut. ``size`` and ``fileCount`` always describe every file.
     """
     message = outcome.message
     files = outcome.files
+    if outcome.metadata:
+        text = _encode(_document(outcome, files, 0, message, metadata=True))
+        if len(text.encode()) <= limit:
+            return text
     text = _encode(_document(outcome, files, 0, message))
     if len(text.encode()) <= limit:
         return text

@@ -9,6 +9,8 @@ Guarantees:
   (their partials stay for the next run);
 * the marker is written last, atomically, only when every file verified; it and the result name the source's
   identity (:func:`source_identity`), which a later run that finds the marker reports again;
+* a successful outcome carries the staged model's metadata, read under the lock (:mod:`.metadata`: never fails
+  the run);
 * every failure becomes an :class:`~.result.Outcome` with its reason and a message with credentials
   redacted; the run never raises.
 """
@@ -32,6 +34,7 @@ from .config import Settings
 from .credentials import redact, sanitize_source
 from .filesystems import DirectIO, direct_io_allowed, output_filesystem
 from .marker import Marker, RequestKey, encode
+from .metadata import attach_metadata
 from .plan import (
     Expectation,
     Fetch,
@@ -251,7 +254,8 @@ async def execute(request: Request, progress: Progress | None = None) -> Outcome
         lock = state.DirLock(request.out)
         await asyncio.to_thread(lock.acquire)
         try:
-            return await _download(request, spec, key, progress)
+            outcome = await _download(request, spec, key, progress)
+            return await attach_metadata(outcome, request.files)  # what the staged model says (never fails it)
         finally:
             lock.release()
     except DownloadError as exc:

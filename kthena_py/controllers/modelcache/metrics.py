@@ -3,7 +3,8 @@
 Guarantees: ``kthena_modelcache_phase`` is 1 for the cache's current phase and 0 for the other three, and a
 deleted cache's series are removed (:func:`forget`), so the gauge counts caches per phase with ``sum by
 (phase)``; the download histogram gets one sample per cache that becomes Ready (from its Job's start to its
-end, as the Job reports them), never one per reconcile.
+end, as the Job reports them), never one per reconcile; ``kthena_modelcache_model_info`` has one series per cache
+whose status says what the model is (:func:`set_model` replaces the old series when the model changes).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ __all__ = [
     "BYTES",
     "DOWNLOAD_SECONDS",
     "JOB_WRITES",
+    "MODEL_INFO",
     "PHASE",
     "REVALIDATIONS",
     "forget",
+    "set_model",
     "set_phase",
 ]
 
@@ -68,6 +71,26 @@ ATTESTATION_VERIFIED: Final = Gauge(
     registry=REGISTRY,
 )
 
+MODEL_INFO: Final = Gauge(
+    "kthena_modelcache_model_info",
+    "1 for what each ModelCache's model is, from status.gguf (else status.modelConfig, whose dtype stands for the "
+    "quantization).",
+    ("namespace", "name", "architecture", "quantization", "context_length"),
+    registry=REGISTRY,
+)
+_MODEL_SERIES: dict[tuple[str, str], tuple[str, str, str]] = {}
+
+
+def set_model(namespace: str, name: str, labels: tuple[str, str, str] | None) -> None:
+    """Record what the cache's model is (``None``: not known), replacing the series of a previous model."""
+    before = _MODEL_SERIES.pop((namespace, name), None)
+    if before is not None and before != labels:
+        with contextlib.suppress(KeyError):
+            MODEL_INFO.remove(namespace, name, *before)
+    if labels is not None:
+        _MODEL_SERIES[(namespace, name)] = labels
+        MODEL_INFO.labels(namespace, name, *labels).set(1)
+
 
 def set_phase(namespace: str, name: str, phase: str) -> None:
     """Record ``phase`` as the cache's current phase."""
@@ -84,3 +107,4 @@ def forget(namespace: str, name: str) -> None:
         BYTES.remove(namespace, name)
     with contextlib.suppress(KeyError):
         ATTESTATION_VERIFIED.remove(namespace, name)
+    set_model(namespace, name, None)

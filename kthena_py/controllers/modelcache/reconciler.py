@@ -31,6 +31,7 @@ from kthena_py.api.modelcache import PHASE_READY, DownloadProgress, ModelCache
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, is_deleting, meta
 from kthena_py.plan.modelcache import DOWNLOAD, Observed, PlanSettings, fingerprint, plan_cache, plan_deletion
+from kthena_py.plan.modelcache.metadata import model_labels
 from kthena_py.plan.modelcache.refresh import due
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
@@ -153,6 +154,7 @@ class CacheReconciler:
         size = status.get("sizeBytes")
         if isinstance(size, int):
             metrics.BYTES.labels(mc.namespace, mc.name).set(size)
+        metrics.set_model(mc.namespace, mc.name, model_labels(status))
         before = to_dict(mc.status).get("phase") if mc.status is not None else None
         if phase == PHASE_READY and before != PHASE_READY:
             job = next((j for j in observed.jobs if j.name == status.get("jobName")), None)

@@ -14,6 +14,8 @@ This is the one module that reads the downloader's output, tolerantly (pure):
   ``bytes`` for its ``size``. Without ``ok`` or ``phase``, success means no failure reason and no ``error``. A
   missing size is the sum of the files' sizes; malformed entries are skipped, never raised. Text that holds no
   JSON object gives ``None`` (the caller shows the text).
+* the result's ``gguf`` and ``modelConfig`` objects (the staged model's metadata) are read by :mod:`.metadata`
+  into :attr:`DownloadResult.gguf` / :attr:`DownloadResult.model_config` (a bad field is left out).
 * :func:`parse_progress` takes the decoded body of ``GET /progress`` (``bytesDone``, ``bytesTotal``,
   ``filesDone``, ``filesTotal``, ``etaSeconds``, ...) and returns a :class:`DownloadProgress` with ``percent``
   computed (floor, ``"42%"``), or ``None`` when it is not such an object.
@@ -27,9 +29,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from kthena_py.api.modelcache import DownloadProgress, ModelCacheFile
+from kthena_py.api.modelcache import DownloadProgress, GGUFMetadata, ModelCacheFile, ModelConfigMetadata
 from kthena_py.sourceid import SourceIdentity
 from kthena_py.vocab.conditions import REASON_DOWNLOAD_FAILED
+
+from .metadata import gguf_of, model_config_of
 
 __all__ = ["DownloadResult", "human_size", "parse_progress", "parse_result"]
 
@@ -50,6 +54,8 @@ class DownloadResult:
         size_bytes: Their total size, when known.
         revision: The revision the source resolved to, when reported.
         sha256: The digest of a one-file model, when reported.
+        gguf: What the staged GGUF's header says, when reported.
+        model_config: What the staged ``config.json`` says, when reported.
         identity: The identity of the staged source content (``identity``: ETag, length, last modification).
     """
 
@@ -60,6 +66,8 @@ class DownloadResult:
     size_bytes: int | None = None
     revision: str | None = None
     sha256: str | None = None
+    gguf: GGUFMetadata | None = None
+    model_config: ModelConfigMetadata | None = None
     identity: SourceIdentity | None = None
 
 
@@ -141,6 +149,8 @@ def parse_result(text: str | None) -> DownloadResult | None:
         size_bytes=size,
         revision=_text(data.get("revision")),
         sha256=digest.lower() if digest else None,
+        gguf=gguf_of(data.get("gguf")),
+        model_config=model_config_of(_get(data, "modelConfig", "model_config")),
         identity=SourceIdentity.from_json(data.get("identity")),
     )
 

@@ -16,6 +16,7 @@ Conditions (``observedGeneration`` on each, ``lastTransitionTime`` kept while th
 
 Files, digests, size and revision come from the ready unit's result; when its pod is gone they are kept from the
 previous status of the same fingerprint. ``progress`` is set only while Downloading.
+The model's metadata (``gguf``, ``modelConfig``, see :mod:`.metadata`) follows the same rule as the files.
 
 Events (comparing the previous status with the new one, so a restart on a converged cache records nothing):
 Normal ``Downloading`` when the phase becomes Downloading; Normal ``Cached`` when it becomes Ready (and when
@@ -53,6 +54,8 @@ from kthena_py.vocab.conditions import (
 from kthena_py.vocab.times import format_time
 
 from .attestation import AttestationInputs, attestation_condition, attestation_events, check_attestation, held_message
+from .metadata import STATUS_KEYS as METADATA_KEYS
+from .metadata import metadata_status
 from .result import human_size
 from .units import UnitDecision
 
@@ -206,8 +209,9 @@ def cache_status(cache: ModelCache, inputs: StatusInputs, now: float) -> dict[st
             status["sha256"] = result.sha256
         if result.revision:
             status["revision"] = result.revision
+        status.update(metadata_status(result.gguf, result.model_config))
     elif ready_units and same_spec:
-        for key in ("size", "sizeBytes", "files", "sha256", "revision"):
+        for key in ("size", "sizeBytes", "files", "sha256", "revision", *METADATA_KEYS):
             if key in previous:
                 status[key] = previous[key]
     # Attestation (issue 26, see .attestation): an enforced one that does not verify holds the cache from Ready.

@@ -43,6 +43,7 @@ from kthena_py.api.modelcache import ModelCache
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.api.podspec import sum_resources
 from kthena_py.api.quantity import QuantityFormat, format_quantity
+from kthena_py.plan.modelcache.metadata import describe_model, gguf_of, model_config_of
 from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.core.groups import GroupState, InstanceState, PodState
 from kthena_py.plan.modelserving.core.modelcache import CacheGate, decide_gate, templates_of
@@ -545,7 +546,7 @@ def build_view(
         notes=tuple(_ms_notes(ctx, ms_obj, ms)),
         partition=state.targets.budget.partition,
         queue=ctx.queue,
-        model_cache=_cache_view(gate),
+        model_cache=_cache_view(gate, model_cache),
     )
 
 
@@ -560,8 +561,10 @@ def _gate(ms: ModelServing, obj: Mapping[str, Any] | None) -> CacheGate | None:
     return decide_gate((ms.metadata or {}).get("annotations"), templates_of(ms), cache, unreadable=unreadable)
 
 
-def _cache_view(gate: CacheGate | None) -> ModelCacheView | None:
+def _cache_view(gate: CacheGate | None, obj: Mapping[str, Any] | None) -> ModelCacheView | None:
     if gate is None:
         return None
     phase = gate.phase or ("NotFound" if not gate.mount.resolved else "")
-    return ModelCacheView(gate.name, phase, gate.open, gate.reason, gate.message, gate.progress or "")
+    status = _dict((obj or {}).get("status"))
+    model = describe_model(gguf_of(status.get("gguf")), model_config_of(status.get("modelConfig")))
+    return ModelCacheView(gate.name, phase, gate.open, gate.reason, gate.message, gate.progress or "", model)

@@ -145,6 +145,9 @@ class ModelCacheView:
     """The ``ModelCached`` reason the gate gives."""
     message: str
     progress: str = ""
+    model: str = ""
+    """What the staged model is (``llama, 4096 ctx, Q4_K_M``), from the cache's ``status.gguf`` or
+    ``status.modelConfig``; empty when the cache does not say."""
 
 
 @dataclass(frozen=True)

@@ -137,6 +137,8 @@ class _Text:
             state = paint(cache.phase or "Pending", _GREEN if cache.ready else _YELLOW)
             detail = f" ({cache.progress})" if cache.progress else ""
             self.lines.append(f"  ModelCache {cache.name}: {state}{detail}, {cache.reason}: {cache.message}")
+            if cache.model:
+                self.lines.append(f"    model: {cache.model}")
         for note in v.notes:
             self.lines.append("  " + paint.why(note, f"! {note.text}"))
 
