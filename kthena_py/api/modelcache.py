@@ -59,6 +59,7 @@ __all__ = [
     "PersistentVolumeClaimStorage",
     "RefreshPolicy",
     "SecretReference",
+    "ServedDirectory",
     "UpstreamIdentity",
     "VolumeClaimTemplateStorage",
     "model_dir",
@@ -237,6 +238,13 @@ class UpstreamIdentity(KthenaModel):
     last_modified: str | None = None
 
 
+class ServedDirectory(KthenaModel):
+    """A verified re-staged copy (``refreshPolicy: OnChange``) that gated pods mount, for one staging spec."""
+
+    directory: str = Field(min_length=1, max_length=253, pattern=r"^[a-f0-9]{32}-[a-f0-9]{8}$")
+    fingerprint: str = Field(min_length=1, max_length=64)
+
+
 class GGUFMetadata(KthenaModel):
     """What a GGUF file's header says about the model (LLMKube's ``status.gguf``; 0 or absent: not given)."""
 
@@ -283,6 +291,7 @@ class ModelCacheStatus(KthenaModel):
     source_last_modified: str | None = None
     upstream: UpstreamIdentity | None = None
     last_revalidated: str | None = None
+    served_directory: ServedDirectory | None = None
     gguf: GGUFMetadata | None = None
     model_config_metadata: ModelConfigMetadata | None = Field(default=None, alias="modelConfig")
     observed_generation: int | None = Field(default=None, ge=0)

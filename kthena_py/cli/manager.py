@@ -171,6 +171,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="trusted public keys of ModelCache attestations: a directory of <keyid>.pem files and/or a "
         "keys.yaml|json listing {keyid, publicKey, notAfter} (e.g. a mounted Secret), read at start",
     )
+    m.add_argument(
+        "--modelcache-revalidation-concurrency",
+        type=int,
+        default=4,
+        metavar="N",
+        help="at most N ModelCache source revalidations (metadata requests) at a time, across all caches (default: 4)",
+    )
     m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
     m.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     m.add_argument("--log-format", choices=("json", "console"), default="json")
@@ -268,6 +275,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
                 **_attestation_settings(args, log),
                 scheduler_name=args.modelcache_scheduler_name,
                 cleanup_timeout=args.modelcache_cleanup_timeout,
+                revalidation_concurrency=max(1, args.modelcache_revalidation_concurrency),
                 **({"downloader_image": args.modelcache_downloader_image} if args.modelcache_downloader_image else {}),
             )
         names = register_all(

@@ -3,7 +3,8 @@
 Guarantees:
 
 * the marker names the source sanitized (no credentials), the revision asked for and the one resolved, the
-  request that produced it (file selection, expected digests) and every file with size and sha256;
+  request that produced it (file selection, expected digests), every file with size and sha256, and the
+  source's identity when known (``sourceIdentity``, optional: markers without it stay readable);
 * :func:`satisfies` says whether a marker answers a request: same sanitized source, same requested revision,
   same selection and same expected digests. The caller then only checks that the files still have their sizes
   (a ``stat``, no network);
@@ -17,6 +18,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from kthena_py.sourceid import SourceIdentity
 
 from .result import FileEntry
 
@@ -51,6 +54,8 @@ class Marker:
     resolved_revision: str | None
     files: tuple[FileEntry, ...]
     completed_at: str
+    identity: SourceIdentity | None = None
+    """The identity of the staged source content (reported again by a run that finds the marker)."""
 
     @property
     def total_size(self) -> int:
@@ -73,6 +78,8 @@ def encode(marker: Marker) -> str:
         "totalSize": marker.total_size,
         "completedAt": marker.completed_at,
     }
+    if marker.identity is not None:
+        doc["sourceIdentity"] = marker.identity.to_json()
     return json.dumps(doc, indent=2, sort_keys=True) + "\n"
 
 
@@ -91,7 +98,8 @@ def decode(text: str) -> Marker | None:
             {str(k): str(v) for k, v in request["fileSha256"].items()},
         )
         files = tuple(FileEntry(str(f["name"]), int(f["size"]), str(f["sha256"])) for f in doc["files"])
-        return Marker(key, doc["revision"]["resolved"], files, str(doc["completedAt"]))
+        identity = SourceIdentity.from_json(doc.get("sourceIdentity"))
+        return Marker(key, doc["revision"]["resolved"], files, str(doc["completedAt"]), identity)
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
 

@@ -9,6 +9,8 @@ Guarantees:
   saying how many with ``filesOmitted``) and shortening the message when needed;
 * model metadata (``gguf``, ``modelConfig``, or a short ``metadataError``: :attr:`Outcome.metadata`) is the
   first thing dropped when the result would not fit, before any file entry or the message;
+* a successful result names the identity of the staged source content (``identity``: ``etag``,
+  ``contentLength``, ``lastModified``, :mod:`kthena_py.sourceid`), bounded in size by that module;
 * the result never holds a credential: the source is the sanitized one and the message is redacted by the
   caller.
 """
@@ -20,6 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from kthena_py.sourceid import SourceIdentity
 from kthena_py.vocab import conditions
 
 RESULT_LIMIT = 4096
@@ -87,6 +90,8 @@ class Outcome:
     cached: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
     """Extra result keys describing the model (``gguf``, ``modelConfig``, ``metadataError``); dropped first."""
+    identity: SourceIdentity | None = None
+    """The identity of the source content staged (``identity`` in the JSON; absent for local sources)."""
 
     @property
     def succeeded(self) -> bool:
@@ -118,6 +123,8 @@ def _document(
         doc["filesOmitted"] = omitted
     if metadata:
         doc.update(outcome.metadata)
+    if outcome.identity is not None:
+        doc["identity"] = outcome.identity.to_json()
     return doc
 
 

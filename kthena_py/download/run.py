@@ -7,7 +7,8 @@ Guarantees:
 * otherwise the stale marker is removed before anything changes, the source is listed once, the pure planner
   decides per file, and at most ``max_workers`` files transfer at a time; the first failure cancels the others
   (their partials stay for the next run);
-* the marker is written last, atomically, only when every file verified;
+* the marker is written last, atomically, only when every file verified; it and the result name the source's
+  identity (:func:`source_identity`), which a later run that finds the marker reports again;
 * a successful outcome carries the staged model's metadata, read under the lock (:mod:`.metadata`: never fails
   the run);
 * every failure becomes an :class:`~.result.Outcome` with its reason and a message with credentials
@@ -25,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import structlog
+
+from kthena_py.sourceid import SourceIdentity
 
 from . import state
 from .config import Settings
@@ -46,7 +49,7 @@ from .plan import (
 from .progress import Phase, Progress
 from .reporting import ProgressServer, Reporter
 from .result import DownloadError, FileEntry, Outcome, Reason
-from .sources.base import Source, TransientError
+from .sources.base import Listing, Source, TransientError
 from .sources.spec import Kind, SourceSpec, parse_source
 from .transfer import fetch_file, verify_local
 
@@ -153,6 +156,19 @@ def _first_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
     return download_errors[0] if download_errors else errors[0]
 
 
+def source_identity(spec: SourceSpec, listing: Listing) -> SourceIdentity | None:
+    """The identity of what was listed: the adapter's, or for a hub the resolved commit and the files' total size.
+
+    The hub's total counts every file of the commit (not only a selection), as the manager's revalidation of
+    the hub's revision answer does (:func:`kthena_py.sourceid.from_hub_revision`).
+    """
+    if listing.identity is not None or spec.kind is not Kind.HF or not listing.revision:
+        return listing.identity
+    sizes = [f.size for f in listing.files]
+    total = sum(s for s in sizes if s is not None) if None not in sizes else None
+    return SourceIdentity(listing.revision, total)
+
+
 async def _download(request: Request, spec: SourceSpec, key: RequestKey, progress: Progress) -> Outcome:
     out = request.out
     marker = state.read_marker(out)
@@ -162,7 +178,14 @@ async def _download(request: Request, spec: SourceSpec, key: RequestKey, progres
         progress.files_total = progress.files_done = len(marker.files)
         progress.bytes_total = progress.bytes_done = marker.total_size
         return Outcome(
-            Reason.SUCCEEDED, "already complete", key.source, out, marker.resolved_revision, marker.files, cached=True
+            Reason.SUCCEEDED,
+            "already complete",
+            key.source,
+            out,
+            marker.resolved_revision,
+            marker.files,
+            cached=True,
+            identity=marker.identity,
         )
     state.remove_marker(out)
     from .sources.factory import open_source
@@ -192,13 +215,22 @@ async def _download(request: Request, spec: SourceSpec, key: RequestKey, progres
         await reporter.stop()
         await source.close()
     progress.phase = Phase.VERIFYING
-    marker = Marker(key, listing.revision, tuple(files), datetime.now(UTC).isoformat(timespec="seconds"))
+    identity = source_identity(spec, listing)
+    marker = Marker(key, listing.revision, tuple(files), datetime.now(UTC).isoformat(timespec="seconds"), identity)
     await asyncio.to_thread(state.write_atomic, os.path.join(out, ".kthena-complete"), encode(marker))
     if spec.kind is Kind.MODELSCOPE:
         shutil.rmtree(os.path.join(out, ".kthena-ms-staging"), ignore_errors=True)
     progress.phase = Phase.COMPLETE
     log.info("download complete", files=len(files), size=marker.total_size, revision=listing.revision)
-    return Outcome(Reason.SUCCEEDED, "downloaded and verified", key.source, out, listing.revision, tuple(files))
+    return Outcome(
+        Reason.SUCCEEDED,
+        "downloaded and verified",
+        key.source,
+        out,
+        listing.revision,
+        tuple(files),
+        identity=identity,
+    )
 
 
 async def execute(request: Request, progress: Progress | None = None) -> Outcome:

@@ -35,6 +35,7 @@ __all__ = [
     "LWS_WORKER_INDEX",
     "MODEL_CACHE",
     "MODEL_CACHE_ATTEMPT",
+    "MODEL_CACHE_CONTENT",
     "MODEL_CACHE_FINALIZER",
     "MODEL_CACHE_FINGERPRINT",
     "MODEL_CACHE_JOB_KIND",
@@ -141,5 +142,8 @@ MODEL_CACHE_JOB_KIND = "modelcache.serving.kthena-py.io/job"
 """On a cache's Jobs: ``download`` or ``cleanup``."""
 MODEL_CACHE_ATTEMPT = "modelcache.serving.kthena-py.io/attempt"
 """On a download Job: which attempt at its fingerprint it is (0, 1, ...); retries count from the Jobs themselves."""
+MODEL_CACHE_CONTENT = "modelcache.serving.kthena-py.io/content"
+"""On a re-staging download Job (``refreshPolicy: OnChange``): the 8-hex token of the source identity it stages
+into ``<model_dir>-<token>``; absent on the first staging (Kthena's ``model_dir``)."""
 MODEL_CACHE_FINALIZER = "modelcache.serving.kthena-py.io/cleanup"
 """The finalizer that removes a cache's files before the ModelCache goes (bounded: it never sticks)."""

@@ -77,6 +77,10 @@ EXTRA_TYPES: dict[str, str] = {
         "Face commit, or a digest of an object-store listing, for multi-file sources), length and modification time."
     ),
     "GGUFMetadata": "GGUFMetadata is what the staged GGUF file's header says about the model.",
+    "ServedDirectory": (
+        "ServedDirectory names a re-staged copy (refreshPolicy OnChange) that gated pods mount instead of the "
+        "first staging's directory, and the spec it was staged for."
+    ),
     "ModelConfigMetadata": "ModelConfigMetadata is what the staged model's config.json says about it.",
 }
 
@@ -187,6 +191,10 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
         "contentLength": "ContentLength is the source's size in bytes (the sum, for several files).",
         "lastModified": "LastModified is the source's modification time, when it reports one.",
     },
+    "ServedDirectory": {
+        "directory": "Directory is the re-staged copy's directory inside the storage (<first directory>-<token>).",
+        "fingerprint": "Fingerprint is the staging spec's fingerprint it was staged and verified for.",
+    },
     "GGUFMetadata": {
         "fileVersion": "FileVersion is the GGUF format version (2 or 3).",
         "architecture": "Architecture is general.architecture (e.g. llama).",
@@ -262,6 +270,10 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
         "sourceLastModified": "SourceLastModified is the modification time the source reported for it.",
         "upstream": "Upstream is the source's identity at the last revalidation.",
         "lastRevalidated": "LastRevalidated is when the source was last checked for changes.",
+        "servedDirectory": (
+            "ServedDirectory is the verified re-staged copy gated pods mount (OnChange); absent: the first "
+            "staging's directory."
+        ),
         "gguf": "GGUF is the metadata of the staged GGUF file's header (GGUF models).",
         "modelConfig": "ModelConfig is the metadata of the staged config.json (Hugging Face models).",
         "observedGeneration": "ObservedGeneration is the generation this status describes.",

@@ -11,6 +11,9 @@ Watches (informers shared with the other controllers):
 * ModelServings, mapped to the cache their annotation :data:`~kthena_py.vocab.labels.MODEL_CACHE` names
   (``prefetch: false`` starts, deletion waits).
 
+Sources are revalidated by :mod:`.revalidate` (metadata requests, bounded across caches; the cache's Secret is
+read with a GET when a probe runs); the planner decides when (:mod:`kthena_py.plan.modelcache.refresh`).
+
 Writes use the field manager ``kthena-py-modelcache``; Events are recorded as ``modelcache-controller``.
 PodGroups are created with their Jobs and deleted with them, never watched.
 """
@@ -34,6 +37,7 @@ from .apply import FIELD_MANAGER
 from .observe import parse_cache
 from .progress import HttpProgress, ProgressSource
 from .reconciler import CacheReconciler
+from .revalidate import Prober
 from .settings import Settings
 
 __all__ = ["FIELD_MANAGER", "Settings", "register"]
@@ -115,8 +119,10 @@ def register(
         scraper = HttpProgress(timeout=chosen.scrape_timeout)
         manager.add_closer(scraper.close)
         progress = scraper
+    prober = Prober(manager.client, concurrency=chosen.revalidation_concurrency, timeout=chosen.revalidation_timeout)
+    manager.add_closer(prober.close)
     reconciler = CacheReconciler(
-        manager.client, cache, manager.recorder_for(MODELCACHE), chosen.plan_settings(), progress
+        manager.client, cache, manager.recorder_for(MODELCACHE), chosen.plan_settings(), progress, prober=prober
     )
     controller = (
         Controller("modelcache", reconciler, cache, workers=workers)

@@ -24,6 +24,7 @@ __all__ = [
     "JOB_WRITES",
     "MODEL_INFO",
     "PHASE",
+    "REVALIDATIONS",
     "forget",
     "set_model",
     "set_phase",
@@ -41,6 +42,12 @@ BYTES: Final = Gauge(
     "kthena_modelcache_bytes",
     "Bytes a Ready ModelCache holds (status.sizeBytes).",
     ("namespace", "name"),
+    registry=REGISTRY,
+)
+REVALIDATIONS: Final = Counter(
+    "kthena_modelcache_revalidations_total",
+    "Revalidation probes of ModelCache sources, by outcome (succeeded, failed, unsupported).",
+    ("outcome",),
     registry=REGISTRY,
 )
 DOWNLOAD_SECONDS: Final = Histogram(

@@ -7,7 +7,8 @@ Flow of one reconcile (every decision is made by :mod:`kthena_py.plan.modelcache
    apply (cleanup Jobs, stopping download Jobs), record the Events, and remove the finalizer when the plan
    says so. A spec the model cannot parse never holds the finalizer: it is removed with a Warning.
 3. A live cache: add the finalizer if it is missing; observe (Jobs with their pods, claim, nodes,
-   ModelServings); scrape the progress of running download pods (bounded, failures ignored); plan; apply the
+   ModelServings); scrape the progress of running download pods (bounded, failures ignored); probe the source
+   when its revalidation is due (:mod:`.revalidate`: bounded, never raises); plan; apply the
    deletes and creates (a refused write: Warning Event, then the engine's backoff); write the status if it
    changed; record the plan's Events; update the metrics; look again after the plan's ``requeue_after``.
 
@@ -31,6 +32,7 @@ from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, is_deleting, meta
 from kthena_py.plan.modelcache import DOWNLOAD, Observed, PlanSettings, fingerprint, plan_cache, plan_deletion
 from kthena_py.plan.modelcache.metadata import model_labels
+from kthena_py.plan.modelcache.refresh import due
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
@@ -44,6 +46,7 @@ from .apply import apply_changes, set_finalizer, write_status
 from .attestation import report_attestation
 from .observe import observe, parse_cache
 from .progress import ProgressSource, scrape_all
+from .revalidate import Prober, probe_fields
 
 __all__ = ["CacheReconciler"]
 
@@ -62,6 +65,7 @@ class CacheReconciler:
         progress: ProgressSource,
         *,
         wall_clock: Callable[[], float] = time.time,
+        prober: Prober | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -69,6 +73,7 @@ class CacheReconciler:
         self.settings = settings
         self.progress = progress
         self._now = wall_clock
+        self.prober = prober
 
     async def reconcile(self, request: Request) -> Result | None:
         """Reconcile the ModelCache ``request`` names."""
@@ -118,6 +123,12 @@ class CacheReconciler:
         progress = await self._scrape(mc, observed)
         if progress:
             observed = dataclasses.replace(observed, progress=progress)
+        probe_at = self._now()
+        if self.prober is not None and due(mc, probe_at):  # refresh: revalidate the source when due
+            probe = await self.prober.probe(mc, probe_at)
+            if probe is not None:
+                log.info("modelcache revalidated", cache=f"{mc.namespace}/{mc.name}", **probe_fields(probe))
+                observed = dataclasses.replace(observed, probe=probe)
         now = self._now()
         plan = plan_cache(mc, observed, self.settings, now)
         done = await apply_changes(self.client, self.recorder, obj, plan.creates, plan.deletes)

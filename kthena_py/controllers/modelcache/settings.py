@@ -38,6 +38,9 @@ class Settings:
         attestation_mode: ``--model-attestation`` (``off``, ``warn``, ``enforce``).
         attestation_keys: The trusted keys loaded at start from ``--model-attestation-keys``.
         attestation_recheck: Seconds between reads of a referenced attestation that does not verify.
+        revalidation_concurrency: Source revalidations at a time across every cache
+            (``--modelcache-revalidation-concurrency``).
+        revalidation_timeout: Seconds one revalidation probe may take (the Secret's read included).
     """
 
     downloader_image: str = DEFAULT_DOWNLOADER_IMAGE
@@ -53,6 +56,8 @@ class Settings:
     attestation_mode: Mode = OFF
     attestation_keys: TrustedKeys = field(default_factory=lambda: TrustedKeys({}))
     attestation_recheck: float = 30.0
+    revalidation_concurrency: int = 4
+    revalidation_timeout: float = 10.0
 
     def plan_settings(self) -> PlanSettings:
         """The planner's view of these settings."""

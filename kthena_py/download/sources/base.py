@@ -22,6 +22,8 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from kthena_py.sourceid import SourceIdentity
+
 from ..plan import RemoteFile
 
 
@@ -39,10 +41,15 @@ class Stream:
 
 @dataclass(frozen=True)
 class Listing:
-    """A source's files, and the revision it resolved (commit sha for hubs, else ``None``)."""
+    """A source's files, the revision it resolved (commit sha for hubs, else ``None``), the source's identity.
+
+    ``identity`` (:mod:`kthena_py.sourceid`) is what the manager's revalidation compares with the source later;
+    ``None`` for sources that are not remote (local, ``pvc://``) or whose adapter cannot tell.
+    """
 
     files: tuple[RemoteFile, ...]
     revision: str | None = None
+    identity: SourceIdentity | None = None
 
 
 class Source(Protocol):

@@ -11,6 +11,8 @@ import asyncio
 import posixpath
 from urllib.parse import unquote, urlsplit
 
+from kthena_py.sourceid import SourceIdentity
+
 from ..credentials import HttpCredentials, origin, split_userinfo
 from ..plan import RemoteFile
 from .base import Listing, Stream, body_stream
@@ -44,7 +46,11 @@ class HttpSource:
         """HEAD the URL."""
         head = await asyncio.to_thread(self._getter.head, self._url)
         identity = f"etag:{head.etag}" if head.etag else f"size:{head.size}"
-        return Listing((RemoteFile(file_name(self._url), head.size, None, identity, self._url),))
+        source_identity = SourceIdentity(head.etag, head.size, head.last_modified)
+        return Listing(
+            (RemoteFile(file_name(self._url), head.size, None, identity, self._url),),
+            identity=None if source_identity.empty else source_identity,
+        )
 
     def open_blocking(self, file: RemoteFile, offset: int) -> HttpBody:
         """GET from ``offset`` (resuming only the version the listing saw: ``If-Range`` with its ETag)."""

@@ -49,6 +49,7 @@ class Head:
     size: int | None
     etag: str | None
     accept_ranges: bool
+    last_modified: str | None = None
 
 
 class HttpBody:
@@ -167,6 +168,7 @@ class HttpGetter:
                 int(length) if length and length.isdigit() else None,
                 response.getheader("ETag"),
                 (response.getheader("Accept-Ranges") or "").lower() == "bytes",
+                response.getheader("Last-Modified"),
             )
         finally:
             connection.close()

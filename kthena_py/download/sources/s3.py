@@ -23,6 +23,8 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+from kthena_py.sourceid import SourceIdentity, from_s3_head, from_s3_listing
+
 from ..config import Settings
 from ..plan import RemoteFile
 from ..result import DownloadError, Reason
@@ -81,9 +83,10 @@ class S3Source:
             kwargs["region_name"] = "us-east-1"
         self._client: Any = session.client("s3", **kwargs)
 
-    def _list(self) -> list[RemoteFile]:
+    def _list(self) -> tuple[list[RemoteFile], SourceIdentity | None]:
         base = self._prefix.rstrip("/") + "/" if self._prefix.strip("/") else ""
         files: list[RemoteFile] = []
+        objects: list[dict[str, Any]] = []
         paginator = self._client.get_paginator("list_objects_v2")
         for page in paginator.paginate(Bucket=self._bucket, Prefix=base):
             for obj in page.get("Contents", []):
@@ -92,22 +95,24 @@ class S3Source:
                     continue  # a "directory" placeholder object
                 etag = str(obj.get("ETag", ""))
                 files.append(RemoteFile(key[len(base) :], int(obj["Size"]), None, f"etag:{etag}", key))
+                objects.append(obj)
         if not files and base:
             try:
                 head = self._client.head_object(Bucket=self._bucket, Key=self._prefix)
             except ClientError as exc:
                 if str(exc.response.get("Error", {}).get("Code", "")) in _NOT_FOUND:
-                    return []
+                    return [], None
                 raise
             etag = str(head.get("ETag", ""))
             name = posixpath.basename(self._prefix)
             files.append(RemoteFile(name, int(head["ContentLength"]), None, f"etag:{etag}", self._prefix))
-        return files
+            return files, from_s3_head(head)
+        return files, from_s3_listing(objects)
 
     async def list(self) -> Listing:
         """List the objects under the prefix."""
         try:
-            files = await asyncio.to_thread(self._list)
+            files, identity = await asyncio.to_thread(self._list)
         except (ClientError, BotoCoreError) as exc:
             error = _error(exc, self._where)
             if isinstance(error, TransientError):
@@ -115,7 +120,7 @@ class S3Source:
             raise error from None
         if not files:
             raise DownloadError(Reason.SOURCE_NOT_FOUND, f"{self._where}: no objects")
-        return Listing(tuple(files))
+        return Listing(tuple(files), identity=identity)
 
     def _get(self, file: RemoteFile, offset: int) -> Any:
         kwargs: dict[str, Any] = {"Bucket": self._bucket, "Key": file.locator}

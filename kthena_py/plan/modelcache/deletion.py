@@ -8,8 +8,10 @@ still on it) goes through, at each reconcile:
    says which ModelServings (their pods may still read the files).
 3. The storage decides the cleanup: a ``volumeClaimTemplate`` claim is the cache's own and goes with it (no
    cleanup Job); an existing claim gets one cleanup Job (``kthena-py download --remove``) for the model
-   directory; a node-local cache gets one per node that exists and matches the selector, ran a download (one
-   that left the selector too: it keeps its download Jobs, see :mod:`.plan`) or already has a cleanup Job.
+   directory, and one for each re-staged copy (``refreshPolicy: OnChange``, :mod:`.refresh`) that its download
+   Jobs or ``status.servedDirectory`` name; a node-local cache gets one per node that exists and matches the
+   selector, ran a download (one that left the selector too: it keeps its download Jobs, see :mod:`.plan`) or
+   already has a cleanup Job.
 4. The finalizer is removed when every cleanup Job succeeded (Normal ``CleanupSucceeded``), or **at the latest**
    when :attr:`~.plan.PlanSettings.cleanup_timeout` has passed since ``deletionTimestamp``, when a cleanup Job
    failed, or when the storage is gone (the claim is missing, no node is left): then a Warning
@@ -22,10 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kthena_py.api.modelcache import ModelCache, model_dir
+from kthena_py.api.modelcache import ModelCache
+from kthena_py.vocab.labels import MODEL_CACHE_CONTENT
 
 from .naming import cleanup_job_name, fingerprint
 from .plan import Create, Delete, Observed, PlanSettings
+from .refresh import restage_fingerprint, restaged_tokens, served_directory
 from .render import VOLCANO, cache_path, cleanup_job, podgroup
 from .status import Event
 from .views import CLEANUP, DOWNLOAD, NodeView
@@ -123,14 +127,20 @@ def plan_deletion(
     creates: list[Create] = []
     pending = 0
     failed: list[str] = []
-    for node in nodes:
-        name = cleanup_job_name(cache.name, fp, node.name if node else None)
+    # refresh: re-staged copies (OnChange, claim storage) are removed beside the first directory
+    copies = [("", fp)] + [(t, restage_fingerprint(fp, t)) for t in restaged_tokens(cache, fp, observed.jobs)]
+    for node, (token, key) in [(n, c) for n in nodes for c in (copies if n is None else copies[:1])]:
+        name = cleanup_job_name(cache.name, key, node.name if node else None)
         job = cleanups.get(name)
         if job is None:
-            body: dict[str, Any] = cleanup_job(cache, name, fp, settings.job, node)
+            directory = served_directory(cache, token)
+            body: dict[str, Any] = cleanup_job(cache, name, fp, settings.job, node, directory)
+            if token:  # the record of this copy, once its download Jobs are gone
+                for labels in (body["metadata"]["labels"], body["spec"]["template"]["metadata"]["labels"]):
+                    labels[MODEL_CACHE_CONTENT] = token
             if settings.job.scheduler_name == VOLCANO:
                 creates.append(Create("PodGroup", podgroup(cache, body), f"the PodGroup of Job {name}"))
-            creates.append(Create("Job", body, f"remove {model_dir(cache.spec.source, cache.spec.revision)}"))
+            creates.append(Create("Job", body, f"remove {directory}"))
             pending += 1
         elif job.state == "active":
             pending += 1

@@ -18,8 +18,11 @@ returns a :class:`CachePlan`. Rules:
   deletion's cleanup (:mod:`.deletion`) needs. Running or failed Jobs on nodes that no longer exist are deleted;
   a succeeded one stays, so that the deletion can name the node its files were left on.
 * ``requeue_after``: the soonest retry, and :attr:`PlanSettings.progress_interval` while a download runs or
-  starts (progress is scraped, not watched); while a referenced attestation does not verify, its recheck
-  interval (:func:`~.attestation.recheck_after`: the ConfigMap is not watched).
+  starts (progress is scraped, not watched), and the next revalidation; while a referenced attestation does not
+  verify, its recheck interval (:func:`~.attestation.recheck_after`: the ConfigMap is not watched).
+* Revalidation and ``OnChange`` re-staging (:mod:`.refresh`): the download Jobs of the spec are split by the
+  copy they stage; the served copy's Jobs are the units' history; the refresh planner adds the source identity
+  fields, ``SourceDrifted``, re-staging Jobs (with their PodGroups) and deletes Jobs of other copies.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from kthena_py.api.modelcache import DownloadProgress, ModelCache
 
 from .attestation import AttestationDocument, AttestationInputs, AttestationSettings, recheck_after
 from .naming import download_job_name, fingerprint
+from .refresh import Probe, plan_refresh, served_copy, served_directory, split_staging
 from .render import VOLCANO, JobSettings, cache_path, claim, download_job, podgroup
 from .status import Event, StatusInputs, cache_events, cache_status
 from .units import Backoff, UnitDecision, decide_unit
@@ -83,6 +87,8 @@ class Observed:
     in_use_by: tuple[str, ...] = ()
     progress: Mapping[str, DownloadProgress] = field(default_factory=dict)
     attestation: AttestationDocument | None = None
+    probe: Probe | None = None
+    """This pass's revalidation of the source (:mod:`.refresh`), when one ran."""
 
 
 @dataclass(frozen=True)
@@ -178,7 +184,8 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
     """Plan one live (not deleting) cache; see the module docstring."""
     fp = fingerprint(cache.spec)
     downloads = [j for j in observed.jobs if j.kind == DOWNLOAD]
-    current = [j for j in downloads if j.fingerprint == fp]
+    staging = split_staging(cache, fp, [j for j in downloads if j.fingerprint == fp])  # refresh: by copy
+    current = list(staging.served)
     deletes = [Delete(j.name, j.uid, "the spec changed") for j in downloads if j.fingerprint != fp]
     creates: list[Create] = []
     problem = storage_problem(cache, observed.claim, observed.nodes)
@@ -200,8 +207,9 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
             if unit.state != "create" or unit.create_attempt is None:
                 continue
             node = matching.get(str(unit.node)) if unit.node is not None else None
-            name = download_job_name(cache.name, fp, node.name if node else None, unit.create_attempt)
-            job = download_job(cache, name, fp, settings.job, node, unit.create_attempt)
+            key, again = served_copy(cache, fp, staging.token)  # refresh: the served copy may be a re-staged one
+            name = download_job_name(cache.name, key, node.name if node else None, unit.create_attempt)
+            job = download_job(cache, name, fp, settings.job, node, unit.create_attempt, again)
             if settings.job.scheduler_name == VOLCANO:
                 creates.append(Create("PodGroup", podgroup(cache, job), f"the PodGroup of Job {name}"))
             creates.append(
@@ -213,9 +221,12 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
         units = [
             UnitDecision(u.node, "retry-wait", u.job, failure=u.failure) if u.state == "create" else u for u in units
         ]
+    path = cache_path(cache)
+    if staging.token:  # refresh: a re-staged copy is served
+        path = path.rsplit("/", 1)[0] + "/" + served_directory(cache, staging.token)
     inputs = StatusInputs(
         fingerprint=fp,
-        path=cache_path(cache),
+        path=path,
         units=units,
         node_local=cache.spec.storage.node_local is not None,
         storage_problem=problem,
@@ -227,7 +238,31 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
     status = cache_status(cache, inputs, now)
     previous = to_dict(cache.status) if cache.status is not None else {}
     events = tuple(cache_events(previous, status, cache.spec.source))
+    # refresh: revalidation, SourceDrifted, OnChange re-staging (see .refresh)
+    refresh = plan_refresh(
+        cache,
+        fp,
+        staging,
+        units,
+        status,
+        observed.probe,
+        settings.job,
+        settings.backoff,
+        now,
+        may_create=problem is None and waiting is None,
+    )
+    status = {k: v for k, v in {**status, **refresh.status}.items() if k not in refresh.drop}
+    if refresh.condition is not None:
+        status["conditions"] = [*status["conditions"], refresh.condition]
+    for job in refresh.creates:
+        if settings.job.scheduler_name == VOLCANO:
+            creates.append(Create("PodGroup", podgroup(cache, job), f"the PodGroup of Job {job['metadata']['name']}"))
+        creates.append(Create("Job", job, "re-staging the changed source"))
+    deletes += [Delete(j.name, j.uid, "a copy no longer served nor staged") for j in refresh.stale]
+    events += refresh.events
     waits = [u.retry_at - now for u in units if u.state == "retry-wait" and u.retry_at is not None]
+    if refresh.next_check is not None:
+        waits.append(refresh.next_check - now)
     if any(u.state in ("running", "starting", "create") for u in units):
         waits.append(settings.progress_interval)
     recheck = recheck_after(cache.spec.attestation, status, settings.attestation)

@@ -28,6 +28,7 @@ from kthena_py.api.common import to_dict
 from kthena_py.api.modelcache import MODEL_CACHE_API_VERSION, MODEL_CACHE_KIND, ModelCache, model_dir
 from kthena_py.vocab.labels import (
     MODEL_CACHE_ATTEMPT,
+    MODEL_CACHE_CONTENT,
     MODEL_CACHE_FINGERPRINT,
     MODEL_CACHE_JOB_KIND,
     MODEL_CACHE_NAME,
@@ -44,6 +45,7 @@ __all__ = [
     "JOB_MOUNT_PATH",
     "VOLCANO",
     "JobSettings",
+    "Restage",
     "cache_path",
     "claim",
     "cleanup_job",
@@ -128,12 +130,14 @@ def _volume(cache: ModelCache) -> dict[str, Any]:
     return {"name": _VOLUME, "hostPath": {"path": node_local.path, "type": "DirectoryOrCreate"}}
 
 
-def _download_args(cache: ModelCache, settings: JobSettings) -> list[str]:
+def _download_args(cache: ModelCache, settings: JobSettings, restage: Restage | None = None) -> list[str]:
     spec = cache.spec
-    output = f"{JOB_MOUNT_PATH}/{model_dir(spec.source, spec.revision)}"
+    directory = restage.directory if restage is not None else model_dir(spec.source, spec.revision)
+    output = f"{JOB_MOUNT_PATH}/{directory}"
     args = ["download", "-s", spec.source, "-o", output, "-w", str(spec.max_workers)]
-    if spec.revision is not None:
-        args += ["--revision", spec.revision]
+    revision = restage.revision if restage is not None and restage.revision is not None else spec.revision
+    if revision is not None:
+        args += ["--revision", revision]
     for name in spec.files or []:
         args += ["--files", name]
     if spec.sha256 is not None:
@@ -212,18 +216,49 @@ def _job(
     }
 
 
+@dataclass(frozen=True)
+class Restage:
+    """A re-staging download (``refreshPolicy: OnChange``): its directory, content token and pinned revision."""
+
+    directory: str
+    content: str
+    revision: str | None = None
+
+
 def download_job(
-    cache: ModelCache, name: str, fp: str, settings: JobSettings, node: NodeView | None = None, attempt: int = 0
+    cache: ModelCache,
+    name: str,
+    fp: str,
+    settings: JobSettings,
+    node: NodeView | None = None,
+    attempt: int = 0,
+    restage: Restage | None = None,
 ) -> dict[str, Any]:
-    """The download Job ``name`` of ``cache`` (on ``node`` for a node-local cache); see the module docstring."""
-    return _job(cache, name, DOWNLOAD, fp, node, attempt, _download_args(cache, settings), settings)
+    """The download Job ``name`` of ``cache`` (on ``node`` for a node-local cache); see the module docstring.
+
+    With ``restage``, the Job stages into ``restage.directory`` (pinning ``restage.revision`` when given) and
+    carries the label :data:`~kthena_py.vocab.labels.MODEL_CACHE_CONTENT`.
+    """
+    job = _job(cache, name, DOWNLOAD, fp, node, attempt, _download_args(cache, settings, restage), settings)
+    if restage is not None:
+        for labels in (job["metadata"]["labels"], job["spec"]["template"]["metadata"]["labels"]):
+            labels[MODEL_CACHE_CONTENT] = restage.content
+    return job
 
 
 def cleanup_job(
-    cache: ModelCache, name: str, fp: str, settings: JobSettings, node: NodeView | None = None
+    cache: ModelCache,
+    name: str,
+    fp: str,
+    settings: JobSettings,
+    node: NodeView | None = None,
+    directory: str | None = None,
 ) -> dict[str, Any]:
-    """The Job that removes the model directory (``kthena-py download --remove -o <dir>``)."""
-    output = f"{JOB_MOUNT_PATH}/{model_dir(cache.spec.source, cache.spec.revision)}"
+    """The Job that removes the model directory (``kthena-py download --remove -o <dir>``).
+
+    ``directory`` names another directory of the cache (a re-staged copy); default: the first staging's.
+    """
+    output = f"{JOB_MOUNT_PATH}/{directory or model_dir(cache.spec.source, cache.spec.revision)}"
     return _job(cache, name, CLEANUP, fp, node, 0, ["download", "--remove", "-o", output], settings)
 
 

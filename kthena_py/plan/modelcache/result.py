@@ -8,7 +8,8 @@ This is the one module that reads the downloader's output, tolerantly (pure):
   lines is found), else the whole text when it is one JSON object. Keys are those of ``kthena-py download``'s
   result (:mod:`kthena_py.download.result`): ``phase`` (``Succeeded``/``Failed``), ``reason`` (``Succeeded``,
   ``IntegrityCheckFailed``, ``DownloadFailed``, ``UnsupportedSource``, ``SourceNotFound``, ...), ``message``,
-  ``files`` (``[{name, size, sha256}]``), ``size``, ``revision``; tolerated too: ``ok`` (bool, wins over
+  ``files`` (``[{name, size, sha256}]``), ``size``, ``revision``, ``identity`` (the staged source's
+  ``{etag, contentLength, lastModified}``, :mod:`kthena_py.sourceid`); tolerated too: ``ok`` (bool, wins over
   ``phase``), ``sizeBytes``, ``sha256``, ``error``, snake_case spellings, ``path`` for a file's ``name`` and
   ``bytes`` for its ``size``. Without ``ok`` or ``phase``, success means no failure reason and no ``error``. A
   missing size is the sum of the files' sizes; malformed entries are skipped, never raised. Text that holds no
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.api.modelcache import DownloadProgress, GGUFMetadata, ModelCacheFile, ModelConfigMetadata
+from kthena_py.sourceid import SourceIdentity
 from kthena_py.vocab.conditions import REASON_DOWNLOAD_FAILED
 
 from .metadata import gguf_of, model_config_of
@@ -54,6 +56,7 @@ class DownloadResult:
         sha256: The digest of a one-file model, when reported.
         gguf: What the staged GGUF's header says, when reported.
         model_config: What the staged ``config.json`` says, when reported.
+        identity: The identity of the staged source content (``identity``: ETag, length, last modification).
     """
 
     ok: bool
@@ -65,6 +68,7 @@ class DownloadResult:
     sha256: str | None = None
     gguf: GGUFMetadata | None = None
     model_config: ModelConfigMetadata | None = None
+    identity: SourceIdentity | None = None
 
 
 def _get(data: dict[str, Any], *keys: str) -> Any:
@@ -147,6 +151,7 @@ def parse_result(text: str | None) -> DownloadResult | None:
         sha256=digest.lower() if digest else None,
         gguf=gguf_of(data.get("gguf")),
         model_config=model_config_of(_get(data, "modelConfig", "model_config")),
+        identity=SourceIdentity.from_json(data.get("identity")),
     )
 
 

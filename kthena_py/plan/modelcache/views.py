@@ -16,7 +16,13 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from kthena_py.vocab.conditions import READY
-from kthena_py.vocab.labels import MODEL_CACHE_ATTEMPT, MODEL_CACHE_FINGERPRINT, MODEL_CACHE_JOB_KIND, MODEL_CACHE_NODE
+from kthena_py.vocab.labels import (
+    MODEL_CACHE_ATTEMPT,
+    MODEL_CACHE_CONTENT,
+    MODEL_CACHE_FINGERPRINT,
+    MODEL_CACHE_JOB_KIND,
+    MODEL_CACHE_NODE,
+)
 from kthena_py.vocab.owners import owner_uids
 from kthena_py.vocab.times import parse_time
 
@@ -88,6 +94,8 @@ class JobView:
     pod: PodView | None = None
     failure_message: str = ""
     """The message of the Job's ``Failed`` condition (e.g. the backoff limit was reached)."""
+    content: str = ""
+    """The re-staged content token (label :data:`~kthena_py.vocab.labels.MODEL_CACHE_CONTENT`); ``""``: first copy."""
 
     @property
     def last_time(self) -> float:
@@ -229,6 +237,7 @@ def job_view(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]] = ()) -> 
         owners=tuple(owner_uids(job)),
         pod=_pick_pod(mine),
         failure_message=str((failed or {}).get("message") or "") if state == "failed" else "",
+        content=labels.get(MODEL_CACHE_CONTENT, ""),
     )
 
 

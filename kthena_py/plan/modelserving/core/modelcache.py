@@ -18,10 +18,15 @@ Guarantees:
   (phase Failed or ``Degraded=True``: the cache's Degraded reason and message are carried), or
   ``ModelCacheMountConflict`` (a template already has a volume named :data:`MODEL_CACHE_VOLUME` or a mount at
   :data:`MODEL_CACHE_MOUNT_PATH`: the gate never overrides a user's volume silently, it stays closed).
-* **The mount is a function of the cache's spec, never of its status**: :class:`CacheMount` (the cache's name,
-  ``subPath`` = :func:`~kthena_py.api.modelcache.model_dir` of ``source``/``revision``, and the claim or host path)
-  is what enters the revision; it is known whenever the cache exists, whatever its phase, so a cache that goes
-  from Downloading to Ready changes no revision. An absent cache gives an unresolved mount (name only).
+* **The mount is a function of the cache's spec, and of one verified status field only**: :class:`CacheMount`
+  (the cache's name, ``subPath``, and the claim or host path) is what enters the revision. ``subPath`` is
+  :func:`~kthena_py.api.modelcache.model_dir` of ``source``/``revision``, unless ``status.servedDirectory``
+  names a re-staged copy (``refreshPolicy: OnChange``) *for the current spec's fingerprint*: the cache's
+  controller writes that field only once the copy's download succeeded (every file verified, the completion
+  marker written), so a pod never mounts a half-written copy, and the change of ``subPath`` is what rolls the
+  gated ModelServings onto it under their rolloutStrategy. A field left over from another spec is ignored.
+  Otherwise the mount is known whenever the cache exists, whatever its phase, so a cache that goes from
+  Downloading to Ready changes no revision. An absent cache gives an unresolved mount (name only).
 * The nodes of a node-local cache (``status.nodes``) are *not* part of the mount: they steer where new pods go
   (node affinity), never which revision a pod is on.
 """
@@ -34,6 +39,7 @@ from typing import Any, Literal, get_args
 
 from kthena_py.api.modelcache import MODEL_CACHE_MOUNT_PATH, MODEL_CACHE_VOLUME, ModelCache, ModelCachePhase, model_dir
 from kthena_py.api.modelserving import ModelServing
+from kthena_py.plan.modelcache.naming import fingerprint
 from kthena_py.vocab.conditions import (
     DEGRADED,
     REASON_DOWNLOAD_FAILED,
@@ -155,10 +161,13 @@ def cache_name(annotations: Mapping[str, Any] | None) -> str | None:
 
 
 def mount_of(name: str, cache: ModelCache) -> CacheMount:
-    """The mount of a cache that exists (from its spec alone)."""
+    """The mount of a cache that exists (from its spec, and its verified re-staged copy: see the module docstring)."""
     spec = cache.spec
     storage = spec.storage
     sub_path = model_dir(spec.source, spec.revision)
+    served = cache.status.served_directory if cache.status is not None else None
+    if served is not None and served.fingerprint == fingerprint(spec):
+        sub_path = served.directory  # a verified re-staged copy of this very spec (see the module docstring)
     if storage.node_local is not None:
         return CacheMount(name, sub_path, host_path=storage.node_local.path)
     if storage.persistent_volume_claim is not None:

@@ -55,7 +55,8 @@ def _configmap_reads(world: World) -> int:
 
 async def test_enforce_with_a_good_envelope_is_ready_and_a_restart_writes_nothing() -> None:
     world = _world("enforce", (CONFIGMAPS, _configmap(GOOD)), attestation=REF)
-    assert await _staged(world) is None
+    staged = await _staged(world)  # the only timer left is the source's 1 h revalidation: no recheck
+    assert staged is not None and staged.requeue_after >= 3600
     assert world.mc()["status"]["phase"] == "Ready" and _verified(world) == ("True", "Verified")
     assert REGISTRY.get_sample_value("kthena_modelcache_attestation_verified", LABELS) == 1.0
     world.restart()
@@ -76,7 +77,8 @@ async def test_enforce_with_a_wrong_digest_holds_rechecks_and_recovers_when_the_
     await world.reconcile()
     assert world.writes() == [] and world.recorded() == []  # the recheck changes nothing while nothing changed
     world.kube.put(CONFIGMAPS, _configmap(GOOD))
-    assert await world.reconcile() is None
+    fixed = await world.reconcile()  # the only timer left is the source's 1 h revalidation: no recheck
+    assert fixed is not None and fixed.requeue_after >= 3600
     assert world.mc()["status"]["phase"] == "Ready" and ("Normal", "Verified") in world.recorded()
 
 

@@ -192,7 +192,8 @@ async def test_a_cache_goes_pending_downloading_ready_and_then_stays_quiet() -> 
     assert world.progress.asked == ["10.1.2.3:8090"] and ("Normal", "Downloading") in world.recorded()
 
     world.run_job(job, "succeeded", _ok())
-    assert await world.reconcile() is None
+    ready = await world.reconcile()  # the next look is the source's first revalidation (1 h and the jitter)
+    assert ready is not None and 3600 <= ready.requeue_after <= 3960
     status = world.mc()["status"]
     assert (status["phase"], status["size"], status["sha256"], status["revision"]) == ("Ready", "3.0 MiB", SHA, "r1")
     assert "progress" not in status and ("Normal", "Cached") in world.recorded()

@@ -7,7 +7,13 @@ from typing import Any
 
 from kthena_py.api.modelcache import ModelCache
 from kthena_py.plan.modelcache import JobView, NodeView, fingerprint, job_view, node_view
-from kthena_py.vocab.labels import MODEL_CACHE_ATTEMPT, MODEL_CACHE_FINGERPRINT, MODEL_CACHE_JOB_KIND, MODEL_CACHE_NODE
+from kthena_py.vocab.labels import (
+    MODEL_CACHE_ATTEMPT,
+    MODEL_CACHE_CONTENT,
+    MODEL_CACHE_FINGERPRINT,
+    MODEL_CACHE_JOB_KIND,
+    MODEL_CACHE_NODE,
+)
 from kthena_py.vocab.times import format_time
 
 SHA_A = "a" * 64
@@ -80,10 +86,13 @@ def job(
     fp: str | None = None,
     kind: str = "download",
     name: str | None = None,
+    content: str | None = None,
 ) -> JobView:
     fp = fp or fingerprint(mc.spec)
-    uid = name or f"job-{fp[:4]}-{node or ''}-{attempt}-{kind}"
+    uid = name or f"job-{fp[:4]}-{node or ''}-{attempt}-{kind}" + (f"-{content}" if content else "")
     labels = {MODEL_CACHE_FINGERPRINT: fp, MODEL_CACHE_ATTEMPT: str(attempt), MODEL_CACHE_JOB_KIND: kind}
+    if content is not None:
+        labels[MODEL_CACHE_CONTENT] = content
     annotations = {MODEL_CACHE_NODE: node} if node else {}
     status: dict[str, Any] = {}
     if state == "succeeded":

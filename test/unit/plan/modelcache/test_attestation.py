@@ -66,7 +66,7 @@ def test_enforce_with_a_good_signature_is_ready_and_verified_and_says_so_once() 
     assert _conditions(plan)["AttestationVerified"] == ("True", "Verified")
     assert "release" in _message(plan, "AttestationVerified")
     assert [(e.type, e.reason) for e in plan.events] == [("Normal", "Cached"), ("Normal", "Verified")]
-    assert plan.requeue_after is None
+    assert plan.requeue_after is not None and plan.requeue_after >= 3600  # only the 1 h revalidation: no recheck
     again = _plan(_settle(mc, plan), "enforce", GOOD, job(mc, "succeeded", pod_phase=None), now=5000.0)
     assert again.status == plan.status and again.events == ()
 
@@ -101,7 +101,7 @@ def test_a_fixed_configmap_makes_an_enforced_cache_ready() -> None:
     assert fixed.status["phase"] == "Ready"
     assert _conditions(fixed)["Degraded"] == ("False", "NoFailure")
     assert ("Normal", "Verified") in [(e.type, e.reason) for e in fixed.events]
-    assert fixed.requeue_after is None
+    assert fixed.requeue_after is not None and fixed.requeue_after >= 3600  # only the 1 h revalidation
 
 
 def test_warn_serves_with_the_condition_false_and_warns_once() -> None:
@@ -141,7 +141,11 @@ def test_no_reference_under_warn_or_enforce_is_no_attestation(mode: Mode, phase:
     plan = _plan(mc, mode, None, _staged(mc))
     assert plan.status["phase"] == phase
     assert _conditions(plan)["AttestationVerified"] == ("False", "NoAttestation")
-    assert plan.requeue_after is None  # a spec change, not a timer, brings a reference
+    # A spec change, not a timer, brings a reference (the only timer: a Ready cache's 1 h source revalidation).
+    if phase == "Ready":
+        assert plan.requeue_after is not None and plan.requeue_after >= 3600
+    else:
+        assert plan.requeue_after is None
 
 
 def test_off_without_a_reference_adds_no_condition() -> None:

@@ -137,3 +137,34 @@ def test_a_node_that_left_before_the_deletion_is_still_named_with_its_files() ->
     nothing_left = plan_deletion(mc, Observed(jobs=kept, nodes=()), SETTINGS, 20.0, 15.0)
     assert nothing_left.remove_finalizer and _events(nothing_left) == [("Warning", "CleanupAbandoned")]
     assert nothing_left.events[0].message.endswith("on node(s) a, b")
+
+
+def test_a_re_staged_copy_is_removed_beside_the_first_directory() -> None:
+    from kthena_py.api.modelcache import model_dir
+    from kthena_py.plan.modelcache.refresh import restage_fingerprint
+
+    first = cache(refreshPolicy="OnChange")
+    fp = fingerprint(first.spec)
+    served = {"directory": f"{model_dir('hf://org/llama')}-1234abcd", "fingerprint": fp}
+    mc = cache(status={"servedDirectory": served}, refreshPolicy="OnChange")
+    staging = job(mc, "active", content="5678ef00")  # a re-staging that was running: stopped, then removed too
+    plan = plan_deletion(mc, Observed(jobs=(staging,), claim=CLAIM), SETTINGS, 10.0, 0.0)
+    outputs = {
+        c.name: c.body["spec"]["template"]["spec"]["containers"][0]["args"][-1] for c in plan.creates if c.kind == "Job"
+    }
+    assert outputs == {
+        cleanup_job_name("llama", fp): f"/kthena-cache/{model_dir('hf://org/llama')}",
+        cleanup_job_name("llama", restage_fingerprint(fp, "1234abcd")): f"/kthena-cache/{served['directory']}",
+        cleanup_job_name(
+            "llama", restage_fingerprint(fp, "5678ef00")
+        ): f"/kthena-cache/{model_dir('hf://org/llama')}-5678ef00",
+    }
+    assert [d.name for d in plan.deletes] == [staging.name]
+    # Only when every copy's cleanup succeeded does the finalizer go.
+    tokens = {c.name: c.body["metadata"]["labels"].get("modelcache.serving.kthena-py.io/content") for c in plan.creates}
+    done = [job(mc, "succeeded", kind="cleanup", name=name, content=tokens[name]) for name in outputs]
+    last = list(outputs)[-1]
+    running = job(mc, "active", kind="cleanup", name=last, content=tokens[last])
+    waiting = plan_deletion(mc, Observed(jobs=(*done[:2], running), claim=CLAIM), SETTINGS, 20.0, 0.0)
+    assert not waiting.remove_finalizer and waiting.creates == ()  # the copy's own cleanup Job is its record
+    assert plan_deletion(mc, Observed(jobs=tuple(done), claim=CLAIM), SETTINGS, 20.0, 0.0).remove_finalizer

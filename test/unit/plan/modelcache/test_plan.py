@@ -98,7 +98,8 @@ def test_a_succeeded_job_makes_the_cache_ready_with_files_digests_and_size() -> 
         "Degraded": ("False", "NoFailure"),
     }
     assert [(e.type, e.reason) for e in plan.events] == [("Normal", "Cached")]
-    assert plan.requeue_after is None
+    # The next look is the source's first revalidation: one hour (the default) plus the cache's jitter.
+    assert plan.requeue_after is not None and 3600 <= plan.requeue_after < 3600 * 1.1
     # Converged: the pod may be gone, the status and its transition times stay, nothing is said again.
     settled = _settle(mc, plan)
     again = plan_cache(settled, Observed(jobs=(job(mc, "succeeded", pod_phase=None),), claim=CLAIM), SETTINGS, 5000.0)
@@ -264,7 +265,8 @@ def test_a_node_that_leaves_the_selector_keeps_its_job_but_is_no_longer_a_unit(s
     assert plan.deletes == () and plan.creates == ()  # its Job is the record that b holds files; no retry there
     assert plan.status["phase"] == "Ready" and plan.status["nodes"] == ["a"]
     assert not any(c["type"] == "Degraded" and c["status"] == "True" for c in plan.status["conditions"])
-    assert plan.requeue_after is None  # nothing of the cache's own runs
+    # Nothing of the cache's own runs: the only next look is the source's revalidation (one hour and the jitter).
+    assert plan.requeue_after is not None and plan.requeue_after >= 3600
     back = _plan(mc, done_a, left_b, nodes=(node("a", gpu="true"), node("b", gpu="true")))
     assert back.status["nodes"] == (["a", "b"] if state == "succeeded" else ["a"])
 

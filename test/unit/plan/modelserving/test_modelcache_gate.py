@@ -494,3 +494,25 @@ def test_status_shows_the_cache_of_a_gated_modelserving_and_nothing_for_others()
     assert missing["phase"] == "NotFound" and missing["message"] == "ModelCache llama-3 not found"
     plain = build_view(ms_doc(role_doc("prefill")), [], now=NOW)
     assert "modelCache" not in status_document(plain) and "ModelCache" not in render_text(plain, ages=False)
+
+
+# -- a re-staged copy (refreshPolicy OnChange) ----------------------------------------------------------------------
+
+
+def _served(doc: dict[str, Any], directory: str, fp: str) -> dict[str, Any]:
+    doc["status"]["servedDirectory"] = {"directory": directory, "fingerprint": fp}
+    return doc
+
+
+def test_a_verified_restaged_copy_of_the_current_spec_is_mounted_and_changes_the_revision() -> None:
+    from kthena_py.plan.modelcache import fingerprint
+
+    doc = cache_doc()
+    fp = fingerprint(ModelCache.model_validate(doc).spec)
+    copy = f"{model_dir(SOURCE)}-0123abcd"
+    first, restaged = gate_of(cache_doc()).mount, gate_of(_served(cache_doc(), copy, fp)).mount
+    assert first.sub_path == model_dir(SOURCE) and restaged.sub_path == copy
+    assert first.shape() != restaged.shape()  # the pod template changes: gated ModelServings roll onto it
+    # A copy recorded for another spec (the source changed since) is never mounted.
+    stale = gate_of(_served(cache_doc(source="hf://meta/llama-4"), copy, fp)).mount
+    assert stale.sub_path == model_dir("hf://meta/llama-4")
