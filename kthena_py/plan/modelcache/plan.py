@@ -27,17 +27,25 @@ returns a :class:`CachePlan`. Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from kthena_py.api.common import to_dict
 from kthena_py.api.modelcache import DownloadProgress, ModelCache
+from kthena_py.attestation import ENFORCE, effective_mode
 
-from .attestation import AttestationDocument, AttestationInputs, AttestationSettings, recheck_after
+from .attestation import (
+    AttestationDocument,
+    AttestationInputs,
+    AttestationSettings,
+    check_attestation,
+    recheck_after,
+)
 from .naming import download_job_name, fingerprint
 from .refresh import Probe, plan_refresh, served_copy, served_directory, split_staging
 from .render import VOLCANO, JobSettings, cache_path, claim, download_job, podgroup
+from .result import parse_result
 from .status import Event, StatusInputs, cache_events, cache_status
 from .units import Backoff, UnitDecision, decide_unit
 from .views import DOWNLOAD, ClaimView, JobView, NodeView
@@ -180,11 +188,29 @@ def _units(
     return units, on_gone_nodes, matching
 
 
+def _servable(attestation: AttestationInputs, now: float) -> Callable[[JobView], bool] | None:
+    """Which succeeded download Jobs' copies may serve: under an enforced attestation, those whose files verify."""
+
+    def verified(job: JobView) -> bool:
+        result = parse_result(job.pod.message if job.pod else None)
+        if result is None or not result.ok:
+            return False
+        check = check_attestation(attestation, {f.name: f.sha256 for f in result.files}, result.sha256, now)
+        return check is None or not check.holds
+
+    reference = attestation.reference
+    mode = effective_mode(attestation.settings.mode, reference.policy if reference else None, reference is not None)
+    return verified if mode == ENFORCE else None
+
+
 def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, now: float) -> CachePlan:
     """Plan one live (not deleting) cache; see the module docstring."""
     fp = fingerprint(cache.spec)
     downloads = [j for j in observed.jobs if j.kind == DOWNLOAD]
-    staging = split_staging(cache, fp, [j for j in downloads if j.fingerprint == fp])  # refresh: by copy
+    attestation = AttestationInputs(settings.attestation, cache.spec.attestation, observed.attestation)
+    staging = split_staging(  # refresh: by copy; an enforced attestation decides which copies may serve
+        cache, fp, [j for j in downloads if j.fingerprint == fp], _servable(attestation, now)
+    )
     current = list(staging.served)
     deletes = [Delete(j.name, j.uid, "the spec changed") for j in downloads if j.fingerprint != fp]
     creates: list[Create] = []
@@ -233,7 +259,7 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
         waiting=waiting,
         progress=observed.progress,
         created_job=created_job,
-        attestation=AttestationInputs(settings.attestation, cache.spec.attestation, observed.attestation),
+        attestation=attestation,
     )
     status = cache_status(cache, inputs, now)
     previous = to_dict(cache.status) if cache.status is not None else {}

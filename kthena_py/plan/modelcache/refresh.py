@@ -41,7 +41,7 @@ superseded copy stay on the storage (they are not removed by this controller).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -182,13 +182,22 @@ class Staging:
     others: tuple[JobView, ...]
 
 
-def split_staging(cache: ModelCache, fp: str, jobs: Sequence[JobView]) -> Staging:
+def split_staging(
+    cache: ModelCache, fp: str, jobs: Sequence[JobView], servable: Callable[[JobView], bool] | None = None
+) -> Staging:
     """Split the spec's download Jobs (all of fingerprint ``fp``) by copy; see the module docstring.
 
-    The served copy is that of the newest succeeded Job; with none, the one ``status.servedDirectory`` names for
-    this fingerprint; else the first staging.
+    The served copy is that of the newest succeeded Job ``servable`` accepts (all, when it is ``None``; under an
+    enforced attestation only copies whose staged files verify, so a re-staged copy the signed statement does not
+    cover is never switched to and the verified copy keeps serving); with none, the one
+    ``status.servedDirectory`` names for this fingerprint; else the first staging.
     """
     succeeded = [j for j in jobs if j.state == "succeeded"]
+    if servable is not None:
+        accepted = [j for j in succeeded if servable(j)]
+        # The first staging is judged by the status (it is Failed when it does not verify); only re-staged
+        # copies need the predicate to be served.
+        succeeded = accepted or [j for j in succeeded if not j.content]
     if succeeded:
         token = max(succeeded, key=lambda j: (j.last_time, j.created_at, j.name)).content
     else:

@@ -372,3 +372,50 @@ def test_a_served_re_staged_copy_whose_jobs_are_gone_is_staged_again_into_its_ow
     name = next(c.name for c in plan.creates if c.kind == "Job")
     assert name.startswith(f"llama-{restage_fingerprint(fingerprint(mc.spec), token)[:8]}")
     assert plan.status["servedDirectory"]["directory"] == f"{FIRST}-{token}"
+
+
+# -- OnChange under an enforced attestation ------------------------------------------------------------
+
+
+def test_under_enforce_a_re_staged_copy_serves_only_once_the_signed_statement_covers_it() -> None:
+    from kthena_py.plan.modelcache import AttestationDocument, AttestationSettings
+    from kthena_py.testing.attestation import FILES, envelope, keypair, text, trusted
+
+    key = keypair("ed25519")
+    ref = {"configMapKeyRef": {"name": "llama-attestation", "key": "envelope.json"}}
+    settings = PlanSettings(attestation=AttestationSettings("enforce", trusted(("release", key))))
+    old_files = dict(FILES)  # what builders.result() stages
+    new_files = {"model.safetensors": "d" * 64, "config.json": "e" * 64}
+
+    def staged(identity: SourceIdentity, files: dict[str, str]) -> str:
+        entries = [{"name": n, "size": 10, "sha256": d} for n, d in files.items()]
+        return result(identity=identity.to_json(), files=entries, sizeBytes=20)
+
+    def plan(
+        mc: ModelCache, signed: dict[str, str], *jobs: JobView, now: float, probe: Probe | None = None
+    ) -> CachePlan:
+        document = AttestationDocument(text=text(envelope(key, files=signed)))
+        observed = Observed(jobs=tuple(jobs), claim=CLAIM, probe=probe, attestation=document)
+        return plan_cache(mc, observed, settings, now)
+
+    spec = {"refreshPolicy": "OnChange", "attestation": ref}
+    mc = cache(**spec)
+    done = job(mc, "succeeded", pod_phase="Succeeded", message=staged(OLD, old_files))
+    first = plan(mc, old_files, done, now=500.0)
+    assert first.status["phase"] == "Ready"
+    mc = cache(status=first.status, **spec)
+    probed = plan(mc, old_files, done, now=5000.0, probe=Probe(4990.0, identity=NEW))
+    mc = cache(status=probed.status, **spec)
+    token = identity_token(NEW)
+    new = job(mc, "succeeded", created=5001.0, finished=5100.0, content=token, message=staged(NEW, new_files))
+
+    # The statement still covers only the old files: the verified copy keeps serving, nothing is switched.
+    held = plan(mc, old_files, done, new, now=5110.0)
+    assert "servedDirectory" not in held.status and held.status["sourceETag"] == OLD.etag
+    assert held.status["phase"] == "Ready" and held.status["path"] == f"pvc://models/{FIRST}"
+    assert done.name not in [d.name for d in held.deletes] and new.name not in [d.name for d in held.deletes]
+
+    # Once the statement is re-signed for the new files, the switch happens.
+    switched = plan(mc, new_files, done, new, now=5120.0)
+    assert switched.status["servedDirectory"]["directory"] == f"{FIRST}-{token}"
+    assert switched.status["sourceETag"] == NEW.etag and switched.status["phase"] == "Ready"
