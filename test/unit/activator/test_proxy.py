@@ -16,6 +16,7 @@ from kthena_py.activator import Activator, ActivatorOptions
 from kthena_py.activator.resources import MODELSERVINGS, PODS
 from kthena_py.kube.resources import ResourceType
 from kthena_py.testing.fake import FakeKube
+from kthena_py.testing.wait import eventually
 from kthena_py.vocab.labels import (
     ACTIVATOR_FIELD_MANAGER,
     ACTIVATOR_HOLD_BUDGET,
@@ -128,9 +129,7 @@ async def scene(**ms_kw: Any) -> AsyncIterator[tuple[FakeKube, Engine, Activator
 
 
 async def wait_for(predicate: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
+    await eventually(lambda: predicate() or None, timeout=timeout, interval=0.01)
 
 
 def put(kube: FakeKube, rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -192,7 +191,7 @@ async def test_held_while_scaling_down_then_served_without_a_write() -> None:
 
 
 async def test_two_activators_make_one_write() -> None:
-    async with scene() as (kube, _engine, first, url), aiohttp.ClientSession() as http:
+    async with scene() as (kube, _engine, first, _url), aiohttp.ClientSession() as http:
         second = Activator(
             ActivatorOptions(listen="127.0.0.1:0", metrics_bind_address="0", health_probe_bind_address="0"), client=kube
         )
