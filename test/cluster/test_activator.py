@@ -6,6 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -20,10 +24,16 @@ from kthena_py.api.crdgen import build_crds
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import PODS
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane import ClusterTier
-from kthena_py.testing.controlplane.cluster import HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
+from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX, HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
 from kthena_py.testing.wait import eventually
-from kthena_py.vocab.labels import ACTIVATOR_FIELD_MANAGER, ACTIVATOR_PORT, ACTIVATOR_SCALE_FROM_ZERO
+from kthena_py.vocab.labels import (
+    ACTIVATOR_FIELD_MANAGER,
+    ACTIVATOR_HOLD_BUDGET,
+    ACTIVATOR_PORT,
+    ACTIVATOR_SCALE_FROM_ZERO,
+)
 
 from .msutil import NAME_LABEL, container, modelserving, running_manager
 
@@ -110,8 +120,10 @@ class EngineFarm:
         await self._runner.cleanup()
 
 
-def cold_modelserving(name: str, *, hold_ready: bool, replicas: int = 0) -> dict[str, Any]:
-    engine = container(gpu=0) | {"ports": [{"containerPort": ENGINE_PORT}]}
+def cold_modelserving(
+    name: str, *, hold_ready: bool, replicas: int = 0, image: str = "nginx:1.27", budget: str | None = None
+) -> dict[str, Any]:
+    engine = container(image=image, gpu=0) | {"ports": [{"containerPort": ENGINE_PORT}]}
     entry: dict[str, Any] = {"spec": {"containers": [engine]}}
     if hold_ready:
         entry["metadata"] = {"annotations": {HOLD_READY_ANNOTATION: HOLD_READY}}
@@ -119,6 +131,8 @@ def cold_modelserving(name: str, *, hold_ready: bool, replicas: int = 0) -> dict
         name, replicas=replicas, roles=[{"name": "r", "replicas": 1, "workerReplicas": 0, "entryTemplate": entry}]
     )
     ms["metadata"]["annotations"] = {ACTIVATOR_SCALE_FROM_ZERO: "true", ACTIVATOR_PORT: str(ENGINE_PORT)}
+    if budget is not None:
+        ms["metadata"]["annotations"][ACTIVATOR_HOLD_BUDGET] = budget
     return ms
 
 
@@ -223,6 +237,139 @@ async def test_streamed_chunks_arrive_one_by_one_and_disconnect_cancels(
         finally:
             await http.close()
         await asyncio.wait_for(farm.cancelled.wait(), 10)
+
+
+def written(namespace: str) -> float:
+    """Scale writes this process made for the test's ModelServing (every in-process activator counts here)."""
+    value = REGISTRY.get_sample_value(
+        "kthena_activator_scale_writes_total", {"namespace": namespace, "modelserving": "llm", "result": "written"}
+    )
+    return value or 0.0
+
+
+async def test_budget_spent_is_503_naming_the_image_pull_with_bounded_writes(
+    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
+) -> None:
+    ms = cold_modelserving("llm", hold_ready=False, image=BAD_IMAGE_PREFIX + "engine:1", budget="8s")
+    await kube.create(MODELSERVINGS, ms, namespace)
+    async with (
+        running_manager(str(kubeconfig), namespace),
+        activator(kubeconfig, namespace) as act,
+        aiohttp.ClientSession() as http,
+    ):
+        url = f"http://127.0.0.1:{act.port}/v1/chat/completions"
+        start = (await kube.get(MODELSERVINGS, "llm", namespace))["metadata"]["generation"]
+        for _ in range(2):
+            async with http.post(url, json={"model": "llm"}) as answer:
+                assert answer.status == 503
+                assert int(answer.headers["Retry-After"]) > 0
+                error = (await answer.json())["error"]
+                assert "image pull: ImagePullBackOff" in error["message"], error["message"]
+                assert error["type"] == "service_unavailable"
+        assert written(namespace) == 1
+        assert (await kube.get(MODELSERVINGS, "llm", namespace))["metadata"]["generation"] == start + 1
+
+
+async def test_two_activator_replicas_make_one_scale_write(
+    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
+) -> None:
+    await kube.create(MODELSERVINGS, cold_modelserving("llm", hold_ready=False), namespace)
+    async with (
+        running_manager(str(kubeconfig), namespace),
+        EngineFarm(kube, namespace) as farm,
+        activator(kubeconfig, namespace) as first,
+        activator(kubeconfig, namespace) as second,
+        aiohttp.ClientSession() as http,
+    ):
+        start = (await kube.get(MODELSERVINGS, "llm", namespace))["metadata"]["generation"]
+        calls = [
+            http.post(f"http://127.0.0.1:{port}/v1/chat/completions", json={"model": "llm", "n": i})
+            for i in range(10)
+            for port in (first.port, second.port)
+        ]
+        answers = await asyncio.wait_for(asyncio.gather(*calls), 120)
+        assert [a.status for a in answers] == [200] * 20
+        assert len(farm.bodies) == 20
+        assert written(namespace) == 1
+        assert (await kube.get(MODELSERVINGS, "llm", namespace))["metadata"]["generation"] == start + 1
+
+
+async def _ready(url: str) -> bool | None:
+    try:
+        async with aiohttp.ClientSession() as http, http.get(url) as answer:
+            return True if answer.status == 200 else None
+    except aiohttp.ClientError:
+        return None
+
+
+def _spawn(kubeconfig: Path, namespace: str, port: int, probe: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kthena_py",
+            "activator",
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--namespace",
+            namespace,
+            "--metrics-bind-address",
+            "0",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{probe}",
+            "--log-format",
+            "json",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+async def test_kill_9_with_held_requests_then_a_restart_serves(
+    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
+) -> None:
+    await kube.create(MODELSERVINGS, cold_modelserving("llm", hold_ready=True), namespace)
+    port, probe = free_port(), free_port()
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    process = _spawn(kubeconfig, namespace, port, probe)
+    try:
+        async with (
+            running_manager(str(kubeconfig), namespace),
+            EngineFarm(kube, namespace) as farm,
+            aiohttp.ClientSession() as http,
+        ):
+            await eventually(lambda: _ready(f"http://127.0.0.1:{probe}/readyz"), timeout=60, description="ready")
+            held = [asyncio.create_task(http.post(url, json={"model": "llm", "n": i})) for i in range(3)]
+            await eventually(lambda: _replicas_one(kube, namespace), timeout=30, description="woken")
+            pod = await eventually(lambda: _running_pod(kube, namespace), timeout=60, description="a Running pod")
+            assert not any(task.done() for task in held)
+            process.send_signal(signal.SIGKILL)
+            process.wait(30)
+            outcomes = await asyncio.gather(*held, return_exceptions=True)
+            assert all(isinstance(o, aiohttp.ClientError) for o in outcomes), outcomes
+            process = _spawn(kubeconfig, namespace, port, probe)
+            await eventually(lambda: _ready(f"http://127.0.0.1:{probe}/readyz"), timeout=60, description="ready")
+            await kube.patch(
+                PODS,
+                pod["metadata"]["name"],
+                {"metadata": {"annotations": {HOLD_READY_ANNOTATION: RELEASED}}},
+                namespace,
+            )
+            async with http.post(url, json={"model": "llm", "n": 99}) as answer:
+                assert answer.status == 200
+                assert (await answer.json())["echo"]["n"] == 99
+            assert [json.loads(b)["n"] for b in farm.bodies] == [99]
+    finally:
+        process.kill()
+        process.wait(30)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 async def _replicas_one(kube: KubeClient, namespace: str) -> dict[str, Any] | None:
