@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from kthena_py.activator import Activator, ActivatorOptions
-from kthena_py.activator.resources import MODELSERVINGS, PODS
+from kthena_py.activator.resources import MODELROUTES, MODELSERVERS, MODELSERVINGS, PODS
 from kthena_py.kube.resources import ResourceType
 from kthena_py.testing.fake import FakeKube
 from kthena_py.testing.wait import eventually
@@ -263,3 +263,31 @@ async def test_a_refused_connection_is_retried_on_another_pod() -> None:
         await asyncio.sleep(0.1)
         async with http.post(url + "/v1/chat/completions", json={"model": "llm"}) as answer:
             assert answer.status == 200
+
+
+async def test_a_kthena_modelroute_name_routes_to_its_modelserving() -> None:
+    async with scene(replicas=1) as (kube, _engine, _a, url), aiohttp.ClientSession() as http:
+        ms_obj = kube.store.get(MODELSERVINGS, "llm", NS)
+        ms_obj["spec"]["template"]["roles"] = [
+            {"name": "r", "entryTemplate": {"metadata": {"labels": {"model-uid": "u1"}}, "spec": {"containers": []}}}
+        ]
+        kube.put(MODELSERVINGS, ms_obj)
+        kube.put(
+            MODELSERVERS,
+            {
+                "metadata": {"name": "s", "namespace": NS},
+                "spec": {"workloadSelector": {"matchLabels": {"model-uid": "u1"}}},
+            },
+        )
+        kube.put(
+            MODELROUTES,
+            {
+                "metadata": {"name": "r", "namespace": NS},
+                "spec": {"modelName": "router-name", "rules": [{"targetModels": [{"modelServerName": "s"}]}]},
+            },
+        )
+        put(kube, PODS, entry_pod("llm", "p"))
+        await wait_for(lambda: "router-name" in _a.catalog.directory().by_model)
+        async with http.post(url + "/v1/chat/completions", json={"model": "router-name"}) as answer:
+            assert answer.status == 200
+            assert (await answer.json())["echo"]["model"] == "router-name"
