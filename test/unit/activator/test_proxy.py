@@ -39,12 +39,17 @@ class Engine:
         self.release = asyncio.Event()
         self.cancelled = asyncio.Event()
         self.streamed = 0
+        self.unavailable = 0
+        """Answer this many next requests 503 (an engine still loading)."""
         self.port = 0
         self._runner: web.AppRunner | None = None
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         self.bodies.append(body)
+        if self.unavailable:
+            self.unavailable -= 1
+            return web.Response(status=503, text="loading")
         if not json.loads(body).get("stream"):
             return web.json_response({"echo": json.loads(body)})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -323,3 +328,22 @@ async def test_probes_say_ready_once_informers_synced() -> None:
             assert answer.status == 200
         async with http.get(f"http://{host}:{port}/healthz") as answer:
             assert answer.status == 200
+
+
+async def test_a_503_from_a_loading_engine_is_retried_within_the_budget() -> None:
+    async with scene(replicas=1) as (kube, engine, _a, url), aiohttp.ClientSession() as http:
+        put(kube, PODS, entry_pod("llm", "p"))
+        engine.unavailable = 2
+        async with http.post(url + "/v1/chat/completions", json={"model": "llm"}) as answer:
+            assert answer.status == 200
+        assert len(engine.bodies) == 3  # two 503s, then the answer
+
+
+async def test_a_503_with_no_budget_left_is_the_activators_503() -> None:
+    async with scene(replicas=1, budget="100ms") as (kube, engine, _a, url), aiohttp.ClientSession() as http:
+        put(kube, PODS, entry_pod("llm", "p"))
+        engine.unavailable = 1000
+        async with http.post(url + "/v1/chat/completions", json={"model": "llm"}) as answer:
+            assert answer.status == 503
+            assert "answered 503" in (await answer.json())["error"]["message"]
+        assert 1 <= len(engine.bodies) <= 3  # 0.05 s, then 0.1 s waits: the budget allows at most two retries
