@@ -34,8 +34,8 @@ a Hugging Face source is pinned to the new commit). Its Jobs carry the spec's fi
 so a restarted manager finds them. The served copy is the one of the newest succeeded download Job of the
 spec (:func:`split_staging`), so the switch happens only once the re-staging Job succeeded (every file verified,
 the completion marker written); then ``status.servedDirectory`` names it and the serving gate mounts it.
-Jobs of any other content (an older copy, a re-staging the source has moved past) are deleted. The files of a
-superseded copy stay on the storage (they are not removed by this controller).
+Jobs of any other content (an older copy, a re-staging the source has moved past) are ``stale``: their copies are
+retired by :mod:`.retire` (the directory removed once no pod mounts it, then the Jobs deleted).
 """
 
 from __future__ import annotations
@@ -257,6 +257,8 @@ class RefreshPlan:
     next_check: float | None
     """When to look again (the next probe, or the re-staging's retry)."""
     restaging_job: str | None = None
+    staging_token: str | None = None
+    """The content token being staged (``None``: none); its old failed attempts are in ``stale`` too."""
 
 
 def _drift_condition(
@@ -429,4 +431,5 @@ def plan_refresh(
         tuple(events),
         min(waits) if waits else None,
         restaging_job,
+        wanted,
     )
