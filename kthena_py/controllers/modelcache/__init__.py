@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kthena_py.kube.objects import KubeObject, annotations_of, labels_of, meta, name_of, namespace_of
-from kthena_py.kube.resources import JOBS, NODES, PERSISTENT_VOLUME_CLAIMS
+from kthena_py.kube.resources import JOBS, NODES, PERSISTENT_VOLUME_CLAIMS, PODS
 from kthena_py.plan.modelcache import uses_claim
 from kthena_py.runtime.controller import Controller, spec_or_metadata_changed
 from kthena_py.runtime.manager import Manager
@@ -33,7 +33,7 @@ from kthena_py.vocab.conditions import READY, UPDATE_IN_PROGRESS
 from kthena_py.vocab.labels import MODEL_CACHE, MODEL_CACHE_NAME
 
 from ..components import MODELCACHE
-from ..resources import MODELCACHES, MODELSERVINGS
+from ..resources import MODELCACHES, MODELSERVINGS, narrow_cache
 from .apply import FIELD_MANAGER
 from .observe import parse_cache
 from .progress import HttpProgress, ProgressSource
@@ -114,6 +114,8 @@ def register(
     cache.informer(JOBS)
     cache.informer(PERSISTENT_VOLUME_CLAIMS)
     cache.informer(NODES)
+    narrow_cache(cache)  # retire: the gated ModelServings' pods (what the other controllers cache too)
+    cache.informer(PODS)
 
     def caches_using_claim(claim: KubeObject) -> Iterable[Request]:
         namespace = namespace_of(claim)
