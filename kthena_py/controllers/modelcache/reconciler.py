@@ -47,7 +47,7 @@ from kthena_py.plan.modelcache.retire import RETIRE_WHY
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
-from kthena_py.vocab.conditions import REASON_INVALID_SPEC
+from kthena_py.vocab.conditions import REASON_INVALID_SPEC, REASON_RETIRED, REASON_RETIREMENT_FAILED
 from kthena_py.vocab.labels import MODEL_CACHE_FINALIZER
 from kthena_py.vocab.times import parse_time
 
@@ -63,6 +63,7 @@ from .revalidate import Prober, probe_fields
 __all__ = ["CacheReconciler"]
 
 log = structlog.get_logger("kthena_py.modelcache")
+RETIREMENT_OUTCOMES = {REASON_RETIRED: "retired", REASON_RETIREMENT_FAILED: "failed"}
 
 
 class CacheReconciler:
@@ -154,6 +155,9 @@ class CacheReconciler:
         written = await write_status(self.client, obj, plan.status)
         for event in plan.events:
             self.recorder.event(obj, "Warning" if event.type == "Warning" else "Normal", event.reason, event.message)
+            if event.reason in RETIREMENT_OUTCOMES:  # retire: one count per copy retired (or removal failed)
+                metrics.RETIREMENTS.labels(RETIREMENT_OUTCOMES[event.reason]).inc()
+                log.info("modelcache copy retirement", cache=f"{mc.namespace}/{mc.name}", message=event.message)
         self._metrics(mc, observed, plan.status)
         if written:
             log.info(

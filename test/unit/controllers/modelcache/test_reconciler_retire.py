@@ -16,6 +16,7 @@ from kthena_py.plan.modelcache.refresh import served_directory
 from kthena_py.plan.modelcache.render import JobSettings, Restage, download_job
 from kthena_py.plan.modelcache.retire import GRACE
 from kthena_py.plan.modelserving.core import naming
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.vocab.labels import MODEL_CACHE
 
 from .test_reconciler import CLAIM, World, _cache
@@ -143,8 +144,11 @@ async def test_a_superseded_copy_is_retired_once_no_pod_mounts_it_and_the_rollou
     await world.reconcile()
     assert first["metadata"]["name"] in _names(world)
 
+    retired = REGISTRY.get_sample_value("kthena_modelcache_retirements_total", {"outcome": "retired"}) or 0.0
     world.run_job(cleanup, "succeeded", "")
     await world.reconcile()
+    after = REGISTRY.get_sample_value("kthena_modelcache_retirements_total", {"outcome": "retired"})
+    assert after == retired + 1
     assert _names(world) == {"llama-restaged"}
     assert ("Normal", "Retired") in world.recorded()
     assert world.mc()["status"]["servedDirectory"]["directory"] == f"{FIRST}-{TOKEN}"
