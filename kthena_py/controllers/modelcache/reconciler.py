@@ -149,6 +149,8 @@ class CacheReconciler:
             # retire: confirm with every pod of the namespace (not only the cached ones) before removing a copy
             observed = dataclasses.replace(observed, mounts=await live_mounts(self.client, mc.namespace, claim))
             plan = plan_cache(mc, observed, self.settings, now)
+        if plan.retiring:
+            log.debug("modelcache copies wait to be retired", cache=f"{mc.namespace}/{mc.name}", waiting=plan.retiring)
         done = await apply_changes(self.client, self.recorder, obj, plan.creates, plan.deletes)
         if done:
             log.info("modelcache children written", cache=f"{mc.namespace}/{mc.name}", writes=done)

@@ -138,6 +138,8 @@ class CachePlan:
     status: dict[str, Any]
     events: tuple[Event, ...]
     requeue_after: float | None
+    retiring: tuple[str, ...] = ()
+    """Superseded copies waiting to be retired, and what for (:mod:`.retire`; logged by the controller)."""
 
 
 def storage_problem(cache: ModelCache, claim_seen: ClaimView | None, nodes: tuple[NodeView, ...]) -> str | None:
@@ -325,4 +327,4 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
         waits.append(recheck)  # ConfigMaps are not watched: a failing attestation is read again (bounded)
     requeue = max(0.5, min(waits)) if waits else None
     unique = {d.name: d for d in deletes}
-    return CachePlan(fp, tuple(creates), tuple(unique.values()), status, events, requeue)
+    return CachePlan(fp, tuple(creates), tuple(unique.values()), status, events, requeue, retire.waiting)

@@ -179,6 +179,8 @@ def test_a_mounted_copy_or_an_unfinished_rollout_waits(
     mc, done, staged = _switched()
     plan = _plan(mc, done, staged, mounts=mounts, rollouts=rollouts)
     assert _retirements(plan) == [] and plan.deletes == ()
+    [waiting] = plan.retiring
+    assert waiting.startswith(f"{FIRST}: ") and (mounts[0].pod if mounts else rollouts[0].name) in waiting
     assert plan.requeue_after is not None and plan.requeue_after <= RECHECK
 
 
@@ -298,3 +300,25 @@ def test_never_removes_a_copy_a_pod_mounts_or_may_still_mount(
     assert staged.name not in deleted
     if old.name in deleted:  # the old copy's record goes only once its directory is removed
         assert cleanup_state == "succeeded"
+
+
+def test_a_source_back_to_an_unretired_copy_retires_it_first_then_stages_it_again() -> None:
+    mc, _, staged = _switched()
+    mc = cache(status=_plan(mc, staged, probe=Probe(LATER, identity=THIRD)).status, refreshPolicy="OnChange")
+    third = identity_token(THIRD)
+    newest = job(mc, "succeeded", created=LATER + 1, finished=LATER + 50, content=third, message=_staged(THIRD))
+    mc = cache(status=_plan(mc, staged, newest, now=LATER + 51).status, refreshPolicy="OnChange")
+    now = LATER + 50 + GRACE + 1
+    # The source goes back to NEW while its copy (TOKEN) is still on the storage, superseded by THIRD.
+    back = _plan(mc, staged, newest, now=now, probe=Probe(now, identity=NEW))
+    [body] = _retirements(back)
+    assert body["metadata"]["labels"][MODEL_CACHE_CONTENT] == TOKEN  # its removal, not a download into it
+    assert not [c for c in back.creates if c.kind == "Job" and c.why != RETIRE_WHY]
+    mc = cache(status=back.status, refreshPolicy="OnChange")
+    cleanup = _cleanup(mc, "succeeded", TOKEN, finished=now + 5)
+    gone = _plan(mc, staged, newest, cleanup, now=now + 6)
+    assert {d.name for d in gone.deletes} == {staged.name, cleanup.name}
+    again = _plan(cache(status=gone.status, refreshPolicy="OnChange"), newest, now=now + 7)
+    [download] = [c.body for c in again.creates if c.kind == "Job"]
+    args = download["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("-o") + 1].endswith(f"/{FIRST}-{TOKEN}") and "--remove" not in args
