@@ -86,6 +86,8 @@ __all__ = [
     "REASON_RECONCILED",
     "REASON_RESTAGING",
     "REASON_RETAINED",
+    "REASON_RETIRED",
+    "REASON_RETIREMENT_FAILED",
     "REASON_REVALIDATION_FAILED",
     "REASON_REVALIDATION_UNSUPPORTED",
     "REASON_ROLES_UPDATING",
@@ -283,6 +285,10 @@ REASON_SOURCE_CHANGED = "SourceChanged"
 """The source changed; under IfNotPresent the staged copy keeps serving."""
 REASON_RESTAGING = "Restaging"
 """The source changed; under OnChange its new content is being staged beside the served copy."""
+REASON_RETIRED = "Retired"
+"""Event: a superseded copy of an OnChange cache was removed from the storage (no pod mounts it any more)."""
+REASON_RETIREMENT_FAILED = "RetirementFailed"
+"""Event: the Job removing a superseded copy failed; it is retried after the backoff."""
 REASON_REVALIDATION_FAILED = "RevalidationFailed"
 """The source could not be checked (unreachable, refused); the condition is Unknown, the cache keeps serving."""
 REASON_REVALIDATION_UNSUPPORTED = "RevalidationUnsupported"
@@ -376,6 +382,8 @@ CONDITION_REASONS = (
     REASON_SOURCE_UNCHANGED,
     REASON_SOURCE_CHANGED,
     REASON_RESTAGING,
+    REASON_RETIRED,
+    REASON_RETIREMENT_FAILED,
     REASON_REVALIDATION_FAILED,
     REASON_REVALIDATION_UNSUPPORTED,
     REASON_ATTESTATION_VERIFIED,

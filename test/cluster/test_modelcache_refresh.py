@@ -229,8 +229,29 @@ async def test_on_change_stages_the_new_commit_beside_the_old_and_rolls_the_mode
             reasons = [e["reason"] for e in await events_of(kube, namespace, "moving")]
             assert "Restaging" in reasons
 
+            # Once srv rolled onto the new copy, the first one is retired: its directory removed from the storage,
+            # then its Jobs (download and cleanup) deleted; only the served copy's Jobs are left.
+            token = served[len(first) + 1 :]
+
+            async def retired() -> bool:
+                left = {
+                    j["metadata"]["labels"].get(MODEL_CACHE_CONTENT, "")
+                    for j in await download_jobs(kube, namespace, "moving")
+                }
+                return not (volume / first).exists() and left == {token}
+
+            await eventually(retired, timeout=150, interval=0.5, description="the first copy retired")
+
+            async def retired_event() -> bool:
+                return "Retired" in [e["reason"] for e in await events_of(kube, namespace, "moving")]
+
+            await eventually(retired_event, timeout=30, interval=0.5, description="the Retired Event")
+            mc = await kube.get(MODELCACHES, "moving", namespace)
+            assert mc["status"]["servedDirectory"]["directory"] == served and mc["status"]["phase"] == "Ready"
+
     # No pod ever mounted a directory that did not hold a complete, verified copy at the moment it appeared.
     assert {sub for _, sub, _ in seen} == {first, served}, seen
     assert all(complete for _, _, complete in seen), seen
     assert (volume / served / "model.safetensors").read_bytes() == repo.files["model.safetensors"]
-    assert (volume / first / MARKER_NAME).is_file()  # the old copy stayed whole while it was served
+    assert (volume / served / MARKER_NAME).is_file()  # the served copy is untouched by the retirement
+    assert not (volume / first).exists()

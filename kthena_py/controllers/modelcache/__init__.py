@@ -9,7 +9,8 @@ Watches (informers shared with the other controllers):
   their namespace that use them;
 * Nodes (readiness, labels, cordon), mapped to every node-local cache;
 * ModelServings, mapped to the cache their annotation :data:`~kthena_py.vocab.labels.MODEL_CACHE` names
-  (``prefetch: false`` starts, deletion waits).
+  (``prefetch: false`` starts, deletion waits), and their rollout's progress (the retirement of a superseded
+  copy waits for it; pods are not watched: a waiting copy is looked at again every few seconds).
 
 Sources are revalidated by :mod:`.revalidate` (metadata requests, bounded across caches; the cache's Secret is
 read with a GET when a probe runs); the planner decides when (:mod:`kthena_py.plan.modelcache.refresh`).
@@ -23,16 +24,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from kthena_py.kube.objects import KubeObject, annotations_of, labels_of, meta, name_of, namespace_of
-from kthena_py.kube.resources import JOBS, NODES, PERSISTENT_VOLUME_CLAIMS
+from kthena_py.kube.resources import JOBS, NODES, PERSISTENT_VOLUME_CLAIMS, PODS
 from kthena_py.plan.modelcache import uses_claim
 from kthena_py.runtime.controller import Controller, spec_or_metadata_changed
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.reconcile import Request
-from kthena_py.vocab.conditions import READY
+from kthena_py.vocab.conditions import READY, UPDATE_IN_PROGRESS
 from kthena_py.vocab.labels import MODEL_CACHE, MODEL_CACHE_NAME
 
 from ..components import MODELCACHE
-from ..resources import MODELCACHES, MODELSERVINGS
+from ..resources import MODELCACHES, MODELSERVINGS, narrow_cache
 from .apply import FIELD_MANAGER
 from .observe import parse_cache
 from .progress import HttpProgress, ProgressSource
@@ -69,6 +70,27 @@ def modelserving_names_changed(old: KubeObject | None, new: KubeObject) -> bool:
     return old is None or annotations_of(old).get(MODEL_CACHE) != annotations_of(new).get(MODEL_CACHE)
 
 
+def _rollout_key(ms: KubeObject) -> tuple[object, ...]:
+    status = ms.get("status") or {}
+    conditions = [c for c in status.get("conditions") or [] if isinstance(c, dict)]
+    update: dict[str, object] = next((c for c in conditions if c.get("type") == UPDATE_IN_PROGRESS), {})
+    fields = ("observedGeneration", "currentRevision", "updateRevision", "updatedReplicas", "availableReplicas")
+    return (
+        meta(ms).get("generation"),
+        meta(ms).get("deletionTimestamp"),
+        *(status.get(f) for f in fields),
+        tuple(update.get(k) for k in ("status", "reason", "observedGeneration")),
+    )
+
+
+def modelserving_changed(old: KubeObject | None, new: KubeObject) -> bool:
+    """The annotation changed, or a gated ModelServing's rollout moved (what the retirement of copies waits for)."""
+    if modelserving_names_changed(old, new):
+        return True
+    assert old is not None
+    return bool(annotations_of(new).get(MODEL_CACHE)) and _rollout_key(old) != _rollout_key(new)
+
+
 def register(
     manager: Manager,
     *,
@@ -92,6 +114,8 @@ def register(
     cache.informer(JOBS)
     cache.informer(PERSISTENT_VOLUME_CLAIMS)
     cache.informer(NODES)
+    narrow_cache(cache)  # retire: the gated ModelServings' pods (what the other controllers cache too)
+    cache.informer(PODS)
 
     def caches_using_claim(claim: KubeObject) -> Iterable[Request]:
         namespace = namespace_of(claim)
@@ -130,7 +154,7 @@ def register(
         .owns(JOBS, MODELCACHES, job_changed)
         .watches(PERSISTENT_VOLUME_CLAIMS, caches_using_claim)
         .watches(NODES, node_local_caches, node_changed)
-        .watches(MODELSERVINGS, named_cache, modelserving_names_changed)
+        .watches(MODELSERVINGS, named_cache, modelserving_changed)
     )
     manager.add_controller(controller)
     return controller

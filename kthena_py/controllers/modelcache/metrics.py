@@ -4,7 +4,9 @@ Guarantees: ``kthena_modelcache_phase`` is 1 for the cache's current phase and 0
 deleted cache's series are removed (:func:`forget`), so the gauge counts caches per phase with ``sum by
 (phase)``; the download histogram gets one sample per cache that becomes Ready (from its Job's start to its
 end, as the Job reports them), never one per reconcile; ``kthena_modelcache_model_info`` has one series per cache
-whose status says what the model is (:func:`set_model` replaces the old series when the model changes).
+whose status says what the model is (:func:`set_model` replaces the old series when the model changes);
+``kthena_modelcache_retirements_total`` counts once per superseded copy retired (or per failed removal), with
+its Event.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "JOB_WRITES",
     "MODEL_INFO",
     "PHASE",
+    "RETIREMENTS",
     "REVALIDATIONS",
     "forget",
     "set_model",
@@ -47,6 +50,13 @@ BYTES: Final = Gauge(
 REVALIDATIONS: Final = Counter(
     "kthena_modelcache_revalidations_total",
     "Revalidation probes of ModelCache sources, by outcome (succeeded, failed, unsupported).",
+    ("outcome",),
+    registry=REGISTRY,
+)
+RETIREMENTS: Final = Counter(
+    "kthena_modelcache_retirements_total",
+    "Superseded copies of OnChange ModelCaches, by outcome: retired (directory removed, Jobs deleted) or failed "
+    "(the cleanup Job failed and is retried).",
     ("outcome",),
     registry=REGISTRY,
 )

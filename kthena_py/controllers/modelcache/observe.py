@@ -8,6 +8,8 @@ Guarantees:
   shared pod cache holds only ModelServing pods (:func:`~kthena_py.controllers.resources.narrow_cache`), and a
   download pod's termination message and IP are needed only while its Job runs or just finished.
 * A ModelServing names a cache by the annotation :data:`~kthena_py.vocab.labels.MODEL_CACHE` (same namespace).
+* Superseded copies (:mod:`.retirement`): the cached pods' mounts of the claim and the naming ModelServings'
+  rollouts, read only while the cache may have a copy to retire.
 * The ConfigMap of ``spec.attestation`` is read live (one GET, only when the cache references one; ConfigMaps
   are not cached nor watched): :func:`read_attestation`.
 """
@@ -43,6 +45,7 @@ from kthena_py.runtime.cache import CacheReader
 from kthena_py.vocab.labels import MODEL_CACHE, MODEL_CACHE_NAME
 
 from ..resources import MODELSERVINGS
+from .retirement import cached_mounts, may_retire, rollouts
 
 __all__ = ["naming_modelservings", "observe", "parse_cache", "read_attestation"]
 
@@ -123,12 +126,18 @@ async def observe(
     claim = cache.get(PERSISTENT_VOLUME_CLAIMS, claim_name, mc.namespace) if claim_name else None
     nodes = cache.list(NODES) if mc.spec.storage.node_local is not None else []
     users = naming_modelservings(cache, mc.namespace, mc.name)
+    views = tuple(sorted((job_view(j, pods) for j in jobs), key=lambda v: v.name))
+    retiring = claim_name is not None and may_retire(views)  # retire: superseded copies (see .retirement)
     return Observed(
-        jobs=tuple(sorted((job_view(j, pods) for j in jobs), key=lambda v: v.name)),
+        jobs=views,
         claim=claim_view(claim) if claim is not None else None,
         nodes=tuple(node_view(n) for n in nodes),
         requested=bool(users),
         in_use_by=users,
         progress=progress or {},
         attestation=await read_attestation(client, mc) if attestation else None,
+        mounts=cached_mounts(cache, mc.namespace, claim_name) if retiring and claim_name else (),
+        rollouts=rollouts([o for o in cache.list(MODELSERVINGS, mc.namespace) if name_of(o) in users])
+        if retiring
+        else (),
     )

@@ -9,8 +9,10 @@ Flow of one reconcile (every decision is made by :mod:`kthena_py.plan.modelcache
 3. A live cache: add the finalizer if it is missing; observe (Jobs with their pods, claim, nodes,
    ModelServings); scrape the progress of running download pods (bounded, failures ignored); probe the source
    when its revalidation is due (:mod:`.revalidate`: bounded, never raises); plan; apply the
-   deletes and creates (a refused write: Warning Event, then the engine's backoff); write the status if it
-   changed; record the plan's Events; update the metrics; look again after the plan's ``requeue_after``.
+   deletes and creates (before creating the cleanup Job of a superseded copy, the pods' mounts are read live
+   and the plan made again, :mod:`.retirement`; a refused write: Warning Event, then the engine's backoff);
+   write the status if it changed; record the plan's Events; update the metrics; look again after the plan's
+   ``requeue_after``.
 
 Guarantees: the status, the Jobs and their names are functions of the cluster's state, so a restarted manager
 on a converged cache makes no write, and one restarted mid-download finds the running Job instead of starting
@@ -30,13 +32,22 @@ from kthena_py.api.common import to_dict
 from kthena_py.api.modelcache import PHASE_READY, DownloadProgress, ModelCache
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import KubeObject, is_deleting, meta
-from kthena_py.plan.modelcache import DOWNLOAD, Observed, PlanSettings, fingerprint, plan_cache, plan_deletion
+from kthena_py.plan.modelcache import (
+    DOWNLOAD,
+    Observed,
+    PlanSettings,
+    fingerprint,
+    plan_cache,
+    plan_deletion,
+    uses_claim,
+)
 from kthena_py.plan.modelcache.metadata import model_labels
 from kthena_py.plan.modelcache.refresh import due
+from kthena_py.plan.modelcache.retire import RETIRE_WHY
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError
-from kthena_py.vocab.conditions import REASON_INVALID_SPEC
+from kthena_py.vocab.conditions import REASON_INVALID_SPEC, REASON_RETIRED, REASON_RETIREMENT_FAILED
 from kthena_py.vocab.labels import MODEL_CACHE_FINALIZER
 from kthena_py.vocab.times import parse_time
 
@@ -46,11 +57,13 @@ from .apply import apply_changes, set_finalizer, write_status
 from .attestation import report_attestation
 from .observe import observe, parse_cache
 from .progress import ProgressSource, scrape_all
+from .retirement import live_mounts
 from .revalidate import Prober, probe_fields
 
 __all__ = ["CacheReconciler"]
 
 log = structlog.get_logger("kthena_py.modelcache")
+RETIREMENT_OUTCOMES = {REASON_RETIRED: "retired", REASON_RETIREMENT_FAILED: "failed"}
 
 
 class CacheReconciler:
@@ -131,12 +144,22 @@ class CacheReconciler:
                 observed = dataclasses.replace(observed, probe=probe)
         now = self._now()
         plan = plan_cache(mc, observed, self.settings, now)
+        claim = uses_claim(mc)
+        if claim is not None and any(c.why == RETIRE_WHY for c in plan.creates):
+            # retire: confirm with every pod of the namespace (not only the cached ones) before removing a copy
+            observed = dataclasses.replace(observed, mounts=await live_mounts(self.client, mc.namespace, claim))
+            plan = plan_cache(mc, observed, self.settings, now)
+        if plan.retiring:
+            log.debug("modelcache copies wait to be retired", cache=f"{mc.namespace}/{mc.name}", waiting=plan.retiring)
         done = await apply_changes(self.client, self.recorder, obj, plan.creates, plan.deletes)
         if done:
             log.info("modelcache children written", cache=f"{mc.namespace}/{mc.name}", writes=done)
         written = await write_status(self.client, obj, plan.status)
         for event in plan.events:
             self.recorder.event(obj, "Warning" if event.type == "Warning" else "Normal", event.reason, event.message)
+            if event.reason in RETIREMENT_OUTCOMES:  # retire: one count per copy retired (or removal failed)
+                metrics.RETIREMENTS.labels(RETIREMENT_OUTCOMES[event.reason]).inc()
+                log.info("modelcache copy retirement", cache=f"{mc.namespace}/{mc.name}", message=event.message)
         self._metrics(mc, observed, plan.status)
         if written:
             log.info(

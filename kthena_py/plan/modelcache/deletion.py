@@ -9,9 +9,10 @@ still on it) goes through, at each reconcile:
 3. The storage decides the cleanup: a ``volumeClaimTemplate`` claim is the cache's own and goes with it (no
    cleanup Job); an existing claim gets one cleanup Job (``kthena-py download --remove``) for the model
    directory, and one for each re-staged copy (``refreshPolicy: OnChange``, :mod:`.refresh`) that its download
-   Jobs or ``status.servedDirectory`` name; a node-local cache gets one per node that exists and matches the
-   selector, ran a download (one that left the selector too: it keeps its download Jobs, see :mod:`.plan`) or
-   already has a cleanup Job.
+   or cleanup Jobs or ``status.servedDirectory`` name (a copy being retired, :mod:`.retire`, keeps its Jobs until
+   its directory is removed, and its cleanup Job has the name used here); a node-local cache gets one per node
+   that exists and matches the selector, ran a download (one that left the selector too: it keeps its download
+   Jobs, see :mod:`.plan`) or already has a cleanup Job.
 4. The finalizer is removed when every cleanup Job succeeded (Normal ``CleanupSucceeded``), or **at the latest**
    when :attr:`~.plan.PlanSettings.cleanup_timeout` has passed since ``deletionTimestamp``, when a cleanup Job
    failed, or when the storage is gone (the claim is missing, no node is left): then a Warning

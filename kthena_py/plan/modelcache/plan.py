@@ -22,7 +22,8 @@ returns a :class:`CachePlan`. Rules:
   verify, its recheck interval (:func:`~.attestation.recheck_after`: the ConfigMap is not watched).
 * Revalidation and ``OnChange`` re-staging (:mod:`.refresh`): the download Jobs of the spec are split by the
   copy they stage; the served copy's Jobs are the units' history; the refresh planner adds the source identity
-  fields, ``SourceDrifted``, re-staging Jobs (with their PodGroups) and deletes Jobs of other copies.
+  fields, ``SourceDrifted``, re-staging Jobs (with their PodGroups); Jobs of other copies are retired
+  (:mod:`.retire`: their directory removed once no pod mounts it, their Jobs deleted after that).
 """
 
 from __future__ import annotations
@@ -44,8 +45,9 @@ from .attestation import (
 )
 from .naming import download_job_name, fingerprint
 from .refresh import Probe, plan_refresh, served_copy, served_directory, split_staging
-from .render import VOLCANO, JobSettings, cache_path, claim, download_job, podgroup
+from .render import VOLCANO, JobSettings, cache_path, claim, download_job, podgroup, uses_claim
 from .result import parse_result
+from .retire import RETIRE_WHY, PodMount, Rollout, plan_retirement
 from .status import Event, StatusInputs, cache_events, cache_status
 from .units import Backoff, UnitDecision, decide_unit
 from .views import DOWNLOAD, ClaimView, JobView, NodeView
@@ -97,6 +99,10 @@ class Observed:
     attestation: AttestationDocument | None = None
     probe: Probe | None = None
     """This pass's revalidation of the source (:mod:`.refresh`), when one ran."""
+    mounts: tuple[PodMount, ...] = ()
+    """Claim mounts of the namespace's pods (:mod:`.retire`), when the cache has a copy to retire."""
+    rollouts: tuple[Rollout, ...] = ()
+    """The ModelServings naming the cache and whether their rollout finished (:mod:`.retire`)."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,8 @@ class CachePlan:
     status: dict[str, Any]
     events: tuple[Event, ...]
     requeue_after: float | None
+    retiring: tuple[str, ...] = ()
+    """Superseded copies waiting to be retired, and what for (:mod:`.retire`; logged by the controller)."""
 
 
 def storage_problem(cache: ModelCache, claim_seen: ClaimView | None, nodes: tuple[NodeView, ...]) -> str | None:
@@ -284,11 +292,34 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
         if settings.job.scheduler_name == VOLCANO:
             creates.append(Create("PodGroup", podgroup(cache, job), f"the PodGroup of Job {job['metadata']['name']}"))
         creates.append(Create("Job", job, "re-staging the changed source"))
-    deletes += [Delete(j.name, j.uid, "a copy no longer served nor staged") for j in refresh.stale]
-    events += refresh.events
+    # retire: superseded copies keep their Jobs until their directory is removed (see .retire)
+    retiring = [j for j in refresh.stale if j.content != refresh.staging_token and uses_claim(cache) is not None]
+    deletes += [Delete(j.name, j.uid, "a copy no longer served nor staged") for j in refresh.stale if j not in retiring]
+    retire = plan_retirement(
+        cache,
+        fp,
+        staging.token,
+        staging.served,
+        retiring,
+        observed.jobs,
+        observed.mounts,
+        observed.rollouts,
+        settings.job,
+        settings.backoff,
+        now,
+        may_create=problem is None,
+    )
+    for job in retire.creates:
+        if settings.job.scheduler_name == VOLCANO:
+            creates.append(Create("PodGroup", podgroup(cache, job), f"the PodGroup of Job {job['metadata']['name']}"))
+        creates.append(Create("Job", job, RETIRE_WHY))
+    deletes += [Delete(j.name, j.uid, why) for j, why in retire.deletes]
+    events += refresh.events + retire.events
     waits = [u.retry_at - now for u in units if u.state == "retry-wait" and u.retry_at is not None]
     if refresh.next_check is not None:
         waits.append(refresh.next_check - now)
+    if retire.recheck_at is not None:
+        waits.append(retire.recheck_at - now)
     if any(u.state in ("running", "starting", "create") for u in units):
         waits.append(settings.progress_interval)
     recheck = recheck_after(cache.spec.attestation, status, settings.attestation)
@@ -296,4 +327,4 @@ def plan_cache(cache: ModelCache, observed: Observed, settings: PlanSettings, no
         waits.append(recheck)  # ConfigMaps are not watched: a failing attestation is read again (bounded)
     requeue = max(0.5, min(waits)) if waits else None
     unique = {d.name: d for d in deletes}
-    return CachePlan(fp, tuple(creates), tuple(unique.values()), status, events, requeue)
+    return CachePlan(fp, tuple(creates), tuple(unique.values()), status, events, requeue, retire.waiting)

@@ -34,8 +34,10 @@ a Hugging Face source is pinned to the new commit). Its Jobs carry the spec's fi
 so a restarted manager finds them. The served copy is the one of the newest succeeded download Job of the
 spec (:func:`split_staging`), so the switch happens only once the re-staging Job succeeded (every file verified,
 the completion marker written); then ``status.servedDirectory`` names it and the serving gate mounts it.
-Jobs of any other content (an older copy, a re-staging the source has moved past) are deleted. The files of a
-superseded copy stay on the storage (they are not removed by this controller).
+Jobs of any other content (an older copy, a re-staging the source has moved past) are ``stale``: their copies are
+retired by :mod:`.retire` (the directory removed once no pod mounts it, then the Jobs deleted). So is a copy of
+the wanted content that succeeded before the served copy (the source went back to it while it was not yet
+retired): it is retired first, then staged again, so a new download never races its removal.
 """
 
 from __future__ import annotations
@@ -257,6 +259,8 @@ class RefreshPlan:
     next_check: float | None
     """When to look again (the next probe, or the re-staging's retry)."""
     restaging_job: str | None = None
+    staging_token: str | None = None
+    """The content token being staged (``None``: none); its old failed attempts are in ``stale`` too."""
 
 
 def _drift_condition(
@@ -396,10 +400,17 @@ def plan_refresh(
     waits: list[float] = []
     served_ready = status.get("phase") == PHASE_READY and any(u.state == "ready" for u in units)
     restage_jobs = [j for j in staging.others if wanted is not None and j.content == wanted]
+    # retire: a copy of the wanted content that succeeded before the served one (the source came back to it) is
+    # superseded: it is retired first (.retire), then staged again under the same Job names.
+    served_at = max((j.last_time for j in staging.served if j.state == "succeeded"), default=None)
+    if served_at is not None and any(j.state == "succeeded" and j.last_time <= served_at for j in restage_jobs):
+        restage_jobs, wanted_retiring = [], wanted
+    else:
+        wanted_retiring = None
     stale = tuple(j for j in staging.others if j not in restage_jobs)
     creates: list[dict[str, Any]] = []
     restaging_job: str | None = None
-    if wanted is not None and upstream is not None:
+    if wanted is not None and upstream is not None and wanted_retiring is None:
         unit = decide_unit(None, restage_jobs, now, backoff)
         stale += unit.superseded
         if unit.state == "create" and unit.create_attempt is not None and may_create and served_ready:
@@ -429,4 +440,5 @@ def plan_refresh(
         tuple(events),
         min(waits) if waits else None,
         restaging_job,
+        wanted if wanted_retiring is None else None,
     )

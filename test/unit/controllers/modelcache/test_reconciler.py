@@ -13,7 +13,7 @@ import pytest
 
 from kthena_py.controllers.modelcache import Settings
 from kthena_py.controllers.modelcache.reconciler import CacheReconciler
-from kthena_py.controllers.resources import MODELCACHES, MODELSERVINGS
+from kthena_py.controllers.resources import MODELCACHES, MODELSERVINGS, narrow_cache
 from kthena_py.kube import ApiError, ServerError
 from kthena_py.kube.resources import JOBS, NODES, PERSISTENT_VOLUME_CLAIMS, PODGROUPS, PODS
 from kthena_py.runtime.cache import SharedCache
@@ -79,7 +79,8 @@ class World:
     def restart(self) -> None:
         cache = SharedCache(self.kube)
         cache.select(JOBS, MODEL_CACHE_NAME)
-        for rt in (MODELCACHES, JOBS, PERSISTENT_VOLUME_CLAIMS, NODES, MODELSERVINGS):
+        narrow_cache(cache)  # as the manager: the cached pods are ModelServing pods
+        for rt in (MODELCACHES, JOBS, PERSISTENT_VOLUME_CLAIMS, NODES, MODELSERVINGS, PODS):
             cache.informer(rt)
         self.kube.attach(cache)
         self.events = RecordedEvents()
