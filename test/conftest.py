@@ -19,11 +19,17 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 from kubernetes_asyncio.client import ApiClient, Configuration
 from kubernetes_asyncio.config import load_kube_config
 
 from kthena_py.kube import KubeClient
 from kthena_py.testing.controlplane import BinariesNotFoundError, ClusterTier, EnvTest, find_helm, find_kubectl
+
+# Speed is measured in bench/, never asserted in tests: hypothesis's per-example deadline and its "too slow"
+# health checks are timing assertions that fail on a loaded 2-core machine, so they are off for every test.
+settings.register_profile("kthena-py", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("kthena-py")
 
 SKIP_ENV = "KTHENA_PY_SKIP_CONTROLPLANE"
 REPO = Path(__file__).resolve().parent.parent
