@@ -4,6 +4,9 @@ Guarantees:
 
 * :meth:`Activator.start` starts the informers, then the proxy on ``listen`` (``port`` says the bound port, also
   for port 0), then the probe and metrics servers; ``/readyz`` passes once every informer has synced.
+* While it runs it keeps the state annotation (:data:`~kthena_py.vocab.labels.ACTIVATOR_STATE`) of the
+  ModelServings it would wake (:mod:`.marker`), so ``kubectl get ms`` says ``scaled to zero (activator)`` only
+  while an activator runs.
 * :meth:`Activator.stop` stops accepting, ends held and in-flight requests, stops informers and closes clients it
   created (not a client it was given).
 * Client disconnects cancel the request's handler (aiohttp's handler cancellation), which closes the upstream
@@ -24,6 +27,7 @@ from kthena_py.kube import KubeClient, WatchApi
 from kthena_py.runtime.httpserver import ProbeServer, parse_address
 
 from .catalog import Catalog
+from .marker import StateMarker
 from .proxy import Proxy
 from .waker import Waker
 
@@ -58,6 +62,7 @@ class Activator:
         self._client = client
         self._own_client: KubeClient | None = None
         self._catalog: Catalog | None = None
+        self._marker: StateMarker | None = None
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._probes = ProbeServer()
@@ -92,7 +97,9 @@ class Activator:
             self._own_client = await KubeClient.from_environment(self.options.kubeconfig)
             client = self._own_client
         self._catalog = Catalog(client, self.options.namespaces, default_budget=self.options.hold_budget)
+        self._marker = StateMarker(client, self._catalog)
         await self._catalog.start()
+        self._marker.start()
         self._session = aiohttp.ClientSession(
             auto_decompress=False,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
@@ -129,6 +136,9 @@ class Activator:
     async def stop(self) -> None:
         """Stop everything started (see the module docstring)."""
         await self._probes.stop()
+        if self._marker is not None:
+            await self._marker.stop()
+            self._marker = None
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None

@@ -131,6 +131,18 @@ class Catalog:
         """The cached ModelServing of ``target``."""
         return self._cache_for(target.namespace).get(MODELSERVINGS, target.name, target.namespace)
 
+    def modelserving_at(self, namespace: str, name: str) -> KubeObject | None:
+        """The cached ModelServing ``namespace/name``."""
+        return self._cache_for(namespace).get(MODELSERVINGS, name, namespace)
+
+    def modelservings(self) -> list[KubeObject]:
+        """Every cached ModelServing."""
+        return [ms for cache in self._caches.values() for ms in cache.list(MODELSERVINGS)]
+
+    def policies(self) -> list[KubeObject]:
+        """Every cached AutoscalingPolicy (none when the CRD is not served)."""
+        return [p for cache in self._caches.values() for p in cache.list(AUTOSCALINGPOLICIES)]
+
     def pods(self, target: Target) -> list[KubeObject]:
         """The cached pods of ``target``."""
         return self._cache_for(target.namespace).by_label(PODS, SERVING_NAME, target.name, target.namespace)

@@ -10,6 +10,8 @@ deployment and the autoscaler (``kthena_activator_*``):
 * ``kthena_activator_hold_seconds`` (histogram): how long held requests waited (served or not).
 * ``kthena_activator_scale_writes_total{result}``: scale writes 0 -> 1 by outcome: ``written``, ``conflict``
   (someone else changed it first), ``error``.
+* ``kthena_activator_state_writes_total{result}``: writes of the state annotation ``kubectl get ms`` shows, by
+  outcome: ``written``, ``conflict`` (a stale read; the next change is looked at again), ``error``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from kthena_py.runtime.metrics import REGISTRY
 
-__all__ = ["HOLD_SECONDS", "REQUESTS_HELD", "REQUESTS_IN_FLIGHT", "REQUESTS_TOTAL", "SCALE_WRITES"]
+__all__ = ["HOLD_SECONDS", "REQUESTS_HELD", "REQUESTS_IN_FLIGHT", "REQUESTS_TOTAL", "SCALE_WRITES", "STATE_WRITES"]
 
 _LABELS = ("namespace", "modelserving")
 
@@ -50,6 +52,12 @@ HOLD_SECONDS = Histogram(
 SCALE_WRITES = Counter(
     "kthena_activator_scale_writes_total",
     "Scale writes 0 -> 1 by outcome.",
+    (*_LABELS, "result"),
+    registry=REGISTRY,
+)
+STATE_WRITES = Counter(
+    "kthena_activator_state_writes_total",
+    "Writes of the ModelServing annotation that says the activator will wake it, by outcome.",
     (*_LABELS, "result"),
     registry=REGISTRY,
 )

@@ -16,6 +16,7 @@ __all__ = [
     "ACTIVATOR_MODEL",
     "ACTIVATOR_PORT",
     "ACTIVATOR_SCALE_FROM_ZERO",
+    "ACTIVATOR_STATE",
     "AUTOSCALING_HISTORY",
     "BOOSTER_BACKEND_NAME",
     "BOOSTER_MANAGED_BY",
@@ -123,7 +124,10 @@ ACTIVATOR_SCALE_FROM_ZERO = "activator.kthena-py.io/scale-from-zero"
 ACTIVATOR_HOLD_BUDGET = "activator.kthena-py.io/hold-budget"
 """How long the activator holds a request for this ModelServing (a duration, e.g. ``120s``)."""
 ACTIVATOR_FIELD_MANAGER = "kthena-py-activator"
-"""The field manager of the activator's scale writes."""
+"""The field manager of the activator's writes (scale 0 -> 1, and its state annotation)."""
+ACTIVATOR_STATE = "activator.kthena-py.io/state"
+"""Written by the activator on a ModelServing it would wake: ``scaled to zero (activator)`` while opted in and at
+zero replicas, absent otherwise (shown by ``kubectl get ms`` in the ``Activator`` column)."""
 
 BOOSTER_PREFETCH = "modelbooster.kthena-py.io/prefetch"
 """On a ModelBooster: ``"true"`` renders a child ModelCache per backend and gates the backend's ModelServing on it

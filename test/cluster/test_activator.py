@@ -24,6 +24,7 @@ from kthena_py.api.crdgen import build_crds
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import PODS
+from kthena_py.plan.activator.state import SCALED_TO_ZERO
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX, HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
@@ -33,8 +34,10 @@ from kthena_py.vocab.labels import (
     ACTIVATOR_HOLD_BUDGET,
     ACTIVATOR_PORT,
     ACTIVATOR_SCALE_FROM_ZERO,
+    ACTIVATOR_STATE,
 )
 
+from .evictionutil import kubectl
 from .msutil import NAME_LABEL, container, modelserving, running_manager
 
 pytestmark = pytest.mark.cluster
@@ -168,11 +171,23 @@ async def test_cold_request_is_held_until_ready_then_answered(
         activator(kubeconfig, namespace) as act,
         aiohttp.ClientSession() as http,
     ):
+        # At zero and opted in, with an activator running: `kubectl get ms` says so.
+        await eventually(
+            lambda: _state_is(kube, namespace, SCALED_TO_ZERO), timeout=30, description="the state annotation"
+        )
+        code, out = await kubectl(str(kubeconfig), "get", "ms", "llm", "-n", namespace)
+        assert code == 0, out
+        header, row = out.splitlines()
+        assert "ACTIVATOR" in header.split() and SCALED_TO_ZERO in row, out
         body = {"model": "llm", "messages": [{"role": "user", "content": "wake up"}]}
         call = asyncio.create_task(http.post(f"http://127.0.0.1:{act.port}/v1/chat/completions", json=body))
         ms = await eventually(
             lambda: _replicas_one(kube, namespace), timeout=30, description="spec.replicas written to 1"
         )
+        # Woken: the words go.
+        await eventually(lambda: _state_is(kube, namespace, None), timeout=30, description="the annotation removed")
+        code, out = await kubectl(str(kubeconfig), "get", "ms", "llm", "-n", namespace)
+        assert code == 0 and SCALED_TO_ZERO not in out, out
         assert (ACTIVATOR_FIELD_MANAGER, "scale") in scale_managers(ms)
         pod = await eventually(lambda: _running_pod(kube, namespace), timeout=60, description="a Running pod")
         await asyncio.sleep(1.0)
@@ -370,6 +385,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+async def _state_is(kube: KubeClient, namespace: str, expected: str | None) -> bool | None:
+    ms = await kube.get(MODELSERVINGS, "llm", namespace)
+    return (ms["metadata"].get("annotations") or {}).get(ACTIVATOR_STATE) == expected or None
 
 
 async def _replicas_one(kube: KubeClient, namespace: str) -> dict[str, Any] | None:

@@ -46,6 +46,7 @@ from kthena_py.api.modelcache import (
 )
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.vocab.conditions import ACTIVE, SCHEDULED
+from kthena_py.vocab.labels import ACTIVATOR_STATE
 
 __all__ = ["KIND_SPECS", "KindSpec", "build_crd", "build_crds", "file_name", "render_yaml", "rendered_crds"]
 
@@ -120,6 +121,13 @@ KIND_SPECS: tuple[KindSpec, ...] = (
                 "type": "string",
                 "jsonPath": f'.status.conditions[?(@.type=="{SCHEDULED}")].reason',
                 "description": "What the pods wait for (AllScheduled once every pod is placed)",
+            },
+            {
+                # Ours: kept by a running activator (kthena_py.activator.marker); dots in the key are escaped.
+                "name": "Activator",
+                "type": "string",
+                "jsonPath": ".metadata.annotations." + ACTIVATOR_STATE.replace(".", "\\."),
+                "description": "What a running activator does for it (scaled to zero (activator): woken on demand)",
             },
             {
                 "name": "Current",

@@ -19,6 +19,7 @@ from kthena_py.api.crdgen.schema import field_schema, kind_schema, model_fields,
 from kthena_py.api.modelcache import ModelCache
 from kthena_py.cli.crds import expected_files
 from kthena_py.vocab.conditions import SCHEDULED
+from kthena_py.vocab.labels import ACTIVATOR_STATE
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = ROOT.parent / "shared" / "seeds" / "000_70b6a46a3d8abcc9.txt"
@@ -105,6 +106,10 @@ def test_modelserving_scale_subresource_columns_and_pod_schema() -> None:
     placement = version["additionalPrinterColumns"][3]
     assert placement["jsonPath"] == '.status.conditions[?(@.type=="' + SCHEDULED + '")].reason'
     assert "priority" not in placement  # shown by a plain `kubectl get ms`
+    activator = version["additionalPrinterColumns"][4]
+    assert activator["name"] == "Activator" and "priority" not in activator
+    assert activator["jsonPath"] == ".metadata.annotations." + ACTIVATOR_STATE.replace(".", "\\.")
+    assert activator["jsonPath"] == r".metadata.annotations.activator\.kthena-py\.io/state"
     role = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["template"]["properties"]["roles"]
     for template in ("entryTemplate", "workerTemplate"):
         pod = role["items"]["properties"][template]["properties"]["spec"]
