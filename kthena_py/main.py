@@ -30,6 +30,7 @@ def _subcommand_modules(command: str | None) -> list[ModuleType]:
 
         return [download_args]
     from kthena_py.cli import (
+        activator,
         attest_args,
         autoscaler,
         crds,
@@ -45,6 +46,7 @@ def _subcommand_modules(command: str | None) -> list[ModuleType]:
 
     return [
         manager,
+        activator,
         render,
         crds,
         validate,

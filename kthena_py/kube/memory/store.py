@@ -273,6 +273,8 @@ class MemoryStore:
         if old is None:
             raise not_found(rt, name)
         if subresource == "scale":
+            if isinstance(body, Mapping):
+                self._preconditions(rt, old, body.get("metadata") or {})
             replicas = ((patches.merge_patch(scale_of(old), body) or {}).get("spec") or {}).get("replicas")
             new = copy.deepcopy(old)
             new.setdefault("spec", {})["replicas"] = replicas

@@ -1,0 +1,171 @@
+"""What the activator knows of the cluster: ModelServings, their entry pods and AutoscalingPolicies, from informers.
+
+Guarantees:
+
+* One :class:`~kthena_py.runtime.cache.SharedCache` per watched namespace (one for all namespaces by default);
+  pods are narrowed to those labelled ``modelserving.volcano.sh/name`` and filed by it. AutoscalingPolicy is
+  optional (a cluster without the CRD still routes, with annotation opt-in only).
+* The model directory (:func:`~kthena_py.plan.activator.targets.build_directory`) is rebuilt on the first read
+  after a ModelServing or AutoscalingPolicy changed, never more often.
+* :meth:`Catalog.wait_until` waits for a condition about one ModelServing without polling: it is looked at again
+  only when an informer delivers a change of that ModelServing or of one of its pods (or a policy), and once more
+  at the deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+
+from kthena_py.kube import WatchApi
+from kthena_py.kube.objects import KubeObject, labels_of, name_of, namespace_of
+from kthena_py.plan.activator.backends import Backend, entry_backends
+from kthena_py.plan.activator.targets import Directory, Target, build_directory
+from kthena_py.runtime.cache import SharedCache
+from kthena_py.vocab.labels import SERVING_NAME
+
+from .resources import AUTOSCALINGPOLICIES, MODELSERVINGS, PODS
+
+__all__ = ["Catalog"]
+
+
+class _Notify:
+    """An informer handler that wakes the waiters of the ModelServing an object belongs to."""
+
+    def __init__(self, catalog: Catalog, key_of: Callable[[KubeObject], str | None], rebuild: bool) -> None:
+        self._catalog = catalog
+        self._key_of = key_of
+        self._rebuild = rebuild
+
+    def _changed(self, obj: KubeObject) -> None:
+        if self._rebuild:
+            self._catalog.invalidate()
+        key = self._key_of(obj)
+        if key is None:
+            self._catalog.wake_all()
+        else:
+            self._catalog.wake(key)
+
+    def on_add(self, obj: KubeObject) -> None:
+        self._changed(obj)
+
+    def on_update(self, old: KubeObject, new: KubeObject) -> None:
+        self._changed(new)
+
+    def on_delete(self, obj: KubeObject) -> None:
+        self._changed(obj)
+
+
+def _ms_key(obj: KubeObject) -> str | None:
+    return f"{namespace_of(obj)}/{name_of(obj)}"
+
+
+def _pod_key(obj: KubeObject) -> str | None:
+    owner = labels_of(obj).get(SERVING_NAME)
+    return f"{namespace_of(obj)}/{owner}" if owner else None
+
+
+class Catalog:
+    """ModelServings, their entry pods and policies, as informers see them (see the module docstring)."""
+
+    def __init__(self, client: WatchApi, namespaces: Iterable[str] = (), *, default_budget: float) -> None:
+        scopes: list[str | None] = list(dict.fromkeys(namespaces)) or [None]
+        self._caches: dict[str | None, SharedCache] = {ns: SharedCache(client, namespace=ns) for ns in scopes}
+        self._default_budget = default_budget
+        self._directory: Directory | None = None
+        self._events: dict[str, asyncio.Event] = {}
+        for cache in self._caches.values():
+            cache.select(PODS, SERVING_NAME)
+            cache.index_label(PODS, SERVING_NAME)
+            cache.informer(PODS).add_handler(_Notify(self, _pod_key, rebuild=False))
+            cache.informer(MODELSERVINGS).add_handler(_Notify(self, _ms_key, rebuild=True))
+            cache.informer(AUTOSCALINGPOLICIES, optional=True).add_handler(_Notify(self, lambda _: None, True))
+
+    @property
+    def caches(self) -> list[SharedCache]:
+        """The caches (one per namespace scope)."""
+        return list(self._caches.values())
+
+    async def start(self) -> None:
+        """Start every informer."""
+        for cache in self._caches.values():
+            await cache.start()
+
+    async def stop(self) -> None:
+        """Stop every informer."""
+        for cache in self._caches.values():
+            await cache.stop()
+
+    @property
+    def synced(self) -> bool:
+        """Whether every informer has listed its objects."""
+        return all(cache.synced for cache in self._caches.values())
+
+    async def wait_for_sync(self, timeout: float) -> bool:
+        """Wait until every informer listed its objects; ``False`` on timeout."""
+        results = [await cache.wait_for_sync(timeout) for cache in self._caches.values()]
+        return all(results)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def _cache_for(self, namespace: str) -> SharedCache:
+        return self._caches.get(namespace) or self._caches[next(iter(self._caches))]
+
+    def directory(self) -> Directory:
+        """Model names to targets (rebuilt after a change)."""
+        if self._directory is None:
+            modelservings = [ms for cache in self._caches.values() for ms in cache.list(MODELSERVINGS)]
+            policies = [p for cache in self._caches.values() for p in cache.list(AUTOSCALINGPOLICIES)]
+            self._directory = build_directory(modelservings, policies, self._default_budget)
+        return self._directory
+
+    def target(self, key: str) -> Target | None:
+        """The current target of ``namespace/name`` (``None`` once it is gone)."""
+        return next((t for t in self.directory().by_model.values() if t.key == key), None)
+
+    def modelserving(self, target: Target) -> KubeObject | None:
+        """The cached ModelServing of ``target``."""
+        return self._cache_for(target.namespace).get(MODELSERVINGS, target.name, target.namespace)
+
+    def pods(self, target: Target) -> list[KubeObject]:
+        """The cached pods of ``target``."""
+        return self._cache_for(target.namespace).by_label(PODS, SERVING_NAME, target.name, target.namespace)
+
+    def backends(self, target: Target) -> list[Backend]:
+        """The Ready entry pods of ``target``."""
+        return entry_backends(self.pods(target), target.port)
+
+    # -- change notification --------------------------------------------------------------------
+
+    def invalidate(self) -> None:
+        """Rebuild the directory on the next read."""
+        self._directory = None
+
+    def wake(self, key: str) -> None:
+        """Wake the waiters of ``namespace/name``."""
+        event = self._events.pop(key, None)
+        if event is not None:
+            event.set()
+
+    def wake_all(self) -> None:
+        """Wake every waiter."""
+        events, self._events = self._events, {}
+        for event in events.values():
+            event.set()
+
+    async def wait_until(self, key: str, condition: Callable[[], bool], timeout: float) -> bool:
+        """Wait until ``condition`` holds, looking again after each change of ``key``; ``False`` after ``timeout``."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            event = self._events.setdefault(key, asyncio.Event())
+            if condition():
+                return True
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                async with asyncio.timeout(remaining):
+                    await event.wait()
+            except TimeoutError:
+                return condition()

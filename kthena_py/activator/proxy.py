@@ -1,0 +1,259 @@
+"""The OpenAI-compatible reverse proxy: route, hold, forward, stream.
+
+Guarantees:
+
+* Routing: ``GET /v1/models`` lists the models the catalog knows. Any other request must carry a JSON object
+  body with a ``model`` (``/v1/chat/completions``, ``/v1/completions``, ``/v1/embeddings``, and any other path,
+  which is passed through to the same path of the model's backend); a request without one is answered 400 (413
+  above the body limit, 404 for an unknown model or a path without a body) with an OpenAI-style error.
+* Backends: the Ready entry pods of the model's ModelServing, least requests in flight first.
+* Hold: with no Ready backend, an opted-in target is held: a 0 -> 1 scale write is started (one per wake-up,
+  :mod:`.waker`) and the request waits for informer events, up to the target's hold budget; a target being
+  scaled down (pods terminating or not Ready) is held alike. Budget spent: 503, ``Retry-After`` and the reason
+  from the ModelServing and its pods. A target that has not opted in: 503 at once. More than ``max_held``
+  requests held for one target: 503 at once.
+* Forwarding streams: each upstream chunk is written to the client as it arrives (no buffering), bodies are
+  passed byte for byte (no decompression). A client that goes away cancels the upstream request.
+* Retries (:func:`~kthena_py.plan.activator.retry.retry_delay`): only before the first byte reached the client,
+  after a refused connection or a 502/503, within the hold budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Mapping
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from kthena_py.plan.activator.backends import Backend, choose_backend
+from kthena_py.plan.activator.errors import NOT_FOUND, UNAVAILABLE, RequestError, error_body, read_model
+from kthena_py.plan.activator.reasons import unavailable_reason
+from kthena_py.plan.activator.retry import Failure, retry_delay
+from kthena_py.plan.activator.targets import Target
+
+from . import metrics
+from .catalog import Catalog
+from .waker import Waker
+
+__all__ = ["RETRY_AFTER_SECONDS", "Proxy"]
+
+RETRY_AFTER_SECONDS = 10
+"""``Retry-After`` of a 503 (a cold start usually needs more than a few seconds more)."""
+CLIENT_CLOSED = 499
+_HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+    }
+)
+log = structlog.get_logger("kthena_py.activator.proxy")
+
+
+def _json_error(err: RequestError, headers: Mapping[str, str] | None = None) -> web.Response:
+    return web.json_response(err.body(), status=err.status, headers=headers)
+
+
+def _forward_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _HOP_BY_HOP}
+
+
+class _Unavailable(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Proxy:
+    """Request handling over a :class:`Catalog` (see the module docstring)."""
+
+    def __init__(
+        self, catalog: Catalog, waker: Waker, *, max_body_bytes: int, max_held: int, session: aiohttp.ClientSession
+    ) -> None:
+        self._catalog = catalog
+        self._waker = waker
+        self._max_body = max_body_bytes
+        self._max_held = max_held
+        self._session = session
+        self._in_flight: Counter[str] = Counter()
+        self._held: Counter[str] = Counter()
+
+    def routes(self, app: web.Application) -> None:
+        """Register the handlers on ``app``."""
+        app.router.add_get("/v1/models", self.models)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+
+    async def models(self, _: web.Request) -> web.Response:
+        """``GET /v1/models``: every model the activator routes."""
+        directory = self._catalog.directory()
+        data = [
+            {"id": model, "object": "model", "created": 0, "owned_by": target.key}
+            for model, target in sorted(directory.by_model.items())
+        ]
+        return web.json_response({"object": "list", "data": data})
+
+    async def _read_body(self, request: web.Request) -> bytes | RequestError:
+        if request.content_length is not None and request.content_length > self._max_body:
+            return RequestError(
+                413, f"request body is {request.content_length} bytes; the limit is {self._max_body}", "body_too_large"
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            chunk = await request.content.readany()
+            if not chunk:
+                return b"".join(chunks)
+            size += len(chunk)
+            if size > self._max_body:
+                return RequestError(413, f"request body exceeds the limit of {self._max_body} bytes", "body_too_large")
+            chunks.append(chunk)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        """Route one request by the ``model`` of its JSON body."""
+        body = await self._read_body(request)
+        if isinstance(body, RequestError):
+            return _json_error(body)
+        if not body:
+            missing = RequestError(404, f"no route for {request.method} {request.path}", "not_found", type=NOT_FOUND)
+            return _json_error(missing)
+        model = read_model(body, self._max_body)
+        if isinstance(model, RequestError):
+            return _json_error(model)
+        target = self._catalog.directory().resolve(model)
+        if target is None:
+            return _json_error(
+                RequestError(404, f"the model {model!r} does not exist", "model_not_found", "model", NOT_FOUND)
+            )
+        code = CLIENT_CLOSED
+        try:
+            response = await self._serve(request, target, body)
+            code = response.status
+            return response
+        except _Unavailable as exc:
+            code = 503
+            body_json = error_body(exc.message, UNAVAILABLE, "model_unavailable")
+            return web.json_response(body_json, status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        finally:
+            metrics.REQUESTS_TOTAL.labels(target.namespace, target.name, str(code)).inc()
+
+    async def _serve(self, request: web.Request, target: Target, body: bytes) -> web.StreamResponse:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + target.hold_budget
+        attempt = 0
+        refused: set[str] = set()
+        while True:
+            current = self._catalog.target(target.key) or target
+            backend = choose_backend(self._catalog.backends(current), self._in_flight, refused)
+            if backend is None:
+                if refused and self._catalog.backends(current):
+                    refused.clear()
+                    continue
+                await self._hold(current, deadline)
+                continue
+            attempt += 1
+            outcome = await self._forward(request, current, backend, body)
+            if isinstance(outcome, web.StreamResponse):
+                return outcome
+            failure, status = outcome
+            delay = retry_delay(
+                attempt=attempt, failure=failure, status=status, first_byte_sent=False, remaining=deadline - loop.time()
+            )
+            if delay is None:
+                what = {"status": f"answered {status}", "refused": "refused the connection"}.get(failure, "failed")
+                raise _Unavailable(f"{target.key}: backend {backend.pod} {what}; no time left to retry")
+            log.info("retrying", target=target.key, pod=backend.pod, failure=failure, status=status, delay=delay)
+            if failure == "refused":
+                refused.add(backend.pod)
+            await asyncio.sleep(delay)
+
+    async def _hold(self, target: Target, deadline: float) -> None:
+        """Wait for a Ready backend of ``target`` until ``deadline``; raise :class:`_Unavailable` if none comes."""
+        loop = asyncio.get_running_loop()
+        if not target.scale_from_zero:
+            raise _Unavailable(self._reason(target) + " (not opted in to scale from zero)")
+        if self._held[target.key] >= self._max_held:
+            raise _Unavailable(f"{target.key}: {self._held[target.key]} requests already held (the limit)")
+        labels = (target.namespace, target.name)
+        self._held[target.key] += 1
+        metrics.REQUESTS_HELD.labels(*labels).inc()
+        started = loop.time()
+
+        def backend_ready() -> bool:
+            if self._catalog.backends(target):
+                return True
+            self._waker.wake(target)  # at zero again (scaled down meanwhile): wake it again
+            return False
+
+        try:
+            ready = await self._catalog.wait_until(target.key, backend_ready, max(0.0, deadline - loop.time()))
+        finally:
+            self._held[target.key] -= 1
+            metrics.REQUESTS_HELD.labels(*labels).dec()
+            metrics.HOLD_SECONDS.labels(*labels).observe(loop.time() - started)
+        if not ready:
+            raise _Unavailable(
+                f"{target.key} has no Ready backend after {target.hold_budget:g}s: {self._reason(target)}"
+            )
+
+    def _reason(self, target: Target) -> str:
+        return unavailable_reason(
+            self._catalog.modelserving(target),
+            self._catalog.pods(target),
+            now=time.time(),
+            scale_from_zero=target.scale_from_zero,
+        )
+
+    async def _forward(
+        self, request: web.Request, target: Target, backend: Backend, body: bytes
+    ) -> web.StreamResponse | tuple[Failure, int | None]:
+        labels = (target.namespace, target.name)
+        self._in_flight[backend.pod] += 1
+        metrics.REQUESTS_IN_FLIGHT.labels(*labels).inc()
+        headers = _forward_headers(request.headers)
+        if request.remote:
+            headers["X-Forwarded-For"] = request.remote
+        response: web.StreamResponse | None = None
+        try:
+            async with self._session.request(
+                request.method, backend.url + request.path_qs, data=body, headers=headers
+            ) as upstream:
+                if upstream.status in (502, 503):
+                    return ("status", upstream.status)
+                response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
+                response.headers.update(_forward_headers(upstream.headers))
+                if upstream.content_length is not None and "chunked" not in upstream.headers.get(
+                    "Transfer-Encoding", ""
+                ):
+                    response.content_length = upstream.content_length
+                await response.prepare(request)
+                async for chunk in upstream.content.iter_any():
+                    await response.write(chunk)
+                await response.write_eof()
+                return response
+        except aiohttp.ClientConnectorError:
+            return ("refused", None)
+        except aiohttp.ClientError as exc:
+            if response is None:
+                return ("other", None)
+            # The client has part of the answer: cut its connection so it sees the answer is incomplete.
+            log.warning("backend failed mid-answer", target=target.key, pod=backend.pod, error=str(exc))
+            if request.transport is not None:
+                request.transport.close()
+            return response
+        finally:
+            self._in_flight[backend.pod] -= 1
+            if self._in_flight[backend.pod] <= 0:
+                del self._in_flight[backend.pod]
+            metrics.REQUESTS_IN_FLIGHT.labels(*labels).dec()
