@@ -170,3 +170,18 @@ def test_kustomize_builds_the_default_install_with_the_activator(tmp_path: Path,
 def test_namespaced_objects_are_in_kthena_system(name: str) -> None:
     for doc in load(MANIFESTS / "activator" / name):
         assert doc["metadata"]["namespace"] == NAMESPACE
+
+
+def test_the_deployment_flags_are_accepted_by_the_cli() -> None:
+    from kthena_py.main import build_parser
+    from kthena_py.plan.activator.targets import parse_hold_budget
+
+    args = container(component_objects())["args"]
+    parsed = build_parser().parse_args(args)
+    assert parsed.command == "activator" if hasattr(parsed, "command") else parsed.run.__module__.endswith("activator")
+    assert parse_hold_budget(parsed.hold_budget) == 120.0
+    assert (parsed.listen, parsed.metrics_bind_address, parsed.health_probe_bind_address) == (
+        "0.0.0.0:8080",
+        ":8081",
+        ":8082",
+    )
