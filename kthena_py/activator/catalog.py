@@ -4,7 +4,8 @@ Guarantees:
 
 * One :class:`~kthena_py.runtime.cache.SharedCache` per watched namespace (one for all namespaces by default);
   pods are narrowed to those labelled ``modelserving.volcano.sh/name`` and filed by it. AutoscalingPolicy is
-  optional (a cluster without the CRD still routes, with annotation opt-in only).
+  optional (a cluster without the CRD still routes, with annotation opt-in only), and so are Kthena's ModelRoute
+  and ModelServer (their model names are added when served, :mod:`kthena_py.plan.activator.routes`).
 * The model directory (:func:`~kthena_py.plan.activator.targets.build_directory`) is rebuilt on the first read
   after a ModelServing or AutoscalingPolicy changed, never more often.
 * :meth:`Catalog.wait_until` waits for a condition about one ModelServing without polling: it is looked at again
@@ -20,11 +21,12 @@ from collections.abc import Callable, Iterable
 from kthena_py.kube import WatchApi
 from kthena_py.kube.objects import KubeObject, labels_of, name_of, namespace_of
 from kthena_py.plan.activator.backends import Backend, entry_backends
+from kthena_py.plan.activator.routes import route_targets
 from kthena_py.plan.activator.targets import Directory, Target, build_directory
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.vocab.labels import SERVING_NAME
 
-from .resources import AUTOSCALINGPOLICIES, MODELSERVINGS, PODS
+from .resources import AUTOSCALINGPOLICIES, MODELROUTES, MODELSERVERS, MODELSERVINGS, PODS
 
 __all__ = ["Catalog"]
 
@@ -79,7 +81,8 @@ class Catalog:
             cache.index_label(PODS, SERVING_NAME)
             cache.informer(PODS).add_handler(_Notify(self, _pod_key, rebuild=False))
             cache.informer(MODELSERVINGS).add_handler(_Notify(self, _ms_key, rebuild=True))
-            cache.informer(AUTOSCALINGPOLICIES, optional=True).add_handler(_Notify(self, lambda _: None, True))
+            for optional in (AUTOSCALINGPOLICIES, MODELROUTES, MODELSERVERS):
+                cache.informer(optional, optional=True).add_handler(_Notify(self, lambda _: None, rebuild=True))
 
     @property
     def caches(self) -> list[SharedCache]:
@@ -116,12 +119,13 @@ class Catalog:
         if self._directory is None:
             modelservings = [ms for cache in self._caches.values() for ms in cache.list(MODELSERVINGS)]
             policies = [p for cache in self._caches.values() for p in cache.list(AUTOSCALINGPOLICIES)]
-            self._directory = build_directory(modelservings, policies, self._default_budget)
+            routes = route_targets(
+                [r for cache in self._caches.values() for r in cache.list(MODELROUTES)],
+                [s for cache in self._caches.values() for s in cache.list(MODELSERVERS)],
+                modelservings,
+            )
+            self._directory = build_directory(modelservings, policies, self._default_budget, routes)
         return self._directory
-
-    def target(self, key: str) -> Target | None:
-        """The current target of ``namespace/name`` (``None`` once it is gone)."""
-        return next((t for t in self.directory().by_model.values() if t.key == key), None)
 
     def modelserving(self, target: Target) -> KubeObject | None:
         """The cached ModelServing of ``target``."""

@@ -138,7 +138,7 @@ class Proxy:
             )
         code = CLIENT_CLOSED
         try:
-            response = await self._serve(request, target, body)
+            response = await self._serve(request, model, target, body)
             code = response.status
             return response
         except _Unavailable as exc:
@@ -148,13 +148,13 @@ class Proxy:
         finally:
             metrics.REQUESTS_TOTAL.labels(target.namespace, target.name, str(code)).inc()
 
-    async def _serve(self, request: web.Request, target: Target, body: bytes) -> web.StreamResponse:
+    async def _serve(self, request: web.Request, model: str, target: Target, body: bytes) -> web.StreamResponse:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + target.hold_budget
         attempt = 0
         refused: set[str] = set()
         while True:
-            current = self._catalog.target(target.key) or target
+            current = self._catalog.directory().resolve(model) or target
             backend = choose_backend(self._catalog.backends(current), self._in_flight, refused)
             if backend is None:
                 if refused and self._catalog.backends(current):

@@ -36,9 +36,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from kthena_py.controllers.resources import MODELCACHES, MODELSERVINGS
+from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELCACHES, MODELSERVINGS
 from kthena_py.kube import ApiError, ApiUnavailable, Gone, KubeApi, KubeObject, NotFound, WatchApi, WatchEvent
 from kthena_py.kube.resources import CONFIGMAPS, CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
+from kthena_py.plan.activator.targets import opted_in
 from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.eviction.tracker import tracker_name
 from kthena_py.plan.modelserving.view import StatusView, build_view, render_json, render_text, status_document
@@ -71,6 +72,8 @@ class Snapshot:
     """The ModelCache the ModelServing's annotation names, when it names one and it can be read."""
     model_cache_name: str | None = None
     """The name of the ModelCache the annotation names (``None``: it names none), found or not."""
+    policies: tuple[KubeObject, ...] = ()
+    """The namespace's AutoscalingPolicies, read only for a ModelServing at zero replicas."""
 
 
 async def _optional_list(client: KubeApi, rt: ResourceType, namespace: str, selector: str) -> list[KubeObject] | None:
@@ -107,7 +110,11 @@ async def read_snapshot(client: KubeApi, name: str, namespace: str) -> Snapshot:
             model_cache = await client.get(MODELCACHES, cache_name, namespace)
         except NotFound:
             model_cache = None  # absent, or its CRD is not installed: the view says "not found"
+    policies: list[KubeObject] | None = None
+    if (ms.get("spec") or {}).get("replicas") == 0:
+        policies = await _optional_list(client, AUTOSCALINGPOLICIES, namespace, "")
     return Snapshot(
+        policies=tuple(policies or ()),
         model_cache=model_cache,
         model_cache_name=cache_name,
         ms=ms,
@@ -137,6 +144,7 @@ def view_of(snapshot: Snapshot, now: float) -> StatusView:
             revisions=snapshot.revisions,
             tracker=snapshot.tracker,
             model_cache=snapshot.model_cache,
+            scale_from_zero=opted_in(snapshot.ms, snapshot.policies),
         )
     except ValueError as err:
         first = str(err).splitlines()

@@ -14,16 +14,20 @@ Guarantees:
   default given; an unreadable annotation falls back to the default and is reported in ``problems``.
 * When two ModelServings answer to one model name, the first by (namespace, name) wins, and the clash is reported
   in ``problems`` (the directory never routes one name to two targets).
+* Kthena's router names (:mod:`.routes`, given when its CRDs are served) are added after: a ModelRoute's
+  ``modelName`` routes to its ModelServing on the ModelServer's port, unless an annotation or a ModelServing name
+  already claims it (then it is reported in ``problems``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from kthena_py.api.autoscaling import target_ref_kind, target_ref_name
 from kthena_py.api.duration import DurationError, parse_duration
+from kthena_py.plan.activator.routes import RouteTarget
 from kthena_py.vocab.labels import (
     ACTIVATOR_HOLD_BUDGET,
     ACTIVATOR_MODEL,
@@ -189,9 +193,12 @@ def _replicas(ms: Mapping[str, Any]) -> int:
 
 
 def build_directory(
-    modelservings: Iterable[Mapping[str, Any]], policies: Iterable[Mapping[str, Any]], default_budget: float
+    modelservings: Iterable[Mapping[str, Any]],
+    policies: Iterable[Mapping[str, Any]],
+    default_budget: float,
+    routes: Iterable[RouteTarget] = (),
 ) -> Directory:
-    """Every model name the ModelServings answer to, with its target (see the module docstring)."""
+    """Every model name the ModelServings (and router routes) answer to, with its target (see the module docstring)."""
     policy_list = list(policies)
     by_model: dict[str, Target] = {}
     problems: list[str] = []
@@ -216,4 +223,16 @@ def build_directory(
                 problems.append(f"model {model!r}: served by {winner.key}; {target.key} also claims it")
                 continue
             by_model[model] = target
+    by_key = {t.key: t for t in by_model.values()}
+    for route in routes:
+        base = by_key.get(f"{route.namespace}/{route.modelserving}")
+        if base is None:
+            continue
+        claimed = by_model.get(route.model)
+        if claimed is not None:
+            if claimed.key != base.key:
+                problems.append(f"ModelRoute model {route.model!r}: already served by {claimed.key}")
+            continue
+        port = route.port if route.port is not None else base.port
+        by_model[route.model] = replace(base, models=(*base.models, route.model), port=port)
     return Directory(by_model, tuple(problems))

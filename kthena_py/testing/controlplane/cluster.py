@@ -39,6 +39,7 @@ provisioning (no StorageClass: bind claims to PVs made with :func:`kthena_py.tes
 
 from __future__ import annotations
 
+import copy
 import functools
 import time
 from collections.abc import Mapping, Sequence
@@ -112,6 +113,13 @@ tiers:
 """vc-scheduler configuration: the Volcano Helm chart's default."""
 
 _KWOK_STAGES = ("node-initialize.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml")
+
+HOLD_READY_ANNOTATION = "testing.kthena-py.dev/hold-ready"
+"""A pod annotated ``"true"`` is started (Running, with its pod IP) but kept not Ready; patching the annotation to
+``"released"`` makes it Ready (how a test holds an engine in its loading phase)."""
+HOLD_READY = "true"
+RELEASED = "released"
+_HOLD_READY_QUERY = f'.metadata.annotations["{HOLD_READY_ANNOTATION}"]'
 
 BAD_IMAGE_PREFIX = "kthena-py.invalid/"
 """Pods with a container image under this prefix never start: kwok reports ``ImagePullBackOff`` for them."""
@@ -230,6 +238,57 @@ containerStatuses:
     },
 }
 """kwok's version of the kubelet reacting to an image patch on a running pod (an in-place update)."""
+
+
+def _held_ready_stage(pod_ready: dict[str, Any]) -> dict[str, Any]:
+    """The stock pod-ready stage for pods annotated to hold readiness: Running with an IP, Ready ``False``."""
+    stage = copy.deepcopy(pod_ready)
+    stage["metadata"]["name"] = "pod-ready-held"
+    stage["spec"]["selector"]["matchExpressions"].append(
+        {"key": _HOLD_READY_QUERY, "operator": "In", "values": [HOLD_READY]}
+    )
+    template = stage["spec"]["next"]["statusTemplate"]
+    for kind in ("Ready", "ContainersReady"):
+        template = template.replace(f'status: "True"\n  type: {kind}\n', f'status: "False"\n  type: {kind}\n')
+    template = template.replace("ready: true", "ready: false")
+    stage["spec"]["next"]["statusTemplate"] = template
+    return stage
+
+
+_RELEASE_READY_STAGE: dict[str, Any] = {
+    "apiVersion": "kwok.x-k8s.io/v1alpha1",
+    "kind": "Stage",
+    "metadata": {"name": "pod-ready-released"},
+    "spec": {
+        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+        "selector": {
+            "matchExpressions": [
+                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
+                {"key": _HOLD_READY_QUERY, "operator": "In", "values": [RELEASED]},
+                {
+                    "key": '.status.conditions.[] | select( .type == "Ready" ) | .status',
+                    "operator": "NotIn",
+                    "values": ["True"],
+                },
+            ]
+        },
+        "next": {
+            "statusTemplate": (
+                "{{ $now := Now }}\n"
+                "conditions:\n"
+                '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
+                '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: ContainersReady\n'
+                "containerStatuses:\n"
+                "{{ range .spec.containers }}\n"
+                "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: true\n  restartCount: 0\n"
+                "  started: true\n  state: {running: {startedAt: {{ $now | Quote }}}}\n"
+                "{{ end }}\n"
+            )
+        },
+    },
+}
+"""A held pod whose annotation says ``released`` turns Ready."""
 
 
 def _inplace_ready_stage(delay_ms: int) -> dict[str, Any]:
@@ -533,10 +592,15 @@ class ClusterTier(EnvTest):
                     )
                     if self.pod_ready_delay_ms:
                         doc["spec"]["delay"] = {"durationMilliseconds": self.pod_ready_delay_ms}
+                    docs.append(_held_ready_stage(doc))
+                    doc["spec"]["selector"]["matchExpressions"].append(
+                        {"key": _HOLD_READY_QUERY, "operator": "NotIn", "values": [HOLD_READY]}
+                    )
                 if doc.get("metadata", {}).get("name") == "pod-delete":
                     doc["spec"]["selector"]["matchExpressions"].append(_NOT_FORCE_DELETED)
                 docs.append(doc)
         docs.append(_BAD_IMAGE_STAGE)
+        docs.append(_RELEASE_READY_STAGE)
         docs.append(_INPLACE_RESTART_STAGE)
         docs.append(_inplace_ready_stage(self.pod_ready_delay_ms + self.inplace_ready_delay_ms))
         return yaml.safe_dump_all(docs, sort_keys=False)

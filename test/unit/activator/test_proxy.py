@@ -13,9 +13,10 @@ import pytest
 from aiohttp import web
 
 from kthena_py.activator import Activator, ActivatorOptions
-from kthena_py.activator.resources import MODELSERVINGS, PODS
+from kthena_py.activator.resources import MODELROUTES, MODELSERVERS, MODELSERVINGS, PODS
 from kthena_py.kube.resources import ResourceType
 from kthena_py.testing.fake import FakeKube
+from kthena_py.testing.wait import eventually
 from kthena_py.vocab.labels import (
     ACTIVATOR_FIELD_MANAGER,
     ACTIVATOR_HOLD_BUDGET,
@@ -128,9 +129,7 @@ async def scene(**ms_kw: Any) -> AsyncIterator[tuple[FakeKube, Engine, Activator
 
 
 async def wait_for(predicate: Any, timeout: float = 5.0) -> None:
-    async with asyncio.timeout(timeout):
-        while not predicate():
-            await asyncio.sleep(0.01)
+    await eventually(lambda: predicate() or None, timeout=timeout, interval=0.01)
 
 
 def put(kube: FakeKube, rt: ResourceType, obj: dict[str, Any]) -> None:
@@ -192,7 +191,7 @@ async def test_held_while_scaling_down_then_served_without_a_write() -> None:
 
 
 async def test_two_activators_make_one_write() -> None:
-    async with scene() as (kube, _engine, first, url), aiohttp.ClientSession() as http:
+    async with scene() as (kube, _engine, first, _url), aiohttp.ClientSession() as http:
         second = Activator(
             ActivatorOptions(listen="127.0.0.1:0", metrics_bind_address="0", health_probe_bind_address="0"), client=kube
         )
@@ -264,3 +263,31 @@ async def test_a_refused_connection_is_retried_on_another_pod() -> None:
         await asyncio.sleep(0.1)
         async with http.post(url + "/v1/chat/completions", json={"model": "llm"}) as answer:
             assert answer.status == 200
+
+
+async def test_a_kthena_modelroute_name_routes_to_its_modelserving() -> None:
+    async with scene(replicas=1) as (kube, _engine, _a, url), aiohttp.ClientSession() as http:
+        ms_obj = kube.store.get(MODELSERVINGS, "llm", NS)
+        ms_obj["spec"]["template"]["roles"] = [
+            {"name": "r", "entryTemplate": {"metadata": {"labels": {"model-uid": "u1"}}, "spec": {"containers": []}}}
+        ]
+        kube.put(MODELSERVINGS, ms_obj)
+        kube.put(
+            MODELSERVERS,
+            {
+                "metadata": {"name": "s", "namespace": NS},
+                "spec": {"workloadSelector": {"matchLabels": {"model-uid": "u1"}}},
+            },
+        )
+        kube.put(
+            MODELROUTES,
+            {
+                "metadata": {"name": "r", "namespace": NS},
+                "spec": {"modelName": "router-name", "rules": [{"targetModels": [{"modelServerName": "s"}]}]},
+            },
+        )
+        put(kube, PODS, entry_pod("llm", "p"))
+        await wait_for(lambda: "router-name" in _a.catalog.directory().by_model)
+        async with http.post(url + "/v1/chat/completions", json={"model": "router-name"}) as answer:
+            assert answer.status == 200
+            assert (await answer.json())["echo"]["model"] == "router-name"

@@ -484,6 +484,7 @@ def build_view(
     revisions: Sequence[KubeObject] = (),
     tracker: Mapping[str, Any] | None = None,
     model_cache: Mapping[str, Any] | None = None,
+    scale_from_zero: bool = False,
 ) -> StatusView:
     """Build the status tree of one ModelServing.
 
@@ -498,6 +499,8 @@ def build_view(
         tracker: Its eviction tracker ConfigMap, if any.
         model_cache: The ModelCache its annotation names, if it names one and it exists (the gate then enters the
             update revision as in the controller, and the view shows the cache).
+        scale_from_zero: Whether the activator may wake it from zero (shown as "scaled to zero (activator)" at
+            zero replicas).
 
     Returns:
         The tree.
@@ -547,6 +550,7 @@ def build_view(
         partition=state.targets.budget.partition,
         queue=ctx.queue,
         model_cache=_cache_view(gate, model_cache),
+        scale_from_zero=scale_from_zero,
     )
 
 

@@ -172,3 +172,5 @@ class StatusView:
     queue: str = ""
     model_cache: ModelCacheView | None = None
     """The ModelCache it names (``None``: it names none; the JSON document then has no ``modelCache`` key)."""
+    scale_from_zero: bool = False
+    """Opted in to the activator's scale from zero (shown at zero replicas; the JSON key only when true)."""

@@ -117,6 +117,8 @@ class _Text:
         v, paint = self.view, self.paint
         ready = paint(f"{v.ready}/{v.desired} ready", _GREEN if v.ready >= v.desired else _YELLOW)
         parts = [f"{paint('ModelServing', _BOLD)} {v.namespace}/{v.name}: {ready}"]
+        if v.desired == 0 and v.scale_from_zero:
+            parts.append(paint("scaled to zero (activator)", _GREEN))
         if v.current_revision and v.current_revision != v.update_revision:
             parts.append(f"{v.updated}/{v.desired} updated")
             parts.append(f"revision {v.current_revision} -> {v.update_revision}")
@@ -257,6 +259,8 @@ def status_document(view: StatusView) -> dict[str, Any]:
     doc: dict[str, Any] = _document(view)
     if view.model_cache is None:
         del doc["modelCache"]  # a ModelServing without a cache reads exactly as before
+    if not view.scale_from_zero:
+        del doc["scaleFromZero"]
     for group, source in zip(doc["groups"], view.groups, strict=True):
         group["roles"] = [{"name": n, "ready": r, "desired": d} for n, r, d in source.roles]
     return doc
