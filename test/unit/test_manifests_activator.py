@@ -107,7 +107,7 @@ def test_the_prometheus_service_monitor_scrapes_the_activator() -> None:
     assert not monitor["spec"]["selector"]["matchLabels"].items() <= proxy["metadata"]["labels"].items()
 
 
-def test_rbac_reads_and_writes_only_the_scale_subresource_and_events() -> None:
+def test_rbac_reads_and_writes_only_the_scale_subresource() -> None:
     docs = component_objects()
     role = the(docs, "ClusterRole", NAME)
     writes = {
@@ -117,11 +117,7 @@ def test_rbac_reads_and_writes_only_the_scale_subresource_and_events() -> None:
         for group in rule["apiGroups"]
         for resource in rule["resources"]
     }
-    assert writes == {
-        ("workload.serving.volcano.sh", "modelservings/scale"),
-        ("", "events"),
-        ("events.k8s.io", "events"),
-    }
+    assert writes == {("workload.serving.volcano.sh", "modelservings/scale")}
     readable = {
         (group, resource)
         for rule in role["rules"]
