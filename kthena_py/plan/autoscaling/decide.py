@@ -19,7 +19,7 @@ Guarantees:
   so. Otherwise the result never leaves the behaviour box reported in :attr:`Decision.allowed`.
 * A fresh or lost history is seeded with ``current`` at ``now``: after a restart that lost the history, the
   first scale-down waits one ``scaleDown.stabilizationWindow`` and scale-up limits are measured from ``current``.
-* A target raised from zero by someone else (the activator's 0 -> 1 write) is not sent back to zero before one
+* A target raised from zero (the activator's 0 -> 1 write, or any other) is not sent back to zero before one
   stable window has passed since the pass that first saw it (:mod:`~kthena_py.plan.autoscaling.wake`): the
   metrics get a whole window of observations taken after the wake-up (the held request included) first.
 """

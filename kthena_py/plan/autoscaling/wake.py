@@ -1,4 +1,4 @@
-"""The wake-up guard: a target raised from zero by someone else is not sent back to zero at once.
+"""The wake-up guard: a target raised from zero is not sent back to zero at once.
 
 The activator (``kthena-py activator``) holds the first request for a ModelServing at zero replicas and writes
 its scale subresource 0 -> 1 itself. The autoscaler sees that count at its next pass, but its metrics may not
@@ -15,6 +15,9 @@ Guarantees (pure, no clock: ``now`` is passed in):
   scale-down to a count above zero is not affected; bounds still win (``maxReplicas: 0`` is never guarded).
 * A history that never applied 0 (or lost it: a restart, or more than one behaviour horizon ago) never
   guards.
+* The rule does not ask who raised the target: the activator, a user, or this autoscaler itself (its own
+  recommendation). In the last case it rarely changes anything: the stable window that raised the target still
+  averages above zero for most of the guard.
 """
 
 from __future__ import annotations
