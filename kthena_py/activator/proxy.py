@@ -44,6 +44,8 @@ __all__ = ["RETRY_AFTER_SECONDS", "Proxy"]
 RETRY_AFTER_SECONDS = 10
 """``Retry-After`` of a 503 (a cold start usually needs more than a few seconds more)."""
 CLIENT_CLOSED = 499
+_SENT = web.RequestKey("kthena_py.activator.sent", bool)
+"""Request key: set once the answer's status line went to the client."""
 _HOP_BY_HOP = frozenset(
     {
         "connection",
@@ -145,6 +147,14 @@ class Proxy:
             code = 503
             body_json = error_body(exc.message, UNAVAILABLE, "model_unavailable")
             return web.json_response(body_json, status=503, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+        except (ConnectionResetError, aiohttp.ClientConnectionResetError):
+            raise  # the client went away mid-answer: nothing to answer (counted as 499)
+        except Exception as exc:  # never a crash: a bug or an unexpected failure is a 500 with an OpenAI error
+            log.exception("request failed", target=target.key)
+            if request.get(_SENT) or request.transport is None or request.transport.is_closing():
+                raise  # part of an answer went out: aiohttp closes the connection
+            code = 500
+            return web.json_response(error_body(f"internal error: {exc}", "server_error", "internal_error"), status=500)
         finally:
             metrics.REQUESTS_TOTAL.labels(target.namespace, target.name, str(code)).inc()
 
@@ -237,6 +247,7 @@ class Proxy:
                     "Transfer-Encoding", ""
                 ):
                     response.content_length = upstream.content_length
+                request[_SENT] = True  # before prepare: from here on no other answer may be written
                 await response.prepare(request)
                 async for chunk in upstream.content.iter_any():
                     await response.write(chunk)

@@ -15,6 +15,7 @@ from aiohttp import web
 from kthena_py.activator import Activator, ActivatorOptions
 from kthena_py.activator.resources import MODELROUTES, MODELSERVERS, MODELSERVINGS, PODS
 from kthena_py.kube.resources import ResourceType
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.fake import FakeKube
 from kthena_py.testing.wait import eventually
 from kthena_py.vocab.labels import (
@@ -38,12 +39,17 @@ class Engine:
         self.release = asyncio.Event()
         self.cancelled = asyncio.Event()
         self.streamed = 0
+        self.unavailable = 0
+        """Answer this many next requests 503 (an engine still loading)."""
         self.port = 0
         self._runner: web.AppRunner | None = None
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
         self.bodies.append(body)
+        if self.unavailable:
+            self.unavailable -= 1
+            return web.Response(status=503, text="loading")
         if not json.loads(body).get("stream"):
             return web.json_response({"echo": json.loads(body)})
         response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
@@ -291,3 +297,53 @@ async def test_a_kthena_modelroute_name_routes_to_its_modelserving() -> None:
         async with http.post(url + "/v1/chat/completions", json={"model": "router-name"}) as answer:
             assert answer.status == 200
             assert (await answer.json())["echo"]["model"] == "router-name"
+
+
+def sample(name: str, **labels: str) -> float:
+    return REGISTRY.get_sample_value(name, {"namespace": NS, "modelserving": "llm", **labels}) or 0.0
+
+
+async def test_metrics_count_held_in_flight_answers_and_writes() -> None:
+    before = {
+        "ok": sample("kthena_activator_requests_total", code="200"),
+        "held": sample("kthena_activator_hold_seconds_count"),
+        "written": sample("kthena_activator_scale_writes_total", result="written"),
+    }
+    async with scene() as (kube, _engine, _a, url), aiohttp.ClientSession() as http:
+        calls = [asyncio.create_task(http.post(url + "/v1/chat/completions", json={"model": "llm"})) for _ in range(3)]
+        await wait_for(lambda: sample("kthena_activator_requests_held") == 3)
+        put(kube, PODS, entry_pod("llm", "p"))
+        assert [(await c).status for c in calls] == [200] * 3
+    assert sample("kthena_activator_requests_held") == 0
+    assert sample("kthena_activator_requests_in_flight") == 0
+    assert sample("kthena_activator_requests_total", code="200") - before["ok"] == 3
+    assert sample("kthena_activator_hold_seconds_count") - before["held"] == 3
+    assert sample("kthena_activator_scale_writes_total", result="written") - before["written"] == 1
+
+
+async def test_probes_say_ready_once_informers_synced() -> None:
+    async with scene() as (_kube, _engine, activator, _url), aiohttp.ClientSession() as http:
+        host, port = activator.probes.bound["health"]
+        async with http.get(f"http://{host}:{port}/readyz") as answer:
+            assert answer.status == 200
+        async with http.get(f"http://{host}:{port}/healthz") as answer:
+            assert answer.status == 200
+
+
+async def test_a_503_from_a_loading_engine_is_retried_within_the_budget() -> None:
+    async with scene(replicas=1) as (kube, engine, _a, url), aiohttp.ClientSession() as http:
+        put(kube, PODS, entry_pod("llm", "p"))
+        engine.unavailable = 2
+        async with http.post(url + "/v1/chat/completions", json={"model": "llm"}) as answer:
+            assert answer.status == 200
+        assert len(engine.bodies) == 3  # two 503s, then the answer
+
+
+async def test_a_503_with_no_budget_left_is_the_activators_503() -> None:
+    async with scene(replicas=1, budget="100ms") as (kube, engine, _a, url), aiohttp.ClientSession() as http:
+        put(kube, PODS, entry_pod("llm", "p"))
+        engine.unavailable = 1000
+        async with http.post(url + "/v1/chat/completions", json={"model": "llm"}) as answer:
+            assert answer.status == 503
+            assert "answered 503" in (await answer.json())["error"]["message"]
+        assert 1 <= len(engine.bodies) <= 3  # 0.05 s, then 0.1 s waits: the budget allows at most two retries

@@ -119,6 +119,17 @@ async def test_scale_subresource() -> None:
         await kube.set_scale(MODELSERVINGS, "other", "ns", 3)
 
 
+async def test_scale_patch_honours_a_resource_version_precondition() -> None:
+    kube = FakeKube()
+    stored = kube.put(MODELSERVINGS, _ms("m", 0))
+    rv = stored["metadata"]["resourceVersion"]
+    body = {"metadata": {"resourceVersion": rv}, "spec": {"replicas": 1}}
+    await kube.patch(MODELSERVINGS, "m", body, "ns", subresource="scale")
+    with pytest.raises(Conflict):
+        await kube.patch(MODELSERVINGS, "m", {**body, "spec": {"replicas": 2}}, "ns", subresource="scale")
+    assert (kube.peek(MODELSERVINGS, "m", "ns") or {})["spec"]["replicas"] == 1
+
+
 async def test_delete_with_uid_precondition() -> None:
     kube = FakeKube()
     old = await kube.create(CONFIGMAPS, _cm("a"))
