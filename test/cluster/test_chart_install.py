@@ -16,8 +16,10 @@ What it proves: the chart's CRDs install and are served; its ClusterRole and Rol
 manager does (Lease, certificate Secret, ``caBundle`` of the chart's two webhook configurations, pods,
 Services, PodGroups, ControllerRevisions, status, Events); the manager accepts the chart's flags; the chart's
 webhook configurations (rules, paths) reach the manager, so an invalid ModelServing is refused with the
-webhook's message; ``helm uninstall`` removes what it installed but the CRDs. Not proven here: the Deployment's
-pod under a real kubelet (image, probes, security context, mounts) and routing through the webhook Service;
+webhook's message; ``helm uninstall`` removes what it installed but the CRDs. With ``activator.enabled``, the
+activator runs likewise as a local process with the chart's activator identity and Deployment args: the chart's
+activator RBAC lets its informers sync and its 0 -> 1 scale write through. Not proven here: the Deployments'
+pods under a real kubelet (image, probes, security context, mounts) and routing through the webhook Service;
 those objects are compared with manifests/default in test/unit/test_chart.py.
 """
 
@@ -53,6 +55,7 @@ CHART = ROOT / "charts" / "kthena-py"
 RELEASE_NS = "kthena-system"
 SA_USER = f"system:serviceaccount:{RELEASE_NS}:kthena-py-controller-manager"
 SA_GROUPS = ("system:serviceaccounts", f"system:serviceaccounts:{RELEASE_NS}")
+ACTIVATOR_USER = f"system:serviceaccount:{RELEASE_NS}:kthena-py-activator"
 
 
 def _free_port() -> int:
@@ -103,12 +106,15 @@ def release(helm_path: Path, tier: ClusterTier, tmp_path_factory: pytest.TempPat
         RELEASE_NS,
         "--create-namespace",
         "--set",
-        f"replicaCount=0,webhook.url=https://127.0.0.1:{webhook_port},manager.logFormat=console",
+        f"replicaCount=0,webhook.url=https://127.0.0.1:{webhook_port},manager.logFormat=console,"
+        "activator.enabled=true,activator.replicas=0",
     )
     manifest = [
         d for d in yaml.safe_load_all(_helm(helm_path, tier, "get", "manifest", "kthena-py", "-n", RELEASE_NS)) if d
     ]
-    deployment = next(d for d in manifest if d["kind"] == "Deployment")
+    deployment = next(
+        d for d in manifest if d["kind"] == "Deployment" and d["metadata"]["name"] == "kthena-py-controller-manager"
+    )
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     run_dir = tmp_path_factory.mktemp("chart-manager")
     kubeconfig = tier.write_kubeconfig(run_dir / "sa.kubeconfig", SA_USER, SA_GROUPS)
@@ -238,6 +244,83 @@ async def test_a_modelserving_becomes_available(release: dict[str, Any], admin: 
     ms = await wait_available(admin, namespace, "llm", 2, timeout=240)
     assert {c["type"]: c["status"] for c in ms["status"]["conditions"]}["Available"] == "True"
     assert "forbidden" not in release["log"].read_text().lower(), "the chart's RBAC refused the manager something"
+
+
+@pytest.fixture(scope="module")
+def activator(
+    release: dict[str, Any], tier: ClusterTier, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
+    """The activator with the chart's identity and its Deployment's args (bind addresses on free loopback ports)."""
+    deployment = next(
+        d for d in release["manifest"] if d["kind"] == "Deployment" and d["metadata"]["name"] == "kthena-py-activator"
+    )
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == "kthena-py-activator"
+    run_dir = tmp_path_factory.mktemp("chart-activator")
+    kubeconfig = tier.write_kubeconfig(run_dir / "sa.kubeconfig", ACTIVATOR_USER, SA_GROUPS)
+    port, probe_port = _free_port(), _free_port()
+    args = [
+        *container["args"],
+        f"--kubeconfig={kubeconfig}",
+        f"--listen=127.0.0.1:{port}",
+        "--metrics-bind-address=0",
+        f"--health-probe-bind-address=127.0.0.1:{probe_port}",
+    ]
+    assert args[0] == "activator"
+    log = (run_dir / "activator.log").open("w")
+    process = subprocess.Popen([sys.executable, "-m", "kthena_py.main", *args], stdout=log, stderr=log)
+    try:
+        deadline = time.monotonic() + 120
+        while not _ready(probe_port) and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert process.poll() is None and _ready(probe_port), (run_dir / "activator.log").read_text()[-4000:]
+        yield {"port": port, "log": run_dir / "activator.log", "kubeconfig": kubeconfig}
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
+async def test_the_activator_with_the_charts_identity_wakes_a_modelserving(
+    activator: dict[str, Any], admin: KubeClient
+) -> None:
+    import asyncio
+
+    import aiohttp
+
+    from kthena_py.vocab.labels import ACTIVATOR_FIELD_MANAGER, ACTIVATOR_SCALE_FROM_ZERO
+
+    namespace = await _namespace(admin, "chart-activator")
+    sleeping = modelserving("sleepy", replicas=0)
+    sleeping["metadata"]["annotations"] = {ACTIVATOR_SCALE_FROM_ZERO: "true"}
+
+    async def create() -> bool:
+        try:
+            await admin.create(MODELSERVINGS, sleeping, namespace)
+        except ApiError as exc:
+            if "failed calling webhook" in str(exc):
+                return False  # the caBundle is not injected yet
+            raise
+        return True
+
+    await eventually(create, timeout=120, description="a ModelServing at zero admitted")
+    async with aiohttp.ClientSession(trust_env=False) as session:
+        url = f"http://127.0.0.1:{activator['port']}/v1/completions"
+        held = asyncio.create_task(session.post(url, json={"model": "sleepy", "prompt": "wake up"}))
+
+        async def woken() -> dict[str, Any] | None:
+            ms = await admin.get(MODELSERVINGS, "sleepy", namespace)
+            return ms if ms["spec"].get("replicas") == 1 else None
+
+        ms = await eventually(woken, timeout=60, description="the activator scaling the ModelServing 0 -> 1")
+        managers = {entry.get("manager") for entry in ms["metadata"].get("managedFields") or []}
+        assert ACTIVATOR_FIELD_MANAGER in managers
+        held.cancel()
+    log = activator["log"].read_text().lower()
+    assert "forbidden" not in log, "the chart's RBAC refused the activator something"
 
 
 async def test_helm_uninstall_removes_everything_but_the_crds(

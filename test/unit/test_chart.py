@@ -115,7 +115,12 @@ def test_helm_lint_is_clean(helm_path: Path) -> None:
     out = helm(helm_path, "lint", "--strict", str(CHART))
     assert "0 chart(s) failed" in out
     out = helm(
-        helm_path, "lint", "--strict", str(CHART), "--set", "webhook.certManager.enabled=true,eviction.enabled=true"
+        helm_path,
+        "lint",
+        "--strict",
+        str(CHART),
+        "--set",
+        "webhook.certManager.enabled=true,eviction.enabled=true,activator.enabled=true",
     )
     assert "0 chart(s) failed" in out
 
@@ -243,7 +248,7 @@ def test_docs_describe_every_value() -> None:
     documented = set(
         re.findall(r"^\| `([a-zA-Z0-9.]+)` \|", (ROOT / "docs" / "deploying.md").read_text(), re.MULTILINE)
     )
-    opaque = ("resources", "nodeSelector")  # documented as a whole
+    opaque = ("resources", "nodeSelector", "activator.resources")  # documented as a whole
     leaves = {leaf for leaf in _leaves(values) if not leaf.startswith(tuple(f"{o}." for o in opaque))} | set(opaque)
     assert leaves - documented == set(), "values missing from docs/deploying.md (Helm chart values)"
     assert documented - leaves == set(), "docs/deploying.md documents values the chart does not have"
@@ -290,3 +295,67 @@ def test_attestation_values_set_the_mode_and_mount_the_keys_secret(helm_path: Pa
 def test_enforce_without_a_keys_secret_is_refused(helm_path: Path) -> None:
     with pytest.raises(AssertionError, match=r"needs modelCache\.attestation\.keysSecret"):
         render(helm_path, "modelCache.attestation.mode=enforce", crds=False)
+
+
+def test_activator_is_off_by_default_and_installs_exactly_the_activator_component(
+    helm_path: Path, kubectl_path: Path, tmp_path: Path
+) -> None:
+    assert not [d for d in render(helm_path, crds=False) if "activator" in d["metadata"]["name"]]
+    expected = kustomize(kubectl_path, overlay(tmp_path, ["activator"]))
+    assert_same_objects(render(helm_path, "activator.enabled=true"), expected)
+
+
+def test_activator_values(helm_path: Path) -> None:
+    docs = render(
+        helm_path,
+        "activator.enabled=true",
+        "activator.image.repository=registry.example/activator",
+        "activator.image.tag=v2",
+        "activator.replicas=3",
+        "activator.holdBudget=5m",
+        "activator.maxHeld=50",
+        "activator.port=9000",
+        "activator.metricsPort=9001",
+        "activator.healthPort=9002",
+        "activator.service.port=8000",
+        "activator.resources.limits.memory=1Gi",
+        "activator.extraArgs={--max-body-bytes=1024}",
+        "manager.watchNamespace=serving",
+        crds=False,
+    )
+    deployment = the(docs, "Deployment", "kthena-py-activator")
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert deployment["spec"]["replicas"] == 3
+    assert container["image"] == "registry.example/activator:v2"
+    assert container["args"] == [
+        "activator",
+        "--listen=0.0.0.0:9000",
+        "--metrics-bind-address=:9001",
+        "--health-probe-bind-address=:9002",
+        "--hold-budget=5m",
+        "--log-format=json",
+        "--max-held=50",
+        "--namespace=serving",
+        "--max-body-bytes=1024",
+    ]
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {
+        "http": 9000,
+        "http-metrics": 9001,
+        "health": 9002,
+    }
+    assert container["resources"]["limits"]["memory"] == "1Gi"
+    assert the(docs, "Service", "kthena-py-activator")["spec"]["ports"][0]["port"] == 8000
+    assert the(docs, "Service", "kthena-py-activator-metrics")["spec"]["ports"][0]["port"] == 9001
+    without_metrics = render(helm_path, "activator.enabled=true", "metrics.service.enabled=false", crds=False)
+    assert not [d for d in without_metrics if d["metadata"]["name"].endswith("-metrics")]
+    same_image = render(helm_path, "activator.enabled=true", "image.tag=v9", crds=False)
+    (plain,) = the(same_image, "Deployment", "kthena-py-activator")["spec"]["template"]["spec"]["containers"]
+    assert plain["image"] == "kthena-py:v9"
+
+
+def test_activator_monitor_scrapes_the_activator(helm_path: Path) -> None:
+    docs = render(helm_path, "activator.enabled=true", "metrics.serviceMonitor.enabled=true", crds=False)
+    monitor = the(docs, "ServiceMonitor")
+    metrics = the(docs, "Service", "kthena-py-activator-metrics")
+    assert monitor["spec"]["selector"]["matchLabels"].items() <= metrics["metadata"]["labels"].items()
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in metrics["spec"]["ports"]]

@@ -79,3 +79,19 @@ annotations:
   cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/kthena-py-serving-cert
 {{- end }}
 {{- end -}}
+
+{{/* The activator pods' selector (the same as manifests/activator). */}}
+{{- define "kthena-py.activatorSelectorLabels" -}}
+app.kubernetes.io/name: kthena-py
+app.kubernetes.io/component: activator
+{{- end -}}
+
+{{/* The activator's image: activator.image.repository (and tag), else the manager's image (the same console script). */}}
+{{- define "kthena-py.activatorImage" -}}
+{{- $image := .Values.activator.image | default dict -}}
+{{- if $image.repository -}}
+{{ $image.repository }}:{{ $image.tag | default "latest" }}
+{{- else -}}
+{{ include "kthena-py.image" . }}
+{{- end -}}
+{{- end -}}

@@ -8,7 +8,8 @@ Modules:
 * :mod:`.window`: stable/panic sample windows, scaling history, serialisable :class:`WindowState`;
 * :mod:`.recommend`: desired replicas per metric (tolerance, HPA missing-pod rules), max over metrics;
 * :mod:`.behavior`: stabilization windows and rate limits;
-* :mod:`.decide`: the full decision of one pass (panic mode, behaviour, bounds);
+* :mod:`.decide`: the full decision of one pass (panic mode, behaviour, bounds, the wake-up guard);
+* :mod:`.wake`: a target raised from zero by someone else (the activator) stays up one stable window;
 * :mod:`.ratio` and :mod:`.disaggregated`: per-role decisions and the exact ratio repair;
 * :mod:`.optimizer`: the heterogeneous split (Kthena's greedy, and the budget-respecting optimum);
 * :mod:`.simulate`: trace replay with a virtual clock.
@@ -100,6 +101,7 @@ from kthena_py.plan.autoscaling.spec import (
     StablePolicy,
     exact,
 )
+from kthena_py.plan.autoscaling.wake import guard_zero, woken_at
 from kthena_py.plan.autoscaling.window import (
     ExternalReading,
     ExternalSample,
@@ -165,6 +167,7 @@ __all__ = [
     "external_sample",
     "find_family",
     "format_ratio",
+    "guard_zero",
     "histogram_increase",
     "histogram_quantile",
     "kthena_blocks",
@@ -188,4 +191,5 @@ __all__ = [
     "simulate",
     "stabilize",
     "utilization",
+    "woken_at",
 ]

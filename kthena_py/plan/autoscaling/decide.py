@@ -19,6 +19,9 @@ Guarantees:
   so. Otherwise the result never leaves the behaviour box reported in :attr:`Decision.allowed`.
 * A fresh or lost history is seeded with ``current`` at ``now``: after a restart that lost the history, the
   first scale-down waits one ``scaleDown.stabilizationWindow`` and scale-up limits are measured from ``current``.
+* A target raised from zero (the activator's 0 -> 1 write, or any other) is not sent back to zero before one
+  stable window has passed since the pass that first saw it (:mod:`~kthena_py.plan.autoscaling.wake`): the
+  metrics get a whole window of observations taken after the wake-up (the held request included) first.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Literal
 from kthena_py.plan.autoscaling.behavior import correct
 from kthena_py.plan.autoscaling.recommend import Recommendation, recommend, utilization
 from kthena_py.plan.autoscaling.spec import ScalingSpec
+from kthena_py.plan.autoscaling.wake import guard_zero
 from kthena_py.plan.autoscaling.window import MetricSample, Reading, WindowState
 
 __all__ = ["Decision", "Mode", "decide", "record_applied"]
@@ -164,6 +168,10 @@ def decide(
         desired = _clamp(correction.replicas, spec.min_replicas, spec.max_replicas)
         if desired != correction.replicas:
             reasons.append(f"bounds [{spec.min_replicas}, {spec.max_replicas}]: {correction.replicas} -> {desired}")
+    desired, guarded = guard_zero(desired, state.history, current, now, spec.stable_window, spec.max_replicas)
+    if guarded is not None:
+        reasons.append(guarded)
+        allowed = (min(allowed[0], desired), max(allowed[1], desired))
     reasons.append(f"desired {desired} (current {current}, {'Panic' if in_panic else 'Stable'} mode)")
     history = history.record(now, stable.replicas, desired, _horizon(spec))
     return Decision(
