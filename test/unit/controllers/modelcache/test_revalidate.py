@@ -152,7 +152,7 @@ async def test_s3_without_botocore_is_unsupported(
     probe, _ = prober
     monkeypatch.setitem(sys.modules, "botocore.session", None)  # the manager's image: no download extra
     found = await probe.probe(cache("s3://probe/m"), 1.0)
-    assert found is not None and found.unsupported is not None and "kthena-py[download]" in found.unsupported
+    assert found is not None and found.unsupported is not None and "kthena-py[revalidate]" in found.unsupported
 
 
 async def test_probes_are_bounded_across_caches() -> None:
