@@ -218,7 +218,8 @@ class Prober:
             return await asyncio.to_thread(probe_s3, remote, settings)
         except ModuleNotFoundError as exc:
             raise _Unsupported(
-                f"S3 sources need botocore in the manager (the kthena-py[revalidate] extra): {exc.name} is not installed"
+                "S3 sources need botocore in the manager (the kthena-py[revalidate] extra): "
+                f"{exc.name} is not installed"
             ) from None
         except LookupError as exc:
             raise ProbeError(str(exc)) from None

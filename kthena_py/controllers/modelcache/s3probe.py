@@ -1,7 +1,8 @@
 """The S3 revalidation probe: the one module of the manager that may load botocore, and only lazily.
 
-The manager's image installs botocore alone (the ``revalidate`` extra), not the downloader's clients, and the import-linter
-contract "Only the downloader imports the download clients" keeps every other manager module from loading them.
+The manager's image installs botocore alone (the ``revalidate`` extra), not the downloader's clients, and the
+import-linter contract "Only the downloader imports the download clients" keeps every other manager module from
+loading them.
 This module imports botocore inside :func:`probe_s3`, on the first probe of an S3 source: a manager without it
 raises :class:`ModuleNotFoundError` there (the caller reports ``RevalidationUnsupported`` and names the missing
 extra) and pays nothing at start-up.
