@@ -7,7 +7,9 @@ Guarantees:
   optional (a cluster without the CRD still routes, with annotation opt-in only), and so are Kthena's ModelRoute
   and ModelServer (their model names are added when served, :mod:`kthena_py.plan.activator.routes`).
 * The model directory (:func:`~kthena_py.plan.activator.targets.build_directory`) is rebuilt on the first read
-  after a ModelServing or AutoscalingPolicy changed, never more often.
+  after a ModelServing or AutoscalingPolicy changed, never more often. A target's backends are computed on the
+  first read after one of its pods (or, for a pod whose label moved, its former ModelServing's) changed, and
+  kept until then; a relist delivers its differences as changes, so nothing stays stale after one.
 * :meth:`Catalog.wait_until` waits for a condition about one ModelServing without polling: it is looked at again
   only when an informer delivers a change of that ModelServing or of one of its pods (or a policy), and once more
   at the deadline.
@@ -44,14 +46,19 @@ class _Notify:
             self._catalog.invalidate()
         key = self._key_of(obj)
         if key is None:
+            self._catalog.forget_backends()
             self._catalog.wake_all()
         else:
+            self._catalog.forget_backends(key)
             self._catalog.wake(key)
 
     def on_add(self, obj: KubeObject) -> None:
         self._changed(obj)
 
     def on_update(self, old: KubeObject, new: KubeObject) -> None:
+        old_key = self._key_of(old)
+        if old_key is not None and old_key != self._key_of(new):
+            self._catalog.forget_backends(old_key)  # a pod moved to another ModelServing (its label changed)
         self._changed(new)
 
     def on_delete(self, obj: KubeObject) -> None:
@@ -75,6 +82,7 @@ class Catalog:
         self._caches: dict[str | None, SharedCache] = {ns: SharedCache(client, namespace=ns) for ns in scopes}
         self._default_budget = default_budget
         self._directory: Directory | None = None
+        self._backends: dict[tuple[str, int], tuple[Backend, ...]] = {}
         self._events: dict[str, asyncio.Event] = {}
         for cache in self._caches.values():
             cache.select(PODS, SERVING_NAME)
@@ -147,15 +155,27 @@ class Catalog:
         """The cached pods of ``target``."""
         return self._cache_for(target.namespace).by_label(PODS, SERVING_NAME, target.name, target.namespace)
 
-    def backends(self, target: Target) -> list[Backend]:
-        """The Ready entry pods of ``target``."""
-        return entry_backends(self.pods(target), target.port)
+    def backends(self, target: Target) -> tuple[Backend, ...]:
+        """The Ready entry pods of ``target`` (kept until a pod of ``target`` changes)."""
+        key = (target.key, target.port)
+        found = self._backends.get(key)
+        if found is None:
+            found = self._backends[key] = tuple(entry_backends(self.pods(target), target.port))
+        return found
 
     # -- change notification --------------------------------------------------------------------
 
     def invalidate(self) -> None:
         """Rebuild the directory on the next read."""
         self._directory = None
+
+    def forget_backends(self, key: str | None = None) -> None:
+        """Compute the backends of ``namespace/name`` (of every target if ``None``) again on the next read."""
+        if key is None:
+            self._backends.clear()
+            return
+        for cached in [k for k in self._backends if k[0] == key]:
+            del self._backends[cached]
 
     def wake(self, key: str) -> None:
         """Wake the waiters of ``namespace/name``."""

@@ -28,6 +28,8 @@ from collections.abc import Mapping
 import aiohttp
 import structlog
 from aiohttp import web
+from prometheus_client import Counter as PromCounter
+from prometheus_client import Gauge
 
 from kthena_py.plan.activator.backends import Backend, choose_backend
 from kthena_py.plan.activator.errors import NOT_FOUND, UNAVAILABLE, RequestError, error_body, read_model
@@ -91,6 +93,24 @@ class Proxy:
         self._session = session
         self._in_flight: Counter[str] = Counter()
         self._held: Counter[str] = Counter()
+        self._in_flight_gauges: dict[tuple[str, str], Gauge] = {}
+        self._totals: dict[tuple[str, str, int], PromCounter] = {}
+
+    def _in_flight_gauge(self, target: Target) -> Gauge:
+        """The in-flight child of ``target`` (a label lookup takes a lock: done once per target)."""
+        labels = (target.namespace, target.name)
+        gauge = self._in_flight_gauges.get(labels)
+        if gauge is None:
+            gauge = self._in_flight_gauges[labels] = metrics.REQUESTS_IN_FLIGHT.labels(*labels)
+        return gauge
+
+    def _total(self, target: Target, code: int) -> PromCounter:
+        """The requests_total child of ``target`` and ``code``, looked up once."""
+        key = (target.namespace, target.name, code)
+        counter = self._totals.get(key)
+        if counter is None:
+            counter = self._totals[key] = metrics.REQUESTS_TOTAL.labels(target.namespace, target.name, str(code))
+        return counter
 
     def routes(self, app: web.Application) -> None:
         """Register the handlers on ``app``."""
@@ -156,7 +176,7 @@ class Proxy:
             code = 500
             return web.json_response(error_body(f"internal error: {exc}", "server_error", "internal_error"), status=500)
         finally:
-            metrics.REQUESTS_TOTAL.labels(target.namespace, target.name, str(code)).inc()
+            self._total(target, code).inc()
 
     async def _serve(self, request: web.Request, model: str, target: Target, body: bytes) -> web.StreamResponse:
         loop = asyncio.get_running_loop()
@@ -228,9 +248,9 @@ class Proxy:
     async def _forward(
         self, request: web.Request, target: Target, backend: Backend, body: bytes
     ) -> web.StreamResponse | tuple[Failure, int | None]:
-        labels = (target.namespace, target.name)
+        in_flight = self._in_flight_gauge(target)
         self._in_flight[backend.pod] += 1
-        metrics.REQUESTS_IN_FLIGHT.labels(*labels).inc()
+        in_flight.inc()
         headers = _forward_headers(request.headers)
         if request.remote:
             headers["X-Forwarded-For"] = request.remote
@@ -267,4 +287,4 @@ class Proxy:
             self._in_flight[backend.pod] -= 1
             if self._in_flight[backend.pod] <= 0:
                 del self._in_flight[backend.pod]
-            metrics.REQUESTS_IN_FLIGHT.labels(*labels).dec()
+            in_flight.dec()

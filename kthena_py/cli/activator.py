@@ -42,10 +42,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run(args: argparse.Namespace) -> int:
     """Run the activator until SIGTERM/SIGINT."""
-    import asyncio
-
     from kthena_py.activator import ActivatorOptions
     from kthena_py.activator import run as run_activator
+    from kthena_py.activator.eventloop import run as run_on_fastest_loop
     from kthena_py.kube.client import ConfigError
     from kthena_py.plan.activator.targets import parse_hold_budget
     from kthena_py.runtime import logconfig
@@ -72,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         max_held=args.max_held,
     )
     try:
-        asyncio.run(run_activator(options))
+        run_on_fastest_loop(run_activator(options))
     except ConfigError as exc:
         raise CommandError(str(exc)) from exc
     return 0
