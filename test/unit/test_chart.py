@@ -359,3 +359,23 @@ def test_activator_monitor_scrapes_the_activator(helm_path: Path) -> None:
     metrics = the(docs, "Service", "kthena-py-activator-metrics")
     assert monitor["spec"]["selector"]["matchLabels"].items() <= metrics["metadata"]["labels"].items()
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == [p["name"] for p in metrics["spec"]["ports"]]
+
+
+def test_reading_source_secrets_is_off_by_default_and_installs_exactly_the_source_secrets_component(
+    helm_path: Path, kubectl_path: Path, tmp_path: Path
+) -> None:
+    default = render(helm_path, crds=False)
+    assert not [
+        rule
+        for doc in default
+        if doc["kind"] == "ClusterRole"
+        for rule in doc["rules"]
+        if "secrets" in rule["resources"]
+    ]
+    granted = render(helm_path, "modelCache.revalidation.readSourceSecrets=true")
+    expected = kustomize(kubectl_path, overlay(tmp_path, ["source-secrets"]))
+    assert_same_objects(granted, expected)
+    role = the(granted, "ClusterRole", "kthena-py-source-secret-reader")
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]  # no list, no watch
+    binding = the(granted, "ClusterRoleBinding", "kthena-py-source-secret-reader")
+    assert [s["name"] for s in binding["subjects"]] == ["kthena-py-controller-manager"]

@@ -191,7 +191,13 @@ class Prober:
         try:
             secret = await self._client.get(SECRETS, ref.name, mc.namespace)
         except ApiError as exc:
-            raise ProbeError(f"cannot read Secret {ref.name}: {exc.status} {exc.reason}") from None
+            hint = (
+                " (reading source Secrets is opt-in: chart value modelCache.revalidation.readSourceSecrets, "
+                "or the manifests/source-secrets component)"
+                if exc.status == 403
+                else ""
+            )
+            raise ProbeError(f"cannot read Secret {ref.name}: {exc.status} {exc.reason}{hint}") from None
         data: dict[str, str] = {}
         for key, value in (secret.get("data") or {}).items():
             try:

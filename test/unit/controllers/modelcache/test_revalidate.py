@@ -14,11 +14,13 @@ from aiohttp import web
 
 from kthena_py.api.modelcache import ModelCache
 from kthena_py.controllers.modelcache.revalidate import Prober, credentials_of, origin
+from kthena_py.kube.errors import ApiError
 from kthena_py.kube.resources import SECRETS
 from kthena_py.sourceid import SourceIdentity
 from kthena_py.testing.artifacts import Artifact, ArtifactServer, HubRepo
 from kthena_py.testing.artifacts.s3 import s3_server
 from kthena_py.testing.fake import FakeKube
+from kthena_py.testing.fake.faults import refuse
 
 ACCESS, SECRET = "AKIAKTHENATEST", "kthenaSecretKey0123456789"
 TOKEN = "hf_probe_token_0123456789"
@@ -190,3 +192,15 @@ def test_credentials_and_origins() -> None:
     assert "t" not in repr(creds).replace("http://hub.test", "").replace("Credentials", "").replace("endpoint", "")
     assert origin("https://H.test/x") == origin("https://h.test:443/y")
     assert origin("http://h.test/x") != origin("https://h.test/x")
+
+
+async def test_a_secret_the_manager_may_not_read_is_a_failed_probe_that_says_how_to_grant_it(
+    server: ArtifactServer, prober: tuple[Prober, FakeKube]
+) -> None:
+    probe, kube = prober
+    secret(kube, "hub", HF_TOKEN=TOKEN)
+    kube.intercept(refuse(ApiError(403, "Forbidden", "secrets is forbidden"), "get", SECRETS))
+    found = await probe.probe(cache(f"{server.url}/m.gguf", secret="hub"), 1.0)
+    assert found is not None and found.error is not None and found.identity is None
+    assert "403 Forbidden" in found.error and "modelCache.revalidation.readSourceSecrets" in found.error
+    assert server.total_requests("HEAD") == 0  # no anonymous request instead of the credentialed one
