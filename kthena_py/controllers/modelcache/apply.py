@@ -10,6 +10,8 @@ Guarantees:
 * A refused create records a Warning ``FailedCreate`` Event naming the object and the API server's words and
   raises :class:`ChildWriteError` (an :class:`~kthena_py.kube.ApiError`): the controller engine retries the key
   with its per-key exponential backoff, never in a tight loop. Nothing after the refused write is attempted.
+  The reconciler then writes ``Progressing=False``/``FailedCreate`` in the status
+  (:func:`~kthena_py.plan.modelcache.refusal.refused_status`) before the error propagates.
 * A Job is deleted by name and UID with background propagation (its pods follow); its PodGroup of the same
   name goes with it. NotFound and UID conflicts are success.
 * The finalizer is added and removed with a merge patch of ``metadata.finalizers`` that carries the cached
@@ -51,10 +53,14 @@ _TYPES: dict[str, ResourceType] = {
 
 
 class ChildWriteError(ApiError):
-    """A child could not be written (already reported as a Warning Event); retried with backoff."""
+    """A child could not be written (already reported as a Warning Event); retried with backoff.
 
-    def __init__(self, message: str) -> None:
+    ``verb`` is the refused write (``create`` or ``delete``).
+    """
+
+    def __init__(self, message: str, verb: str) -> None:
         super().__init__(0, "ChildWriteFailed", message)
+        self.verb = verb
 
 
 async def apply_changes(
@@ -85,7 +91,7 @@ async def apply_changes(
                 JOB_WRITES.labels(rt.kind, "delete", "error").inc()
                 message = f"cannot delete {rt.kind} {step.name}: {exc.message or exc}"
                 recorder.event(cache, "Warning", REASON_FAILED_DELETE, message)
-                raise ChildWriteError(message) from exc
+                raise ChildWriteError(message, "delete") from exc
             JOB_WRITES.labels(rt.kind, "delete", "success").inc()
             done.append(f"deleted {rt.kind} {step.name} ({step.why})")
     for create in creates:
@@ -104,7 +110,7 @@ async def apply_changes(
             JOB_WRITES.labels(create.kind, "create", "error").inc()
             message = f"cannot create {create.kind} {create.name}: {exc.message or exc}"
             recorder.event(cache, "Warning", REASON_FAILED_CREATE, message)
-            raise ChildWriteError(message) from exc
+            raise ChildWriteError(message, "create") from exc
         JOB_WRITES.labels(create.kind, "create", "success").inc()
         done.append(f"created {create.kind} {create.name} ({create.why})")
         if create.kind == "Job":

@@ -10,7 +10,8 @@ Flow of one reconcile (every decision is made by :mod:`kthena_py.plan.modelcache
    ModelServings); scrape the progress of running download pods (bounded, failures ignored); probe the source
    when its revalidation is due (:mod:`.revalidate`: bounded, never raises); plan; apply the
    deletes and creates (before creating the cleanup Job of a superseded copy, the pods' mounts are read live
-   and the plan made again, :mod:`.retirement`; a refused write: Warning Event, then the engine's backoff);
+   and the plan made again, :mod:`.retirement`; a refused write: Warning Event, a refused create also
+   ``Progressing=False``/``FailedCreate`` in the status, then the engine's backoff);
    write the status if it changed; record the plan's Events; update the metrics; look again after the plan's
    ``requeue_after``.
 
@@ -30,7 +31,7 @@ import structlog
 
 from kthena_py.api.common import to_dict
 from kthena_py.api.modelcache import PHASE_READY, DownloadProgress, ModelCache
-from kthena_py.kube import KubeApi
+from kthena_py.kube import ApiError, KubeApi
 from kthena_py.kube.objects import KubeObject, is_deleting, meta
 from kthena_py.plan.modelcache import (
     DOWNLOAD,
@@ -43,6 +44,7 @@ from kthena_py.plan.modelcache import (
 )
 from kthena_py.plan.modelcache.metadata import model_labels
 from kthena_py.plan.modelcache.refresh import due
+from kthena_py.plan.modelcache.refusal import refused_status
 from kthena_py.plan.modelcache.retire import RETIRE_WHY
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
@@ -53,7 +55,7 @@ from kthena_py.vocab.times import parse_time
 
 from ..resources import MODELCACHES
 from . import metrics
-from .apply import apply_changes, set_finalizer, write_status
+from .apply import ChildWriteError, apply_changes, set_finalizer, write_status
 from .attestation import report_attestation
 from .observe import observe, parse_cache
 from .progress import ProgressSource, scrape_all
@@ -151,7 +153,12 @@ class CacheReconciler:
             plan = plan_cache(mc, observed, self.settings, now)
         if plan.retiring:
             log.debug("modelcache copies wait to be retired", cache=f"{mc.namespace}/{mc.name}", waiting=plan.retiring)
-        done = await apply_changes(self.client, self.recorder, obj, plan.creates, plan.deletes)
+        try:
+            done = await apply_changes(self.client, self.recorder, obj, plan.creates, plan.deletes)
+        except ChildWriteError as exc:
+            if exc.verb == "create":  # polish: the refusal shows in the status, then the engine backs off
+                await self._refused(obj, plan.status, exc.message, now)
+            raise
         if done:
             log.info("modelcache children written", cache=f"{mc.namespace}/{mc.name}", writes=done)
         written = await write_status(self.client, obj, plan.status)
@@ -169,6 +176,14 @@ class CacheReconciler:
                 job=plan.status.get("jobName"),
             )
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
+
+    async def _refused(self, obj: KubeObject, planned: dict[str, object], message: str, now: float) -> None:
+        """Write the planned status with ``Progressing=False``/``FailedCreate``; a failed write is only logged."""
+        stored = obj.get("status") or {}
+        try:
+            await write_status(self.client, obj, refused_status(planned, stored, message, now))
+        except ApiError as exc:  # the refusal itself is what propagates
+            log.warning("cannot record the refused create in the status", error=str(exc), refusal=message)
 
     def _metrics(self, mc: ModelCache, observed: Observed, status: dict[str, object]) -> None:
         phase = str(status.get("phase") or "")

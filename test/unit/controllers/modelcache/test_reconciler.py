@@ -239,9 +239,25 @@ async def test_a_refused_create_is_a_warning_and_a_retried_error() -> None:
     assert len(refusal.refused) == 1 and world.jobs() == []
     (warning,) = [e for e in world.events.events if e.type == "Warning"]
     assert warning.reason == "FailedCreate" and "quota exceeded" in warning.message
+    conditions = {c["type"]: c for c in world.mc()["status"]["conditions"]}
+    refused = conditions["Progressing"]
+    assert (refused["status"], refused["reason"]) == ("False", "FailedCreate")
+    assert refused["message"] == f"cannot create Job {refusal.refused[0].name}: quota exceeded"
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "Pending")
+    assert (conditions["Degraded"]["status"], conditions["Degraded"]["reason"]) == ("False", "NoFailure")
+
+    world.kube.calls.clear()
+    world.now += 30.0
+    with pytest.raises(ApiError):  # the same refusal on the engine's retry: the status already says it
+        await world.reconcile()
+    assert world.writes() == ["create PodGroup", "create Job"]  # no status write
+    assert world.mc()["status"]["conditions"] == list(conditions.values())
+
     remove()
     await world.reconcile()
     assert len(world.jobs()) == 1
+    progressing = next(c for c in world.mc()["status"]["conditions"] if c["type"] == "Progressing")
+    assert (progressing["status"], progressing["reason"]) == ("True", "Pending")
 
 
 async def test_an_integrity_failure_degrades_and_is_retried_after_the_backoff() -> None:
