@@ -11,7 +11,7 @@ Flow of one reconcile (every decision is made by :mod:`kthena_py.plan.modelcache
    when its revalidation is due (:mod:`.revalidate`: bounded, never raises); plan; apply the
    deletes and creates (before creating the cleanup Job of a superseded copy, the pods' mounts are read live
    and the plan made again, :mod:`.retirement`; a refused write: Warning Event, a refused create also
-   ``Progressing=False``/``FailedCreate`` in the status, then the engine's backoff);
+   ``Progressing=False``/``FailedCreate`` in the status and the plan's Events, then the engine's backoff);
    write the status if it changed; record the plan's Events; update the metrics; look again after the plan's
    ``requeue_after``.
 
@@ -35,6 +35,7 @@ from kthena_py.kube import ApiError, KubeApi
 from kthena_py.kube.objects import KubeObject, is_deleting, meta
 from kthena_py.plan.modelcache import (
     DOWNLOAD,
+    Event,
     Observed,
     PlanSettings,
     fingerprint,
@@ -156,17 +157,13 @@ class CacheReconciler:
         try:
             done = await apply_changes(self.client, self.recorder, obj, plan.creates, plan.deletes)
         except ChildWriteError as exc:
-            if exc.verb == "create":  # polish: the refusal shows in the status, then the engine backs off
-                await self._refused(obj, plan.status, exc.message, now)
+            if exc.verb == "create" and await self._refused(obj, plan.status, exc.message, now):
+                self._record(obj, mc, plan.events)  # the Events of the status just written (else they are lost)
             raise
         if done:
             log.info("modelcache children written", cache=f"{mc.namespace}/{mc.name}", writes=done)
         written = await write_status(self.client, obj, plan.status)
-        for event in plan.events:
-            self.recorder.event(obj, "Warning" if event.type == "Warning" else "Normal", event.reason, event.message)
-            if event.reason in RETIREMENT_OUTCOMES:  # retire: one count per copy retired (or removal failed)
-                metrics.RETIREMENTS.labels(RETIREMENT_OUTCOMES[event.reason]).inc()
-                log.info("modelcache copy retirement", cache=f"{mc.namespace}/{mc.name}", message=event.message)
+        self._record(obj, mc, plan.events)
         self._metrics(mc, observed, plan.status)
         if written:
             log.info(
@@ -177,13 +174,25 @@ class CacheReconciler:
             )
         return Result(requeue_after=plan.requeue_after) if plan.requeue_after else None
 
-    async def _refused(self, obj: KubeObject, planned: dict[str, object], message: str, now: float) -> None:
-        """Write the planned status with ``Progressing=False``/``FailedCreate``; a failed write is only logged."""
+    def _record(self, obj: KubeObject, mc: ModelCache, events: tuple[Event, ...]) -> None:
+        for event in events:
+            self.recorder.event(obj, "Warning" if event.type == "Warning" else "Normal", event.reason, event.message)
+            if event.reason in RETIREMENT_OUTCOMES:  # retire: one count per copy retired (or removal failed)
+                metrics.RETIREMENTS.labels(RETIREMENT_OUTCOMES[event.reason]).inc()
+                log.info("modelcache copy retirement", cache=f"{mc.namespace}/{mc.name}", message=event.message)
+
+    async def _refused(self, obj: KubeObject, planned: dict[str, object], message: str, now: float) -> bool:
+        """Write the planned status with ``Progressing=False``/``FailedCreate``; whether the status now says it.
+
+        A failed write is only logged: the refusal itself is what propagates.
+        """
         stored = obj.get("status") or {}
         try:
             await write_status(self.client, obj, refused_status(planned, stored, message, now))
-        except ApiError as exc:  # the refusal itself is what propagates
+        except ApiError as exc:
             log.warning("cannot record the refused create in the status", error=str(exc), refusal=message)
+            return False
+        return True
 
     def _metrics(self, mc: ModelCache, observed: Observed, status: dict[str, object]) -> None:
         phase = str(status.get("phase") or "")

@@ -260,6 +260,24 @@ async def test_a_refused_create_is_a_warning_and_a_retried_error() -> None:
     assert (progressing["status"], progressing["reason"]) == ("True", "Pending")
 
 
+async def test_a_refused_create_still_records_the_events_of_the_status_it_writes() -> None:
+    world = World((MODELCACHES, _cache(storage=NODE_LOCAL)), (NODES, _node("gpu-a", gpu=True)))
+    await world.reconcile()
+    world.run_job(_by_node(world)["gpu-a"], "active")
+    world.kube.put(NODES, _node("gpu-b", gpu=True))  # a new node: its Job is refused in the pass that sees gpu-a run
+    remove = world.kube.intercept(refuse(ServerError(403, "Forbidden", "exceeded quota"), "create", JOBS))
+    with pytest.raises(ApiError):
+        await world.reconcile()
+    status = world.mc()["status"]
+    progressing = next(c for c in status["conditions"] if c["type"] == "Progressing")
+    assert (status["phase"], progressing["reason"]) == ("Downloading", "FailedCreate")
+    assert world.recorded().count(("Normal", "Downloading")) == 1  # written with the status, not lost
+    remove()
+    await world.reconcile()
+    assert sorted(_by_node(world)) == ["gpu-a", "gpu-b"]
+    assert world.recorded().count(("Normal", "Downloading")) == 1
+
+
 async def test_an_integrity_failure_degrades_and_is_retried_after_the_backoff() -> None:
     world = World((MODELCACHES, _cache()), (PERSISTENT_VOLUME_CLAIMS, CLAIM), settings=Settings(backoff_base=30.0))
     await world.reconcile()
