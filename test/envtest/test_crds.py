@@ -168,8 +168,9 @@ async def test_scale_status_and_printer_columns(
     code, out, err = await _kubectl(envtest.kubeconfig_path, "get", "ms", "-n", namespace)
     assert code == 0, err
     header, row = out.splitlines()[:2]
-    assert header.split() == ["NAME", "REPLICAS", "AVAILABLE", "UPDATED", "PLACEMENT", "AGE"]
+    assert header.split() == ["NAME", "REPLICAS", "AVAILABLE", "UPDATED", "PLACEMENT", "ACTIVATOR", "AGE"]
     assert row.split()[:5] == ["llama-pd", "6", "3", "2", "InsufficientGPU"]
+    assert len(row.split()) == 6  # the Activator column is empty: no activator marked this ModelServing
 
 
 async def test_cel_rules_hold_without_the_webhook(crds: list[dict[str, Any]], kube: KubeClient, namespace: str) -> None:
