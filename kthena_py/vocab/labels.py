@@ -15,6 +15,7 @@ __all__ = [
     "ACTIVATOR_HOLD_BUDGET",
     "ACTIVATOR_MODEL",
     "ACTIVATOR_PORT",
+    "ACTIVATOR_SCALED_TO_ZERO",
     "ACTIVATOR_SCALE_FROM_ZERO",
     "ACTIVATOR_STATE",
     "AUTOSCALING_HISTORY",
@@ -125,6 +126,8 @@ ACTIVATOR_HOLD_BUDGET = "activator.kthena-py.io/hold-budget"
 """How long the activator holds a request for this ModelServing (a duration, e.g. ``120s``)."""
 ACTIVATOR_FIELD_MANAGER = "kthena-py-activator"
 """The field manager of the activator's writes (scale 0 -> 1, and its state annotation)."""
+ACTIVATOR_SCALED_TO_ZERO = "scaled to zero (activator)"
+"""The value of :data:`ACTIVATOR_STATE` (and the words of ``kthena-py status``) for a ModelServing at zero."""
 ACTIVATOR_STATE = "activator.kthena-py.io/state"
 """Written by the activator on a ModelServing it would wake: ``scaled to zero (activator)`` while opted in and at
 zero replicas, absent otherwise (shown by ``kubectl get ms`` in the ``Activator`` column)."""

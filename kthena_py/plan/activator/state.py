@@ -24,11 +24,11 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from kthena_py.plan.activator.targets import opted_in
-from kthena_py.vocab.labels import ACTIVATOR_STATE
+from kthena_py.vocab.labels import ACTIVATOR_SCALED_TO_ZERO, ACTIVATOR_STATE
 
 __all__ = ["SCALED_TO_ZERO", "apply_body", "current_state", "desired_state", "needs_write"]
 
-SCALED_TO_ZERO = "scaled to zero (activator)"
+SCALED_TO_ZERO = ACTIVATOR_SCALED_TO_ZERO
 """The annotation's value while the activator would wake the ModelServing on the next request."""
 
 

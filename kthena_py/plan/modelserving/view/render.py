@@ -30,6 +30,7 @@ from kthena_py.vocab.conditions import (
     SCHEDULED,
     UPDATE_IN_PROGRESS,
 )
+from kthena_py.vocab.labels import ACTIVATOR_SCALED_TO_ZERO
 from kthena_py.vocab.pods import PHASE_RUNNING
 
 from .model import BAD_KINDS, ConditionView, GroupView, InstanceView, PodView, StatusView, Why
@@ -118,7 +119,7 @@ class _Text:
         ready = paint(f"{v.ready}/{v.desired} ready", _GREEN if v.ready >= v.desired else _YELLOW)
         parts = [f"{paint('ModelServing', _BOLD)} {v.namespace}/{v.name}: {ready}"]
         if v.desired == 0 and v.scale_from_zero:
-            parts.append(paint("scaled to zero (activator)", _GREEN))
+            parts.append(paint(ACTIVATOR_SCALED_TO_ZERO, _GREEN))
         if v.current_revision and v.current_revision != v.update_revision:
             parts.append(f"{v.updated}/{v.desired} updated")
             parts.append(f"revision {v.current_revision} -> {v.update_revision}")
