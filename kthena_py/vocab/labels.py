@@ -5,7 +5,9 @@ Guarantees:
 * Kthena's keys are byte-identical to Kthena's (modelserving.md §1-§2, modelbooster.md §3,
   router-contract.md §3), so existing selectors, PD group keys and Volcano integrations keep working.
 * Keys under ``*.kthena-py.io/`` are ours: Kthena never reads them.
-* Keys are written out whole (never built from a prefix), so a search for a key finds its one definition.
+* Keys are written out whole (never built from a prefix), so a search for a key finds its one definition; the
+  two families whose key ends with a name (:data:`MODELPOOL_DEMAND_PREFIX`, :data:`ADAPTER_LABEL_PREFIX`) are
+  spelled once as their prefix.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ __all__ = [
     "ACTIVATOR_SCALED_TO_ZERO",
     "ACTIVATOR_SCALE_FROM_ZERO",
     "ACTIVATOR_STATE",
+    "ADAPTERS_FIELD_MANAGER",
+    "ADAPTER_LABEL_PREFIX",
     "AUTOSCALING_HISTORY",
     "BOOSTER_BACKEND_NAME",
     "BOOSTER_MANAGED_BY",
@@ -31,10 +35,15 @@ __all__ = [
     "BOOSTER_REVISION",
     "ENTRY_VALUE",
     "KUBECTL_LAST_APPLIED",
+    "LORA_ADAPTERS",
+    "LORA_ENDPOINT",
+    "LORA_PORT",
     "LWS_GROUP_INDEX",
     "LWS_GROUP_KEY",
     "LWS_NAME",
     "LWS_WORKER_INDEX",
+    "MODELPOOL_DEMAND_PREFIX",
+    "MODELPOOL_FIELD_MANAGER",
     "MODEL_CACHE",
     "MODEL_CACHE_ATTEMPT",
     "MODEL_CACHE_CONTENT",
@@ -131,6 +140,30 @@ ACTIVATOR_SCALED_TO_ZERO = "scaled to zero (activator)"
 ACTIVATOR_STATE = "activator.kthena-py.io/state"
 """Written by the activator on a ModelServing it would wake: ``scaled to zero (activator)`` while opted in and at
 zero replicas, absent otherwise (shown by ``kubectl get ms`` in the ``Activator`` column)."""
+
+# ModelPool (ours): several ModelServings sharing GPU slots, swapped on demand.
+MODELPOOL_DEMAND_PREFIX = "demand.modelpool.kthena-py.io/"
+"""On a ModelPool, one annotation per member: ``demand.modelpool.kthena-py.io/<member ModelServing name>``, the time
+(RFC 3339, UTC, milliseconds) of the latest request an activator saw for that member. Written by activators
+(merge patch, rate-limited, refreshed while requests are held); read by the pool controller as demand and recency."""
+MODELPOOL_FIELD_MANAGER = "kthena-py-modelpool"
+"""The field manager of the pool controller: the only writer of a pool member's ``spec.replicas``."""
+
+# LoRA adapters (ours): a desired adapter set on a ModelServing, loaded into its Ready entry pods.
+LORA_ADAPTERS = "serving.kthena-py.io/lora-adapters"
+"""On a ModelServing: a JSON list of ``{"name", "source"}`` (``url`` accepted for ``source``, KubeAI's spelling),
+the adapters every Ready entry pod keeps loaded."""
+LORA_ENDPOINT = "serving.kthena-py.io/lora-endpoint"
+"""On a ModelServing: which load endpoint the adapter reconciler calls, ``sidecar`` (Kthena's runtime sidecar,
+the default) or ``engine`` (the engine's own ``/v1/load_lora_adapter``)."""
+LORA_PORT = "serving.kthena-py.io/lora-port"
+"""On a ModelServing: the port of that endpoint (default: 8100, Kthena's ``RUNTIME_PORT``, for the sidecar; the
+activator's serving port for the engine)."""
+ADAPTER_LABEL_PREFIX = "adapter.kthena-py.io/"
+"""On an entry pod, one label per loaded adapter: ``adapter.kthena-py.io/<adapter name>``, its value the digest
+of the source that was loaded (:func:`kthena_py.plan.adapters.desired.source_digest`)."""
+ADAPTERS_FIELD_MANAGER = "kthena-py-adapters"
+"""The field manager of the adapter reconciler's writes (pod labels, the ModelServing's condition)."""
 
 BOOSTER_PREFETCH = "modelbooster.kthena-py.io/prefetch"
 """On a ModelBooster: ``"true"`` renders a child ModelCache per backend and gates the backend's ModelServing on it
