@@ -34,6 +34,10 @@ __all__ = [
     "BOOSTER_REPLICAS",
     "BOOSTER_REVISION",
     "ENTRY_VALUE",
+    "IMPORTED_FROM",
+    "IMPORTED_KIND",
+    "IMPORTED_NAME",
+    "IMPORTED_PEER",
     "KUBECTL_LAST_APPLIED",
     "LORA_ADAPTERS",
     "LORA_ENDPOINT",
@@ -164,6 +168,16 @@ ADAPTER_LABEL_PREFIX = "adapter.kthena-py.io/"
 of the source that was loaded (:func:`kthena_py.plan.adapters.desired.source_digest`)."""
 ADAPTERS_FIELD_MANAGER = "kthena-py-adapters"
 """The field manager of the adapter reconciler's writes (pod labels, the ModelServing's condition)."""
+
+# Importers (ours): where a translated object came from (``kthena-py import``).
+IMPORTED_PEER = "import.kthena-py.io/peer"
+"""Label on every object ``kthena-py import`` writes: the peer system it came from, ``kubeai`` or ``llmkube``."""
+IMPORTED_KIND = "import.kthena-py.io/kind"
+"""Label: the kind of the peer object it was translated from (``Model``, ``InferenceService``, ``ModelPool``)."""
+IMPORTED_NAME = "import.kthena-py.io/name"
+"""Label: the name of the peer object it was translated from (same namespace unless ``--namespace`` moved it)."""
+IMPORTED_FROM = "import.kthena-py.io/from"
+"""Annotation: the peer object in full, ``<apiVersion> <Kind> <namespace>/<name>``."""
 
 BOOSTER_PREFETCH = "modelbooster.kthena-py.io/prefetch"
 """On a ModelBooster: ``"true"`` renders a child ModelCache per backend and gates the backend's ModelServing on it
