@@ -8,7 +8,7 @@ controller is the only writer of its members' replicas.
 
 Guarantees (on top of :mod:`kthena_py.api.common`):
 
-* ``members`` is non-empty and names each ModelServing at most once; ``default``, when set, names a member;
+* ``members`` is non-empty (at most :data:`MAX_MEMBERS`) and names each ModelServing at most once; ``default``, when set, names a member;
   ``slots >= 1``; ``swapBudget`` is a positive duration. The schema here checks each field alone (bounds, enums);
   the rules across fields are checks of the webhook with field paths (:mod:`kthena_py.api.validation.modelpool`)
   and, where CEL can say them, rules of the CRD.
@@ -37,6 +37,7 @@ __all__ = [
     "DEFAULT_NOT_A_MEMBER_MESSAGE",
     "DEFAULT_SLOTS",
     "DEFAULT_SWAP_BUDGET",
+    "MAX_MEMBERS",
     "MEMBER_FAILED",
     "MEMBER_MISSING",
     "MEMBER_READY",
@@ -162,6 +163,10 @@ REASON_IDLE_CHECK_FAILED = _conditions.REASON_IDLE_CHECK_FAILED
 REASON_DEMAND_EXPIRED = _conditions.REASON_DEMAND_EXPIRED
 REASON_NOT_DEFERRED = _conditions.REASON_NOT_DEFERRED
 
+MAX_MEMBERS = 64
+"""The most members a pool lists: far more models than a few slots can usefully rotate through, and the bound
+that lets the API server check ``default`` with a CEL rule (an unbounded list exceeds CEL's cost budget)."""
+
 DEFAULT_NOT_A_MEMBER_MESSAGE = "must name a member of the pool"
 """The message of the API server (a CEL rule) and of the webhook when ``spec.default`` is not a member."""
 SWAP_BUDGET_MESSAGE = "must be a positive duration"
@@ -194,7 +199,7 @@ class IdleCheck(KthenaModel):
 class ModelPoolSpec(KthenaModel):
     """Which ModelServings share the slots, and how they are swapped."""
 
-    members: list[PoolMember] = Field(min_length=1)
+    members: list[PoolMember] = Field(min_length=1, max_length=MAX_MEMBERS)
     default: str | None = Field(default=None, min_length=1, max_length=253)
     gpu: int | None = Field(default=None, ge=0)
     node_selector: dict[str, str] | None = None

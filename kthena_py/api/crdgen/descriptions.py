@@ -158,7 +158,7 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
     },
     "ModelPoolSpec": {
         "members": (
-            "Members are the ModelServings of the pool's namespace that share the slots (at least one; a "
+            "Members are the ModelServings of the pool's namespace that share the slots (1 to 64; a "
             "ModelServing belongs to one pool at most, and no AutoscalingPolicy may target a member: the pool "
             "controller is the only writer of its members' replicas)."
         ),

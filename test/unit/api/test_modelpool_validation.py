@@ -101,6 +101,7 @@ def test_the_idle_check_defaults_apply_without_an_idle_check() -> None:
         pytest.param({}, ("Not_A_Name",), None, id="member-name-pattern"),
         pytest.param({"idleCheck": {"path": "metrics"}}, ("a",), None, id="idle-path-pattern"),
         pytest.param({"idleCheck": {"metrics": []}}, ("a",), None, id="idle-metrics-empty"),
+        pytest.param({}, tuple(f"m{i}" for i in range(65)), None, id="too-many-members"),
         pytest.param({"replicas": 1}, ("a",), ['spec.replicas: Forbidden: unknown field "spec.replicas"']),
     ],
 )
