@@ -46,7 +46,7 @@ from kthena_py.importers.llmkube.values import (
     read_str_list,
     read_str_map,
 )
-from kthena_py.importers.report import FieldRule, ImportFailure, ReportLine
+from kthena_py.importers.report import FieldRule, ImportFailure, Outcome, ReportLine
 from kthena_py.vocab.labels import MODEL_CACHE
 
 __all__ = ["MODELSERVING_API_VERSION", "pool_of", "priority_class", "translate_inferenceservice"]
@@ -208,7 +208,7 @@ def _pod_spec(doc: ImportDocument, container: dict[str, Any], gpu: GpuRequest) -
 
 
 def _model_serving(
-    doc: ImportDocument, context: ImportContext, runtime: str, model: ImportDocument | None
+    doc: ImportDocument, context: ImportContext, runtime: str, model: ImportDocument | None, pool: str | None
 ) -> dict[str, Any]:
     model_ref = read_str(doc, "spec.modelRef")
     gpu = gpu_request(doc, model)
@@ -227,6 +227,8 @@ def _model_serving(
     if read_bool(doc, "spec.skipModelInit") is not True and model_ref:
         metadata["annotations"][MODEL_CACHE] = model_ref
     replicas = read_int(doc, "spec.replicas")
+    if pool is not None:
+        replicas = 0
     return {
         "apiVersion": MODELSERVING_API_VERSION,
         "kind": "ModelServing",
@@ -238,32 +240,74 @@ def _model_serving(
     }
 
 
-def _line(doc: ImportDocument, rule: FieldRule, runtime: str, pool: str | None, notes: dict[str, str]) -> ReportLine:
-    owner = RUNTIME_OF_ROW.get(rule.path)
+Override = tuple[Outcome, str]
+"""A report line of one document that differs from its row: the outcome and the note that says why."""
+
+
+def _runtime_override(path: str, runtime: str) -> Override | None:
+    owner = RUNTIME_OF_ROW.get(path)
     if owner is not None and owner != runtime:
-        return replace(
-            rule_line(doc, rule),
-            outcome="dropped",
-            target="",
-            note=f"LLMKube reads it for runtime {owner} only, this service runs {runtime}",
+        return "dropped", f"LLMKube reads it for runtime {owner} only, this service runs {runtime}"
+    if path == "spec.args" and runtime != "generic":
+        return "dropped", f"LLMKube reads args for runtime generic only, this service runs {runtime}"
+    if path == "spec.extraArgs" and runtime not in _EXTRA_ARGS_RUNTIMES:
+        return "dropped", f"LLMKube ignores extraArgs for runtime {runtime}"
+    return None
+
+
+def _line(doc: ImportDocument, rule: FieldRule, override: Override | None) -> ReportLine:
+    line = rule_line(doc, rule)
+    if override is None:
+        return line
+    outcome, note = override
+    return replace(line, outcome=outcome, target="" if outcome == "dropped" else line.target, note=note)
+
+
+def _overrides(
+    doc: ImportDocument, context: ImportContext, rows: list[FieldRule], runtime: str, pool: str | None
+) -> tuple[dict[str, Override], dict[str, Any] | None]:
+    """How this document's report differs from the table, and its AutoscalingPolicy (if any)."""
+    overrides: dict[str, Override] = {}
+    for rule in rows:
+        found = _runtime_override(rule.path, runtime)
+        if found is not None:
+            overrides[rule.path] = found
+    if runtime == "vllm" and read_bool(doc, "spec.vllmConfig.speculative.enabled") and not _draft_repo(doc, context):
+        overrides["spec.vllmConfig.speculative.model"] = (
+            "dropped",
+            "the draft Model is not in the input or not on Hugging Face",
         )
-    if rule.path == "spec.args" and runtime != "generic":
-        return replace(
-            rule_line(doc, rule),
-            outcome="dropped",
-            target="",
-            note=f"LLMKube reads args for runtime generic only, this service runs {runtime}",
-        )
-    if rule.path == "spec.extraArgs" and runtime not in _EXTRA_ARGS_RUNTIMES:
-        return replace(
-            rule_line(doc, rule), outcome="dropped", target="", note=f"LLMKube ignores extraArgs for runtime {runtime}"
-        )
-    if pool is not None and rule.path.startswith("spec.autoscaling."):
+    autoscaling = [rule.path for rule in rows if rule.path.startswith("spec.autoscaling.")]
+    if pool is not None:
         note = f"member of ModelPool {pool}: the pool controller is the only writer of its members' replicas"
-        return replace(rule_line(doc, rule), outcome="dropped", target="", note=note)
-    if rule.path in notes:
-        return replace(rule_line(doc, rule), outcome="dropped", target="", note=notes[rule.path])
-    return rule_line(doc, rule)
+        overrides.update({path: ("dropped", note) for path in autoscaling})
+        if any(rule.path == "spec.replicas" for rule in rows):
+            overrides["spec.replicas"] = (
+                "approximated",
+                f"member of ModelPool {pool}: starts at 0, the pool brings it up",
+            )
+        return overrides, None
+    if not read_object(doc, "spec.autoscaling"):
+        return overrides, None
+    port = read_int(doc, "spec.containerPort") or DEFAULT_PORTS[runtime]
+    plan = autoscaling_policy(doc, port, runtime)
+    if plan.policy is None:
+        note = "every metric is a Resource metric: no AutoscalingPolicy is emitted"
+        overrides.update({path: ("dropped", note) for path in autoscaling})
+        return overrides, None
+    if plan.dropped_metrics:
+        dropped = ", ".join(plan.dropped_metrics)
+        overrides["spec.autoscaling.metrics[].targetAverageUtilization"] = (
+            "dropped",
+            f"Resource metric(s) {dropped} dropped",
+        )
+    if runtime == "vllm" and not read_objects(doc, "spec.autoscaling.metrics"):
+        overrides["spec.autoscaling.maxReplicas"] = (
+            "mapped",
+            "no metrics listed: vllm:num_requests_running at 2 instead of LLMKube's default "
+            "llamacpp:requests_processing, which vLLM does not export",
+        )
+    return overrides, plan.policy
 
 
 def translate_inferenceservice(
@@ -277,23 +321,8 @@ def translate_inferenceservice(
     runtime = read_str(doc, "spec.runtime") or "llamacpp"
     if runtime not in RUNTIMES:
         raise ImportFailure(doc.index, doc.source, "spec.runtime", f"{runtime!r} is not one of {', '.join(RUNTIMES)}")
-    model = context.find("Model", model_ref)
-    serving = _model_serving(doc, context, runtime, model)
-    objects: list[dict[str, Any]] = [serving, endpoint_service(doc)]
-    notes: dict[str, str] = {}
-    if runtime == "vllm" and read_bool(doc, "spec.vllmConfig.speculative.enabled") and not _draft_repo(doc, context):
-        notes["spec.vllmConfig.speculative.model"] = "the draft Model is not in the input or not on Hugging Face"
     pool = pool_of(doc, context)
-    if read_object(doc, "spec.autoscaling") and pool is None:
-        port = serving["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["ports"][0]
-        plan = autoscaling_policy(doc, port["containerPort"])
-        if plan.policy is not None:
-            objects.append(plan.policy)
-        else:
-            for rule in rows:
-                if rule.path.startswith("spec.autoscaling."):
-                    notes[rule.path] = "every metric is a Resource metric: no AutoscalingPolicy is emitted"
-        if plan.dropped_metrics:
-            dropped = ", ".join(plan.dropped_metrics)
-            notes["spec.autoscaling.metrics[].targetAverageUtilization"] = f"Resource metric(s) {dropped} dropped"
-    return objects, [_line(doc, rule, runtime, pool, notes) for rule in rows]
+    serving = _model_serving(doc, context, runtime, context.find("Model", model_ref), pool)
+    overrides, policy = _overrides(doc, context, rows, runtime, pool)
+    objects = [serving, endpoint_service(doc)] + ([policy] if policy is not None else [])
+    return objects, [_line(doc, rule, overrides.get(rule.path)) for rule in rows]
