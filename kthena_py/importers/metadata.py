@@ -28,9 +28,7 @@ METADATA_FIELDS: tuple[FieldRule, ...] = (
     FieldRule("apiVersion", "mapped", "annotation import.kthena-py.io/from", "selects the translator; recorded"),
     FieldRule("kind", "mapped", "label import.kthena-py.io/kind", "selects the translator; recorded"),
     FieldRule("metadata.name", "mapped", "metadata.name of every object emitted", ""),
-    FieldRule(
-        "metadata.namespace", "mapped", "metadata.namespace of every object emitted", "--namespace overrides it"
-    ),
+    FieldRule("metadata.namespace", "mapped", "metadata.namespace of every object emitted", "--namespace overrides it"),
     FieldRule("metadata.labels", "mapped", "ModelServing metadata.labels", "the import labels are added"),
     FieldRule(
         "metadata.annotations",
@@ -46,12 +44,8 @@ METADATA_FIELDS: tuple[FieldRule, ...] = (
     FieldRule("metadata.deletionGracePeriodSeconds", "dropped", "", _SERVER_SET),
     FieldRule("metadata.selfLink", "dropped", "", _SERVER_SET),
     FieldRule("metadata.managedFields", "dropped", "", _SERVER_SET),
-    FieldRule(
-        "metadata.generateName", "dropped", "", "the emitted objects need a fixed name (metadata.name is used)"
-    ),
-    FieldRule(
-        "metadata.finalizers", "dropped", "", "finalizers of the peer's controllers; kthena_py's add their own"
-    ),
+    FieldRule("metadata.generateName", "dropped", "", "the emitted objects need a fixed name (metadata.name is used)"),
+    FieldRule("metadata.finalizers", "dropped", "", "finalizers of the peer's controllers; kthena_py's add their own"),
     FieldRule(
         "metadata.ownerReferences",
         "dropped",

@@ -52,8 +52,7 @@ MODEL_FIELDS: tuple[FieldRule, ...] = (
     FieldRule(
         "spec.resourceProfile",
         "mapped",
-        "entry pod resources, nodeSelector, tolerations, affinity, runtimeClassName; ModelServing "
-        "spec.schedulerName",
+        "entry pod resources, nodeSelector, tolerations, affinity, runtimeClassName; ModelServing spec.schedulerName",
         "<profile>:<count> from --kubeai-config (KubeAI's chart defaults otherwise); requests and limits times "
         "count; the profile's imageName picks the engine image",
     ),
