@@ -55,7 +55,7 @@ def report_table(report: Sequence[ReportLine]) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return text.replace("|", "\\|").replace("<", "\\<").replace("\n", " ")
 
 
 def field_table_markdown(api_version: str, kind: str, rules: Sequence[FieldRule]) -> str:
