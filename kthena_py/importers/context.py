@@ -66,7 +66,7 @@ class ImportOptions:
     namespace: str | None = None
     """``--namespace``: every emitted object goes there (and references follow)."""
     strict: bool = False
-    """``--strict``: fail when a field would be dropped (enforced by :func:`~kthena_py.importers.translate.translate`)."""
+    """``--strict``: fail when a field would be dropped (enforced by ``translate``)."""
     kubeai_profiles: Mapping[str, ResourceProfile] | None = None
     """KubeAI's resource profiles from ``--kubeai-config``; ``None``: KubeAI's documented defaults."""
 
@@ -85,23 +85,28 @@ class ImportDocument:
 
     @property
     def api_version(self) -> str:
+        """``apiVersion``, ``""`` when absent."""
         return _text(self.body.get("apiVersion"))
 
     @property
     def kind(self) -> str:
+        """``kind``, ``""`` when absent."""
         return _text(self.body.get("kind"))
 
     @property
     def metadata(self) -> Mapping[str, Any]:
+        """``metadata``, empty when absent."""
         metadata = self.body.get("metadata")
         return metadata if isinstance(metadata, Mapping) else {}
 
     @property
     def name(self) -> str:
+        """``metadata.name``, ``""`` when absent."""
         return _text(self.metadata.get("name"))
 
     @property
     def namespace(self) -> str:
+        """The ``--namespace`` override, else ``metadata.namespace``, else ``default``."""
         if self.namespace_override:
             return self.namespace_override
         return _text(self.metadata.get("namespace")) or DEFAULT_NAMESPACE
