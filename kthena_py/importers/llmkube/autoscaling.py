@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.importers.context import ImportDocument
+from kthena_py.importers.documents import integer, object_list
 from kthena_py.importers.llmkube.common import emitted_metadata
-from kthena_py.importers.llmkube.values import read_int, read_objects
 from kthena_py.importers.report import ImportFailure
 
 __all__ = ["DEFAULT_METRIC", "VLLM_DEFAULT_METRIC", "PolicyPlan", "autoscaling_policy", "default_metric"]
@@ -52,11 +52,11 @@ def default_metric(runtime: str) -> tuple[str, str]:
 
 def autoscaling_policy(doc: ImportDocument, port: int, runtime: str) -> PolicyPlan:
     """The AutoscalingPolicy of ``doc`` (which has ``spec.autoscaling``) for an engine on ``port``."""
-    maximum = read_int(doc, "spec.autoscaling.maxReplicas")
+    maximum = integer(doc, "spec.autoscaling.maxReplicas")
     if maximum is None:
         raise ImportFailure(doc.index, doc.source, "spec.autoscaling.maxReplicas", "required with autoscaling")
-    minimum = read_int(doc, "spec.autoscaling.minReplicas")
-    items = read_objects(doc, "spec.autoscaling.metrics") or []
+    minimum = integer(doc, "spec.autoscaling.minReplicas")
+    items = object_list(doc, "spec.autoscaling.metrics") or []
     metrics: list[tuple[str, str]] = []
     dropped: list[str] = []
     for index, item in enumerate(items):
