@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kthena_py.api.validation import validate_document
 from kthena_py.importers.context import ImportContext, ImportDocument, ImportOptions
@@ -112,3 +114,32 @@ def test_namespace_override_moves_every_object_but_keeps_the_origin() -> None:
     assert {obj["metadata"]["namespace"] for obj in objects} == {"migrated"}
     assert {line.source.split("/")[1] for line in report} == {"migrated"}
     assert all(" team-a/" in obj["metadata"]["annotations"][IMPORTED_FROM] for obj in objects)
+
+
+REQUIRED = frozenset({"modelRef", "image", "members", "source", "files"})
+"""Spec fields whose removal makes a manifest untranslatable (an ImportFailure, tested elsewhere)."""
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_removing_fields_removes_exactly_their_report_lines(data: st.DataObject) -> None:
+    """Translate a manifest with a random set of spec fields removed: the report loses exactly their lines."""
+    manifest = data.draw(st.sampled_from(MANIFESTS), label="manifest")
+    docs = load(manifest)
+    _, full = run(docs)
+    kept_docs = []
+    removed: dict[int, set[str]] = {}
+    for doc in docs:
+        spec = doc.body.get("spec") or {}
+        optional = sorted(set(spec) - REQUIRED)
+        gone = set(data.draw(st.sets(st.sampled_from(optional)), label=doc.source)) if optional else set()
+        removed[doc.index] = gone
+        body = {**doc.body, "spec": {key: value for key, value in spec.items() if key not in gone}}
+        kept_docs.append(ImportDocument(doc.index, body))
+    _, report = run(tuple(kept_docs))
+
+    def top(path: str) -> str:
+        return path.split(".")[1].split("[")[0] if path.startswith("spec.") else ""
+
+    expected = {(line.document, line.path) for line in full if top(line.path) not in removed[line.document]}
+    assert {(line.document, line.path) for line in report} == expected
