@@ -4,6 +4,8 @@ Guarantees (pure functions of the InferenceService, its Model and the GPU reques
 
 * llamacpp, vllm and tgi get their server's flags from the typed knobs, in the table's order, with the
   InferenceService's ``extraArgs`` last (llamacpp and vllm only); a knob of another runtime is never written.
+  llama.cpp's split across GPUs (``--split-mode``, ``--tensor-split``) is written only for more than one GPU,
+  as LLMKube's sharding applies only then.
 * personaplex and generic keep the image's entrypoint: ``command``/``args`` as given (``args`` only for generic,
   as LLMKube), plus the PersonaPlex switches.
 * The model is read from the ModelCache mount (``$(KTHENA_MODEL_PATH)``, set by the serving gate) unless the
@@ -110,9 +112,10 @@ def _llamacpp(doc: ImportDocument, model_arg: str | None, port: int, gpu: GpuReq
     args.extend(["--host", "0.0.0.0", "--port", str(port), "--metrics"])
     if gpu.count > 0 or gpu.layers is not None:
         _add(args, "--n-gpu-layers", gpu.layers if gpu.layers is not None else 999)
-    _add(args, "--split-mode", gpu.split_mode)
-    if gpu.tensor_split:
-        args.extend(["--tensor-split", ",".join(str(share) for share in gpu.tensor_split)])
+    if gpu.count > 1:
+        _add(args, "--split-mode", gpu.split_mode)
+        if gpu.tensor_split:
+            args.extend(["--tensor-split", ",".join(str(share) for share in gpu.tensor_split)])
     _add(args, "--ctx-size", integer(doc, "spec.contextSize"))
     _add(args, "--batch-size", integer(doc, "spec.batchSize"))
     _add(args, "--ubatch-size", integer(doc, "spec.uBatchSize"))

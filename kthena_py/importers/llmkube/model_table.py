@@ -22,9 +22,9 @@ MODEL_TABLE: tuple[FieldRule, ...] = (
         "spec.source",
         "mapped",
         f"{_MC}.source",
-        "http(s)://, hf://, s3:// and pvc:// and bare org/repo names as they are; file://, absolute paths and "
-        "oci:// are refused (stage them on a claim and use pvc://); without a source, the common directory of "
-        "the files' URLs",
+        "http(s)://, hf://, s3:// and pvc:// and bare org/repo names as they are (a pvc:// source is copied into "
+        "the cache's storage, where LLMKube reads it in place); file://, absolute paths and oci:// are refused "
+        "(stage them on a claim and use pvc://); without a source, the common directory of the files' URLs",
     ),
     FieldRule("spec.files", "mapped", f"{_MC}.files", "absolute URLs under the source become relative paths"),
     FieldRule(

@@ -214,3 +214,16 @@ def test_a_model_claim_becomes_the_cache_storage_and_prefetch_defaults_to_false(
     spec = objects[0]["spec"]
     assert spec["storage"] == {"persistentVolumeClaim": {"claimName": "models"}}
     assert spec["prefetch"] is False
+
+
+def test_llamacpp_splits_across_gpus_only_with_more_than_one() -> None:
+    sharding = {"strategy": "row", "layerSplit": ["0-9", "10-31"]}
+    model = doc("Model", "m", {"source": "hf://o/r", "hardware": {"gpu": {"count": 2, "sharding": sharding}}}, 0)
+    for count, expected in ((1, None), (2, ["--split-mode", "row", "--tensor-split", "10,22"])):
+        service = doc("InferenceService", "s", {"modelRef": "m", "resources": {"gpu": count}}, 1)
+        args = engine(translate(model, service)[0])["args"]
+        if expected is None:
+            assert "--split-mode" not in args and "--tensor-split" not in args
+        else:
+            at = args.index("--split-mode")
+            assert args[at : at + 4] == expected
