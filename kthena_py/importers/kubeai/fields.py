@@ -105,7 +105,7 @@ MODEL_FIELDS: tuple[FieldRule, ...] = (
         "approximated",
         "AutoscalingPolicy behavior.scaleDown.stabilizationWindow",
         "a window in which any recommendation to keep a replica keeps it, where KubeAI waits this long after "
-        "deciding; unset: KubeAI's default 30s",
+        "deciding; unset: KubeAI's default 30s; at most 30 minutes (longer is capped)",
     ),
     FieldRule(
         "spec.owner",
