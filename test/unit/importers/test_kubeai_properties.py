@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from kthena_py.api.validation import validate_document
 from kthena_py.importers.context import ImportOptions
 from kthena_py.importers.kubeai import FIELD_TABLES
+from kthena_py.importers.report import ImportFailure
 from kthena_py.importers.translate import translate
 from kthena_py.vocab.labels import ACTIVATOR_SCALE_FROM_ZERO, IMPORTED_PEER, MODEL_CACHE
 
@@ -95,3 +96,29 @@ def test_namespace_override_moves_everything(model: dict[str, Any], namespace: s
     translation = translate("kubeai", [model], ImportOptions(namespace=namespace))
     assert {obj["metadata"]["namespace"] for obj in translation.objects} == {namespace}  # type: ignore[index]
     assert {line.source for line in translation.report} == {f"Model/{namespace}/{model['metadata']['name']}"}
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+@given(models(), st.data())
+def test_a_field_of_any_value_translates_validly_or_fails_naming_a_field(
+    model: dict[str, Any], data: st.DataObject
+) -> None:
+    section = data.draw(st.sampled_from(["spec", "metadata", "top"]))
+    target = model if section == "top" else model[section]
+    key = data.draw(st.sampled_from(sorted(target)))
+    target[key] = data.draw(JSON_VALUES)
+    try:
+        translation = translate("kubeai", [model], ImportOptions())
+    except ImportFailure as failure:
+        assert failure.document == 0
+        assert failure.path, failure
+        assert failure.message
+        return
+    for obj in translation.objects:
+        assert validate_document(obj) == [], (model, obj)
