@@ -8,7 +8,8 @@ Guarantees:
   the field); nothing is returned then, so the CLI writes nothing.
 * Every document's metadata is checked first (:func:`~kthena_py.importers.metadata.check_metadata`): a name is
   required, labels and annotations are objects of strings. Documents are translated in input order; each may
-  look at the others (:class:`ImportContext`). Two documents emitting the same object (kind, namespace, name) are refused, naming the second.
+  look at the others (:class:`ImportContext`). Two documents emitting the same object (kind, namespace, name)
+  are refused, naming the second.
 * ``options.strict``: when any field of the desired state would be dropped (observed state, i.e. ``status`` and
   server-set metadata, is not counted), :class:`StrictViolation` is raised, carrying the translation so the
   report can still be shown.
