@@ -73,6 +73,8 @@ class ImportOptions:
     """``--strict``: fail when a field would be dropped (enforced by ``translate``)."""
     kubeai_profiles: Mapping[str, ResourceProfile] | None = None
     """KubeAI's resource profiles from ``--kubeai-config``; ``None``: KubeAI's documented defaults."""
+    kubeai_images: Mapping[str, Mapping[str, str]] | None = None
+    """KubeAI's ``modelServers.<engine>.images`` from ``--kubeai-config`` (engines it names replace the defaults)."""
 
 
 def _text(value: object) -> str:

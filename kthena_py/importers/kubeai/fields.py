@@ -54,7 +54,8 @@ MODEL_FIELDS: tuple[FieldRule, ...] = (
         "mapped",
         "entry pod resources, nodeSelector, tolerations, affinity, runtimeClassName; ModelServing spec.schedulerName",
         "<profile>:<count> from --kubeai-config (KubeAI's chart defaults otherwise); requests and limits times "
-        "count; the profile's imageName picks the engine image",
+        "count; the profile's imageName picks the engine image (modelServers images of --kubeai-config, else KubeAI's "
+        "chart defaults)",
     ),
     FieldRule(
         "spec.cacheProfile",

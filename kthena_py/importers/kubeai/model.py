@@ -232,7 +232,9 @@ def translate_model(doc: ImportDocument, context: ImportContext) -> tuple[list[d
         raise _fail(doc, "spec.adapters", "adapters are only supported with the VLLM engine (as in KubeAI)")
     profile = _resource_profile(doc, context)
     model, volume = _model_argument(doc, engine, url, cached=bool(cache_profile))
-    image = string(doc, "spec.image") or engine_image(engine, profile[0].image_name if profile else "")
+    image = string(doc, "spec.image") or engine_image(
+        engine, profile[0].image_name if profile else "", context.options.kubeai_images
+    )
     launch = EngineLaunch(
         engine=engine,
         model=model,
