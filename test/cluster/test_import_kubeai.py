@@ -6,7 +6,9 @@ report asks the user to provide: the claim ``shared-model-cache-<cacheProfile>``
 Secret for the source (``HF_ENDPOINT`` of the loopback fake Hugging Face hub) and a download placement on the
 mini-kubelet node. The engine is the cluster tier's fake one (on the pod IPs kwok assigns, port
 :data:`ENGINE_PORT`, named by the activator port annotation). The manager (ModelCache and ModelServing
-controllers) runs as a process, the activator in-process.
+controllers) runs as a process, the activator in-process. A request sent while the weights still download is
+held: the activator wakes the ModelServing to one replica, the gate keeps its pod from being created until the
+cache is Ready, then the request is answered.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from kthena_py.testing.wait import eventually
 from kthena_py.vocab.labels import ACTIVATOR_PORT, ACTIVATOR_SCALE_FROM_ZERO, IMPORTED_PEER, MODEL_CACHE
 
 from .engineutil import ENGINE_PORT, EngineFarm
-from .mcutil import HUB_SECRET, RUNNER, hub_secret, placement, running_manager, three_file_repo, wait_cache
+from .mcutil import HUB_SECRET, RUNNER, hub_secret, placement, running_manager, three_file_repo, throttle, wait_cache
 from .mcutil import wait_ms_condition as wait_condition
 from .test_activator import activator, crds  # noqa: F401  (crds is a fixture)
 
@@ -119,7 +121,9 @@ async def test_a_cached_scale_from_zero_model_is_gated_then_woken_and_answers(
     kubelet = make_mini_kubelet(runner=RUNNER)
     await _claim(kube, namespace, make_hostpath_volume)
     async with ArtifactServer() as server:
-        server.add_repo(three_file_repo("acme/qwen-tiny"))
+        repo = server.add_repo(three_file_repo("acme/qwen-tiny"))
+        # Slow weights (512 KiB at 16 KiB/s): the request below arrives while the cache is still downloading.
+        throttle(server, repo, "model.safetensors", 16 * 1024)
         await hub_secret(kube, namespace, server)
         # What the report asks the user for: the source's Secret; here also where the download may run.
         cache["spec"]["sourceSecretRef"] = {"name": HUB_SECRET}
@@ -130,31 +134,39 @@ async def test_a_cached_scale_from_zero_model_is_gated_then_woken_and_answers(
         await kube.create(MODELCACHES, cache, namespace)
         await kube.create(AUTOSCALINGPOLICIES, policy, namespace)
 
-        async with running_manager(kubeconfig, namespace, tmp_path / "manager.log"):
-            await wait_cache(kube, namespace, NAME, "Ready", timeout=240)
-            await wait_condition(kube, namespace, NAME, "ModelCached", "True", "ModelCacheReady", timeout=120)
+        async with (
+            running_manager(kubeconfig, namespace, tmp_path / "manager.log"),
+            EngineFarm(kube, namespace) as farm,
+            activator(kubeconfig, namespace) as act,
+            aiohttp.ClientSession() as http,
+        ):
+            await wait_cache(kube, namespace, NAME, "Downloading", timeout=120)
             stored = await kube.get(MODELSERVINGS, NAME, namespace)
             assert stored["spec"]["replicas"] == 0
             assert stored["metadata"]["labels"][IMPORTED_PEER] == "kubeai"
+
+            body = {"model": NAME, "messages": [{"role": "user", "content": "hello from KubeAI"}]}
+            call = asyncio.create_task(http.post(f"http://127.0.0.1:{act.port}/v1/chat/completions", json=body))
+            await eventually(lambda: _replicas_are(kube, namespace, 1), timeout=30, description="woken to 1")
+            # Woken, but gated: no pod until the weights are staged and verified.
+            await wait_condition(kube, namespace, NAME, "ModelCached", "False", "WaitingForModelCache", timeout=60)
+            assert (await kube.get(MODELCACHES, NAME, namespace))["status"]["phase"] == "Downloading"
             assert await _serving_pods(kube, namespace) == []
+            assert not call.done()
 
-            async with (
-                EngineFarm(kube, namespace) as farm,
-                activator(kubeconfig, namespace) as act,
-                aiohttp.ClientSession() as http,
-            ):
-                body = {"model": NAME, "messages": [{"role": "user", "content": "hello from KubeAI"}]}
-                call = asyncio.create_task(http.post(f"http://127.0.0.1:{act.port}/v1/chat/completions", json=body))
-                answer = await asyncio.wait_for(call, 180)
-                assert answer.status == 200, await answer.text()
-                assert (await answer.json())["echo"] == body
-                assert len(farm.bodies) == 1
+            answer = await asyncio.wait_for(call, 150)
+            assert answer.status == 200, await answer.text()
+            assert (await answer.json())["echo"] == body
+            assert len(farm.bodies) == 1
+            assert (await kube.get(MODELCACHES, NAME, namespace))["status"]["phase"] == "Ready"
 
-            woken = await kube.get(MODELSERVINGS, NAME, namespace)
-            assert woken["spec"]["replicas"] == 1
-            pods = await _serving_pods(kube, namespace)
-            assert len(pods) == 1
-            engine = pods[0]["spec"]["containers"][0]
-            env = {e["name"]: e.get("value") for e in engine.get("env") or []}
-            assert "--model=$(KTHENA_MODEL_PATH)" in engine["args"]
-            assert env["KTHENA_MODEL_CACHE"] == NAME
+        pods = await _serving_pods(kube, namespace)
+        assert len(pods) == 1
+        engine = pods[0]["spec"]["containers"][0]
+        env = {e["name"]: e.get("value") for e in engine.get("env") or []}
+        assert "--model=$(KTHENA_MODEL_PATH)" in engine["args"]
+        assert env["KTHENA_MODEL_CACHE"] == NAME
+
+
+async def _replicas_are(kube: KubeClient, namespace: str, count: int) -> bool:
+    return bool((await kube.get(MODELSERVINGS, NAME, namespace))["spec"]["replicas"] == count)
