@@ -4,7 +4,8 @@
   (:mod:`.inferenceservice`), ModelPool -> ModelPool (:mod:`.modelpool`).
 * :data:`TRANSLATORS` maps ``(apiVersion, kind)`` to its translator; :data:`FIELD_TABLES` maps the same keys to
   the kind's field table, which covers every field of LLMKube's API for the kind exactly once (a row on an object
-  copied whole covers what lies below it; see :mod:`.coverage`). The docs render these tables.
+  copied whole covers what lies below it; see :func:`kthena_py.importers.documents.report_fields`). The docs
+  render these tables.
 """
 
 from __future__ import annotations

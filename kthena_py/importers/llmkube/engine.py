@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.importers.context import ImportDocument
+from kthena_py.importers.documents import boolean, field, integer, string, string_list
 from kthena_py.importers.llmkube.gpu import GpuRequest
-from kthena_py.importers.llmkube.values import read_bool, read_float, read_int, read_str, read_str_list
+from kthena_py.importers.report import ImportFailure
 
 __all__ = [
     "DEFAULT_PORTS",
@@ -71,10 +72,20 @@ def model_path(model: ImportDocument | None, staged_files: list[str] | None) -> 
     """Where the engine finds the model in the mounted cache: the primary file, or the cache's directory."""
     if staged_files:
         return f"{MODEL_PATH}/{staged_files[0]}"
-    source = read_str(model, "spec.source") if model is not None else None
+    source = string(model, "spec.source") if model is not None else None
     if source and source.lower().endswith(_WEIGHT_SUFFIXES):
         return f"{MODEL_PATH}/{source.rsplit('/', 1)[-1]}"
     return MODEL_PATH
+
+
+def number(doc: ImportDocument, path: str) -> float | None:
+    """A number field (integers accepted, booleans refused)."""
+    value = field(doc.body, path)
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise ImportFailure(doc.index, doc.source, path, f"expected a number, got {value!r}")
 
 
 def _add(args: list[str], flag: str, value: object) -> None:
@@ -102,39 +113,39 @@ def _llamacpp(doc: ImportDocument, model_arg: str | None, port: int, gpu: GpuReq
     _add(args, "--split-mode", gpu.split_mode)
     if gpu.tensor_split:
         args.extend(["--tensor-split", ",".join(str(share) for share in gpu.tensor_split)])
-    _add(args, "--ctx-size", read_int(doc, "spec.contextSize"))
-    _add(args, "--batch-size", read_int(doc, "spec.batchSize"))
-    _add(args, "--ubatch-size", read_int(doc, "spec.uBatchSize"))
-    _add(args, "--parallel", read_int(doc, "spec.parallelSlots"))
-    flash = read_bool(doc, "spec.flashAttention")
+    _add(args, "--ctx-size", integer(doc, "spec.contextSize"))
+    _add(args, "--batch-size", integer(doc, "spec.batchSize"))
+    _add(args, "--ubatch-size", integer(doc, "spec.uBatchSize"))
+    _add(args, "--parallel", integer(doc, "spec.parallelSlots"))
+    flash = boolean(doc, "spec.flashAttention")
     if flash is not None:
         args.extend(["--flash-attn", "on" if flash else "off"])
-    _add(args, "--jinja", read_bool(doc, "spec.jinja"))
-    _add(args, "--cache-type-k", read_str(doc, "spec.cacheTypeCustomK") or read_str(doc, "spec.cacheTypeK"))
-    _add(args, "--cache-type-v", read_str(doc, "spec.cacheTypeCustomV") or read_str(doc, "spec.cacheTypeV"))
-    _add(args, "--no-kv-offload", read_bool(doc, "spec.noKvOffload"))
-    _add(args, "--no-warmup", read_bool(doc, "spec.noWarmup"))
-    _add(args, "--cpu-moe", read_bool(doc, "spec.moeCPUOffload"))
-    _add(args, "--n-cpu-moe", read_int(doc, "spec.moeCPULayers"))
-    for entry in read_str_list(doc, "spec.metadataOverrides") or []:
+    _add(args, "--jinja", boolean(doc, "spec.jinja"))
+    _add(args, "--cache-type-k", string(doc, "spec.cacheTypeCustomK") or string(doc, "spec.cacheTypeK"))
+    _add(args, "--cache-type-v", string(doc, "spec.cacheTypeCustomV") or string(doc, "spec.cacheTypeV"))
+    _add(args, "--no-kv-offload", boolean(doc, "spec.noKvOffload"))
+    _add(args, "--no-warmup", boolean(doc, "spec.noWarmup"))
+    _add(args, "--cpu-moe", boolean(doc, "spec.moeCPUOffload"))
+    _add(args, "--n-cpu-moe", integer(doc, "spec.moeCPULayers"))
+    for entry in string_list(doc, "spec.metadataOverrides") or []:
         args.extend(["--override-kv", entry])
-    for entry in read_str_list(doc, "spec.tensorOverrides") or []:
+    for entry in string_list(doc, "spec.tensorOverrides") or []:
         args.extend(["--override-tensor", entry])
-    budget = read_int(doc, "spec.reasoningBudget")
+    budget = integer(doc, "spec.reasoningBudget")
     _add(args, "--reasoning-budget", budget)
     if budget is not None:
-        _add(args, "--reasoning-budget-message", read_str(doc, "spec.reasoningBudgetMessage"))
-    _add(args, "--rope-scaling", read_str(doc, "spec.ropeScaling.type"))
-    _add(args, "--rope-scale", read_str(doc, "spec.ropeScaling.factor"))
-    _add(args, "--yarn-orig-ctx", read_int(doc, "spec.ropeScaling.originalContext"))
+        _add(args, "--reasoning-budget-message", string(doc, "spec.reasoningBudgetMessage"))
+    _add(args, "--rope-scaling", string(doc, "spec.ropeScaling.type"))
+    _add(args, "--rope-scale", string(doc, "spec.ropeScaling.factor"))
+    _add(args, "--yarn-orig-ctx", integer(doc, "spec.ropeScaling.originalContext"))
     return args
 
 
 def speculative_config(doc: ImportDocument, draft_repo: str | None) -> str | None:
     """The ``--speculative-config`` JSON of vLLM, or ``None`` when speculative decoding is off or has no draft."""
-    if read_bool(doc, "spec.vllmConfig.speculative.enabled") is not True or not draft_repo:
+    if boolean(doc, "spec.vllmConfig.speculative.enabled") is not True or not draft_repo:
         return None
-    tokens = read_int(doc, "spec.vllmConfig.speculative.numSpeculativeTokens") or 4
+    tokens = integer(doc, "spec.vllmConfig.speculative.numSpeculativeTokens") or 4
     return json.dumps({"model": draft_repo, "num_speculative_tokens": tokens}, separators=(",", ":"))
 
 
@@ -142,25 +153,25 @@ def _vllm(doc: ImportDocument, model_arg: str | None, port: int, gpu: GpuRequest
     args: list[str] = []
     if model_arg:
         args.extend(["--model", model_arg])
-    served = read_str(doc, "spec.modelRef")
+    served = string(doc, "spec.modelRef")
     if served:
         args.extend(["--served-model-name", served])
     args.extend(["--port", str(port)])
-    parallel = read_int(doc, "spec.vllmConfig.tensorParallelSize")
+    parallel = integer(doc, "spec.vllmConfig.tensorParallelSize")
     if parallel is None and gpu.count > 1:
         parallel = gpu.count
     _add(args, "--tensor-parallel-size", parallel)
-    _add(args, "--gpu-memory-utilization", read_float(doc, "spec.vllmConfig.gpuMemoryUtilization"))
-    _add(args, "--max-model-len", read_int(doc, "spec.vllmConfig.maxModelLen"))
-    _add(args, "--max-num-batched-tokens", read_int(doc, "spec.vllmConfig.maxNumBatchedTokens"))
-    _add(args, "--quantization", read_str(doc, "spec.vllmConfig.quantization"))
-    _add(args, "--dtype", read_str(doc, "spec.vllmConfig.dtype"))
-    kv = read_str(doc, "spec.vllmConfig.kvCacheCustomDtype") or read_str(doc, "spec.vllmConfig.kvCacheDtype")
+    _add(args, "--gpu-memory-utilization", number(doc, "spec.vllmConfig.gpuMemoryUtilization"))
+    _add(args, "--max-model-len", integer(doc, "spec.vllmConfig.maxModelLen"))
+    _add(args, "--max-num-batched-tokens", integer(doc, "spec.vllmConfig.maxNumBatchedTokens"))
+    _add(args, "--quantization", string(doc, "spec.vllmConfig.quantization"))
+    _add(args, "--dtype", string(doc, "spec.vllmConfig.dtype"))
+    kv = string(doc, "spec.vllmConfig.kvCacheCustomDtype") or string(doc, "spec.vllmConfig.kvCacheDtype")
     _add(args, "--kv-cache-dtype", kv)
-    _add(args, "--cpu-offload-gb", read_int(doc, "spec.vllmConfig.cpuOffloadGB"))
-    _add(args, "--enable-prefix-caching", read_bool(doc, "spec.vllmConfig.enablePrefixCaching"))
-    _add(args, "--enable-chunked-prefill", read_bool(doc, "spec.vllmConfig.enableChunkedPrefill"))
-    _add(args, "--enable-expert-parallel", read_bool(doc, "spec.vllmConfig.enableExpertParallel"))
+    _add(args, "--cpu-offload-gb", integer(doc, "spec.vllmConfig.cpuOffloadGB"))
+    _add(args, "--enable-prefix-caching", boolean(doc, "spec.vllmConfig.enablePrefixCaching"))
+    _add(args, "--enable-chunked-prefill", boolean(doc, "spec.vllmConfig.enableChunkedPrefill"))
+    _add(args, "--enable-expert-parallel", boolean(doc, "spec.vllmConfig.enableExpertParallel"))
     _add(args, "--speculative-config", speculative_config(doc, draft_repo))
     return args
 
@@ -170,17 +181,17 @@ def _tgi(doc: ImportDocument, model_arg: str | None, port: int) -> list[str]:
     if model_arg:
         args.extend(["--model-id", model_arg])
     args.extend(["--port", str(port)])
-    _add(args, "--quantize", read_str(doc, "spec.tgiConfig.quantize"))
-    _add(args, "--dtype", read_str(doc, "spec.tgiConfig.dtype"))
-    _add(args, "--max-input-length", read_int(doc, "spec.tgiConfig.maxInputLength"))
-    _add(args, "--max-total-tokens", read_int(doc, "spec.tgiConfig.maxTotalTokens"))
+    _add(args, "--quantize", string(doc, "spec.tgiConfig.quantize"))
+    _add(args, "--dtype", string(doc, "spec.tgiConfig.dtype"))
+    _add(args, "--max-input-length", integer(doc, "spec.tgiConfig.maxInputLength"))
+    _add(args, "--max-total-tokens", integer(doc, "spec.tgiConfig.maxTotalTokens"))
     return args
 
 
 def _hf_token_env(doc: ImportDocument, prefix: str) -> list[dict[str, Any]]:
-    name = read_str(doc, f"{prefix}.hfTokenSecretRef.name")
-    key = read_str(doc, f"{prefix}.hfTokenSecretRef.key")
-    optional = read_bool(doc, f"{prefix}.hfTokenSecretRef.optional")
+    name = string(doc, f"{prefix}.hfTokenSecretRef.name")
+    key = string(doc, f"{prefix}.hfTokenSecretRef.key")
+    optional = boolean(doc, f"{prefix}.hfTokenSecretRef.optional")
     if name is None and key is None and optional is None:
         return []
     ref: dict[str, Any] = {"name": name or "", "key": key or "HF_TOKEN"}
@@ -200,14 +211,14 @@ def engine_command(
     draft_repo: str | None = None,
 ) -> EngineCommand:
     """The command line and extra environment of ``doc``'s engine for ``runtime``."""
-    command = read_str_list(doc, "spec.command")
-    extra = read_str_list(doc, "spec.extraArgs") or []
+    command = string_list(doc, "spec.command")
+    extra = string_list(doc, "spec.extraArgs") or []
     env: list[dict[str, Any]] = []
     if runtime == "llamacpp":
         args = _llamacpp(doc, model_arg, port, gpu, mmproj) + extra
     elif runtime == "vllm":
         args = _vllm(doc, model_arg, port, gpu, draft_repo) + extra
-        backend = read_str(doc, "spec.vllmConfig.attentionBackend")
+        backend = string(doc, "spec.vllmConfig.attentionBackend")
         if backend:
             env.append({"name": "VLLM_ATTENTION_BACKEND", "value": backend.upper()})
         env.extend(_hf_token_env(doc, "spec.vllmConfig"))
@@ -215,8 +226,8 @@ def engine_command(
         args = _tgi(doc, model_arg, port)
         env.extend(_hf_token_env(doc, "spec.tgiConfig"))
     elif runtime == "personaplex":
-        args = ["--cpu-offload"] if read_bool(doc, "spec.personaPlexConfig.cpuOffload") else []
+        args = ["--cpu-offload"] if boolean(doc, "spec.personaPlexConfig.cpuOffload") else []
         env.extend(_hf_token_env(doc, "spec.personaPlexConfig"))
     else:
-        args = read_str_list(doc, "spec.args") or []
+        args = string_list(doc, "spec.args") or []
     return EngineCommand(command=command, args=args, env=env)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.importers.context import ImportDocument
-from kthena_py.importers.llmkube.values import read_bool, read_int, read_objects, read_str, read_str_list
+from kthena_py.importers.documents import boolean, integer, object_list, string, string_list
 from kthena_py.importers.report import ImportFailure
 
 __all__ = ["GpuRequest", "gpu_request", "layer_shares", "resource_name"]
@@ -65,28 +65,28 @@ def layer_shares(ranges: Sequence[str]) -> tuple[int, ...] | str:
 
 def gpu_request(service: ImportDocument, model: ImportDocument | None) -> GpuRequest:
     """The GPU request of ``service``'s engine container (``model``: the Model it references, if in the input)."""
-    count = read_int(service, "spec.resources.gpu")
+    count = integer(service, "spec.resources.gpu")
     if model is None:
         return GpuRequest(count=count or 0)
-    enabled = read_bool(model, "spec.hardware.gpu.enabled")
+    enabled = boolean(model, "spec.hardware.gpu.enabled")
     if count is None:
-        count = 0 if enabled is False else (read_int(model, "spec.hardware.gpu.count") or 0)
-    vendor = read_str(model, "spec.hardware.gpu.vendor") or "nvidia"
-    accelerator = read_str(model, "spec.hardware.accelerator") or ""
-    amd_runtime = read_str(model, "spec.hardware.gpu.runtime") or ""
-    override = read_str(model, "spec.hardware.gpu.resourceName") or ""
+        count = 0 if enabled is False else (integer(model, "spec.hardware.gpu.count") or 0)
+    vendor = string(model, "spec.hardware.gpu.vendor") or "nvidia"
+    accelerator = string(model, "spec.hardware.accelerator") or ""
+    amd_runtime = string(model, "spec.hardware.gpu.runtime") or ""
+    override = string(model, "spec.hardware.gpu.resourceName") or ""
     resource = resource_name(vendor, accelerator, amd_runtime, override)
-    claims = tuple(dict(claim) for claim in read_objects(model, "spec.hardware.gpu.resourceClaims") or ())
-    strategy = read_str(model, "spec.hardware.gpu.sharding.strategy")
-    split_ranges = read_str_list(model, "spec.hardware.gpu.sharding.layerSplit") or []
+    claims = tuple(dict(claim) for claim in object_list(model, "spec.hardware.gpu.resourceClaims") or ())
+    strategy = string(model, "spec.hardware.gpu.sharding.strategy")
+    split_ranges = string_list(model, "spec.hardware.gpu.sharding.layerSplit") or []
     shares = layer_shares(split_ranges)
     if isinstance(shares, str):
         raise ImportFailure(model.index, model.source, "spec.hardware.gpu.sharding.layerSplit", shares)
-    layers = read_int(model, "spec.hardware.gpu.layers")
+    layers = integer(model, "spec.hardware.gpu.layers")
     return GpuRequest(
         count=count,
         resource=resource,
-        toleration_key=read_str(model, "spec.hardware.gpu.tolerationKey") or resource,
+        toleration_key=string(model, "spec.hardware.gpu.tolerationKey") or resource,
         claims=claims,
         layers=999 if layers == -1 else layers,
         split_mode=_SPLIT_MODE.get(strategy) if strategy else None,

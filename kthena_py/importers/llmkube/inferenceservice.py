@@ -21,10 +21,19 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from kthena_py.importers.context import ImportContext, ImportDocument, rule_line
+from kthena_py.importers.context import ImportContext, ImportDocument
+from kthena_py.importers.documents import (
+    boolean,
+    integer,
+    mapping,
+    object_list,
+    report_fields,
+    string,
+    string_list,
+    string_map,
+)
 from kthena_py.importers.llmkube.autoscaling import autoscaling_policy
 from kthena_py.importers.llmkube.common import API_VERSION, emitted_metadata
-from kthena_py.importers.llmkube.coverage import covered_rows
 from kthena_py.importers.llmkube.engine import (
     DEFAULT_PORTS,
     MODEL_PATH,
@@ -37,16 +46,7 @@ from kthena_py.importers.llmkube.gpu import GpuRequest, gpu_request
 from kthena_py.importers.llmkube.inferenceservice_table import INFERENCESERVICE_TABLE, RUNTIME_OF_ROW
 from kthena_py.importers.llmkube.model import staging_source
 from kthena_py.importers.llmkube.service import endpoint_service
-from kthena_py.importers.llmkube.values import (
-    read_bool,
-    read_int,
-    read_object,
-    read_objects,
-    read_str,
-    read_str_list,
-    read_str_map,
-)
-from kthena_py.importers.report import FieldRule, ImportFailure, ReportLine
+from kthena_py.importers.report import ImportFailure, Outcome, ReportLine
 from kthena_py.vocab.labels import MODEL_CACHE
 
 __all__ = ["MODELSERVING_API_VERSION", "pool_of", "priority_class", "translate_inferenceservice"]
@@ -80,9 +80,9 @@ def pool_of(doc: ImportDocument, context: ImportContext) -> str | None:
 
 
 def _draft_repo(doc: ImportDocument, context: ImportContext) -> str | None:
-    name = read_str(doc, "spec.vllmConfig.speculative.model")
+    name = string(doc, "spec.vllmConfig.speculative.model")
     draft = context.find("Model", name) if name else None
-    source = read_str(draft, "spec.source") if draft is not None else None
+    source = string(draft, "spec.source") if draft is not None else None
     if not source:
         return None
     if source.startswith("hf://"):
@@ -96,9 +96,9 @@ def _staged_files(model: ImportDocument | None) -> tuple[list[str] | None, str |
     """The Model's staged files and its projector's staged path (as the ModelCache will hold them)."""
     if model is None:
         return None, None
-    files = list(read_str_list(model, "spec.files") or [])
-    mmproj = read_str(model, "spec.mmproj")
-    staged = staging_source(read_str(model, "spec.source"), files + ([mmproj] if mmproj else []))
+    files = list(string_list(model, "spec.files") or [])
+    mmproj = string(model, "spec.mmproj")
+    staged = staging_source(string(model, "spec.source"), files + ([mmproj] if mmproj else []))
     if isinstance(staged, str):
         return None, None
     _, entries = staged
@@ -109,13 +109,13 @@ def _staged_files(model: ImportDocument | None) -> tuple[list[str] | None, str |
 def _resources(doc: ImportDocument, model: ImportDocument | None, gpu: GpuRequest) -> dict[str, Any]:
     requests: dict[str, Any] = {}
     limits: dict[str, Any] = {}
-    cpu = read_str(doc, "spec.resources.cpu") or (read_str(model, "spec.resources.cpu") if model else None)
-    memory = read_str(doc, "spec.resources.memory") or (read_str(model, "spec.resources.memory") if model else None)
+    cpu = string(doc, "spec.resources.cpu") or (string(model, "spec.resources.cpu") if model else None)
+    memory = string(doc, "spec.resources.memory") or (string(model, "spec.resources.memory") if model else None)
     if cpu:
         requests["cpu"] = cpu
     if memory:
         requests["memory"] = memory
-    host_memory = read_str(doc, "spec.resources.hostMemory")
+    host_memory = string(doc, "spec.resources.hostMemory")
     if host_memory:
         requests["memory"] = host_memory
         limits["memory"] = host_memory
@@ -132,7 +132,7 @@ def _resources(doc: ImportDocument, model: ImportDocument | None, gpu: GpuReques
 
 
 def _tolerations(doc: ImportDocument, gpu: GpuRequest) -> list[dict[str, Any]]:
-    tolerations = [dict(item) for item in read_objects(doc, "spec.tolerations") or []]
+    tolerations = [dict(item) for item in object_list(doc, "spec.tolerations") or []]
     if gpu.count > 0 and not any(item.get("key") == gpu.toleration_key for item in tolerations):
         tolerations.append({"key": gpu.toleration_key, "operator": "Exists", "effect": "NoSchedule"})
     return tolerations
@@ -141,12 +141,12 @@ def _tolerations(doc: ImportDocument, gpu: GpuRequest) -> list[dict[str, Any]]:
 def _container(
     doc: ImportDocument, context: ImportContext, runtime: str, model: ImportDocument | None, gpu: GpuRequest
 ) -> dict[str, Any]:
-    vendor = (read_str(model, "spec.hardware.gpu.vendor") if model else None) or "nvidia"
-    image = read_str(doc, "spec.image") or default_image(runtime, gpu, vendor)
+    vendor = (string(model, "spec.hardware.gpu.vendor") if model else None) or "nvidia"
+    image = string(doc, "spec.image") or default_image(runtime, gpu, vendor)
     if not image:
         raise ImportFailure(doc.index, doc.source, "spec.image", f"runtime {runtime} has no default image: set one")
-    port = read_int(doc, "spec.containerPort") or DEFAULT_PORTS[runtime]
-    skip = read_bool(doc, "spec.skipModelInit") is True
+    port = integer(doc, "spec.containerPort") or DEFAULT_PORTS[runtime]
+    skip = boolean(doc, "spec.skipModelInit") is True
     files, mmproj = _staged_files(model)
     model_arg = None if skip else model_path(model, files)
     engine = engine_command(
@@ -163,18 +163,18 @@ def _container(
         container["command"] = engine.command
     if engine.args:
         container["args"] = engine.args
-    env = [dict(item) for item in read_objects(doc, "spec.env") or []] + engine.env
+    env = [dict(item) for item in object_list(doc, "spec.env") or []] + engine.env
     if env:
         container["env"] = env
     container["ports"] = [{"name": "http", "containerPort": port, "protocol": "TCP"}]
     resources = _resources(doc, model, gpu)
     if resources:
         container["resources"] = resources
-    security = read_object(doc, "spec.securityContext")
+    security = mapping(doc, "spec.securityContext")
     if security:
         container["securityContext"] = dict(security)
     for field, key in (("liveness", "livenessProbe"), ("readiness", "readinessProbe"), ("startup", "startupProbe")):
-        probe = read_object(doc, f"spec.probeOverrides.{field}")
+        probe = mapping(doc, f"spec.probeOverrides.{field}")
         if probe:
             container[key] = dict(probe)
     if "readinessProbe" not in container and runtime in _PROBE_DEFAULT_RUNTIMES:
@@ -184,22 +184,22 @@ def _container(
 
 def _pod_spec(doc: ImportDocument, container: dict[str, Any], gpu: GpuRequest) -> dict[str, Any]:
     pod: dict[str, Any] = {"containers": [container]}
-    pulls = read_objects(doc, "spec.imagePullSecrets")
+    pulls = object_list(doc, "spec.imagePullSecrets")
     if pulls:
         pod["imagePullSecrets"] = [dict(item) for item in pulls]
-    node_selector = read_str_map(doc, "spec.nodeSelector")
+    node_selector = string_map(doc, "spec.nodeSelector")
     if node_selector:
         pod["nodeSelector"] = node_selector
     tolerations = _tolerations(doc, gpu)
     if tolerations:
         pod["tolerations"] = tolerations
-    runtime_class = read_str(doc, "spec.runtimeClassName")
+    runtime_class = string(doc, "spec.runtimeClassName")
     if runtime_class:
         pod["runtimeClassName"] = runtime_class
-    priority = priority_class(read_str(doc, "spec.priority"), read_str(doc, "spec.priorityClassName"))
+    priority = priority_class(string(doc, "spec.priority"), string(doc, "spec.priorityClassName"))
     if priority:
         pod["priorityClassName"] = priority
-    security = read_object(doc, "spec.podSecurityContext")
+    security = mapping(doc, "spec.podSecurityContext")
     if security:
         pod["securityContext"] = dict(security)
     if gpu.claims:
@@ -208,25 +208,27 @@ def _pod_spec(doc: ImportDocument, container: dict[str, Any], gpu: GpuRequest) -
 
 
 def _model_serving(
-    doc: ImportDocument, context: ImportContext, runtime: str, model: ImportDocument | None
+    doc: ImportDocument, context: ImportContext, runtime: str, model: ImportDocument | None, pool: str | None
 ) -> dict[str, Any]:
-    model_ref = read_str(doc, "spec.modelRef")
+    model_ref = string(doc, "spec.modelRef")
     gpu = gpu_request(doc, model)
     container = _container(doc, context, runtime, model, gpu)
     template_metadata: dict[str, Any] = {}
-    pod_labels = read_str_map(doc, "spec.podLabels")
+    pod_labels = string_map(doc, "spec.podLabels")
     if pod_labels:
         template_metadata["labels"] = pod_labels
-    pod_annotations = read_str_map(doc, "spec.podAnnotations")
+    pod_annotations = string_map(doc, "spec.podAnnotations")
     if pod_annotations:
         template_metadata["annotations"] = pod_annotations
     entry: dict[str, Any] = {"spec": _pod_spec(doc, container, gpu)}
     if template_metadata:
         entry = {"metadata": template_metadata, **entry}
     metadata = emitted_metadata(doc)
-    if read_bool(doc, "spec.skipModelInit") is not True and model_ref:
+    if boolean(doc, "spec.skipModelInit") is not True and model_ref:
         metadata["annotations"][MODEL_CACHE] = model_ref
-    replicas = read_int(doc, "spec.replicas")
+    replicas = integer(doc, "spec.replicas")
+    if pool is not None:
+        replicas = 0
     return {
         "apiVersion": MODELSERVING_API_VERSION,
         "kind": "ModelServing",
@@ -238,62 +240,88 @@ def _model_serving(
     }
 
 
-def _line(doc: ImportDocument, rule: FieldRule, runtime: str, pool: str | None, notes: dict[str, str]) -> ReportLine:
-    owner = RUNTIME_OF_ROW.get(rule.path)
+Override = tuple[Outcome, str]
+"""A report line of one document that differs from its row: the outcome and the note that says why."""
+
+
+def _runtime_override(path: str, runtime: str) -> Override | None:
+    owner = RUNTIME_OF_ROW.get(path)
     if owner is not None and owner != runtime:
-        return replace(
-            rule_line(doc, rule),
-            outcome="dropped",
-            target="",
-            note=f"LLMKube reads it for runtime {owner} only, this service runs {runtime}",
+        return "dropped", f"LLMKube reads it for runtime {owner} only, this service runs {runtime}"
+    if path == "spec.args" and runtime != "generic":
+        return "dropped", f"LLMKube reads args for runtime generic only, this service runs {runtime}"
+    if path == "spec.extraArgs" and runtime not in _EXTRA_ARGS_RUNTIMES:
+        return "dropped", f"LLMKube ignores extraArgs for runtime {runtime}"
+    return None
+
+
+def _line(line: ReportLine, override: Override | None) -> ReportLine:
+    if override is None:
+        return line
+    outcome, note = override
+    return replace(line, outcome=outcome, target="" if outcome == "dropped" else line.target, note=note)
+
+
+def _overrides(
+    doc: ImportDocument, context: ImportContext, rows: list[ReportLine], runtime: str, pool: str | None
+) -> tuple[dict[str, Override], dict[str, Any] | None]:
+    """How this document's report differs from the table, and its AutoscalingPolicy (if any)."""
+    overrides: dict[str, Override] = {}
+    for rule in rows:
+        found = _runtime_override(rule.path, runtime)
+        if found is not None:
+            overrides[rule.path] = found
+    if runtime == "vllm" and boolean(doc, "spec.vllmConfig.speculative.enabled") and not _draft_repo(doc, context):
+        overrides["spec.vllmConfig.speculative.model"] = (
+            "dropped",
+            "the draft Model is not in the input or not on Hugging Face",
         )
-    if rule.path == "spec.args" and runtime != "generic":
-        return replace(
-            rule_line(doc, rule),
-            outcome="dropped",
-            target="",
-            note=f"LLMKube reads args for runtime generic only, this service runs {runtime}",
-        )
-    if rule.path == "spec.extraArgs" and runtime not in _EXTRA_ARGS_RUNTIMES:
-        return replace(
-            rule_line(doc, rule), outcome="dropped", target="", note=f"LLMKube ignores extraArgs for runtime {runtime}"
-        )
-    if pool is not None and rule.path.startswith("spec.autoscaling."):
+    autoscaling = [rule.path for rule in rows if rule.path.startswith("spec.autoscaling.")]
+    if pool is not None:
         note = f"member of ModelPool {pool}: the pool controller is the only writer of its members' replicas"
-        return replace(rule_line(doc, rule), outcome="dropped", target="", note=note)
-    if rule.path in notes:
-        return replace(rule_line(doc, rule), outcome="dropped", target="", note=notes[rule.path])
-    return rule_line(doc, rule)
+        overrides.update({path: ("dropped", note) for path in autoscaling})
+        if any(rule.path == "spec.replicas" for rule in rows):
+            overrides["spec.replicas"] = (
+                "approximated",
+                f"member of ModelPool {pool}: starts at 0, the pool brings it up",
+            )
+        return overrides, None
+    if not mapping(doc, "spec.autoscaling"):
+        return overrides, None
+    port = integer(doc, "spec.containerPort") or DEFAULT_PORTS[runtime]
+    plan = autoscaling_policy(doc, port, runtime)
+    if plan.policy is None:
+        note = "every metric is a Resource metric: no AutoscalingPolicy is emitted"
+        overrides.update({path: ("dropped", note) for path in autoscaling})
+        return overrides, None
+    if plan.dropped_metrics:
+        dropped = ", ".join(plan.dropped_metrics)
+        overrides["spec.autoscaling.metrics[].targetAverageUtilization"] = (
+            "dropped",
+            f"Resource metric(s) {dropped} dropped",
+        )
+    if runtime == "vllm" and not object_list(doc, "spec.autoscaling.metrics"):
+        overrides["spec.autoscaling.maxReplicas"] = (
+            "mapped",
+            "no metrics listed: vllm:num_requests_running at 2 instead of LLMKube's default "
+            "llamacpp:requests_processing, which vLLM does not export",
+        )
+    return overrides, plan.policy
 
 
 def translate_inferenceservice(
     doc: ImportDocument, context: ImportContext
 ) -> tuple[list[dict[str, Any]], list[ReportLine]]:
     """The ModelServing, Service and (maybe) AutoscalingPolicy of an InferenceService, and the field report."""
-    rows = covered_rows(doc, INFERENCESERVICE_TABLE)
-    model_ref = read_str(doc, "spec.modelRef")
+    rows = report_fields(doc, INFERENCESERVICE_TABLE)
+    model_ref = string(doc, "spec.modelRef")
     if not model_ref:
         raise ImportFailure(doc.index, doc.source, "spec.modelRef", "required: the Model to serve")
-    runtime = read_str(doc, "spec.runtime") or "llamacpp"
+    runtime = string(doc, "spec.runtime") or "llamacpp"
     if runtime not in RUNTIMES:
         raise ImportFailure(doc.index, doc.source, "spec.runtime", f"{runtime!r} is not one of {', '.join(RUNTIMES)}")
-    model = context.find("Model", model_ref)
-    serving = _model_serving(doc, context, runtime, model)
-    objects: list[dict[str, Any]] = [serving, endpoint_service(doc)]
-    notes: dict[str, str] = {}
-    if runtime == "vllm" and read_bool(doc, "spec.vllmConfig.speculative.enabled") and not _draft_repo(doc, context):
-        notes["spec.vllmConfig.speculative.model"] = "the draft Model is not in the input or not on Hugging Face"
     pool = pool_of(doc, context)
-    if read_object(doc, "spec.autoscaling") and pool is None:
-        port = serving["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["ports"][0]
-        plan = autoscaling_policy(doc, port["containerPort"])
-        if plan.policy is not None:
-            objects.append(plan.policy)
-        else:
-            for rule in rows:
-                if rule.path.startswith("spec.autoscaling."):
-                    notes[rule.path] = "every metric is a Resource metric: no AutoscalingPolicy is emitted"
-        if plan.dropped_metrics:
-            dropped = ", ".join(plan.dropped_metrics)
-            notes["spec.autoscaling.metrics[].targetAverageUtilization"] = f"Resource metric(s) {dropped} dropped"
-    return objects, [_line(doc, rule, runtime, pool, notes) for rule in rows]
+    serving = _model_serving(doc, context, runtime, context.find("Model", model_ref), pool)
+    overrides, policy = _overrides(doc, context, rows, runtime, pool)
+    objects = [serving, endpoint_service(doc)] + ([policy] if policy is not None else [])
+    return objects, [_line(line, overrides.get(line.path)) for line in rows]

@@ -136,7 +136,12 @@ INFERENCESERVICE_TABLE: tuple[FieldRule, ...] = (
         "ModelServing metadata.annotations serving.kthena-py.io/model-cache",
         "true: no gate and no mount, the image or the engine brings the model",
     ),
-    FieldRule("spec.replicas", "mapped", "ModelServing spec.replicas", "the initial count when autoscaled"),
+    FieldRule(
+        "spec.replicas",
+        "mapped",
+        "ModelServing spec.replicas",
+        "the initial count when autoscaled; a ModelPool member starts at 0 (the pool brings it up)",
+    ),
     FieldRule(
         "spec.runtime",
         "approximated",
@@ -237,7 +242,7 @@ INFERENCESERVICE_TABLE: tuple[FieldRule, ...] = (
         "mapped",
         f"{_ASP}.metrics[].name; homogeneousTarget.target.metricSources[].pod.name",
         "scraped from each entry pod's /metrics on the engine port; unset metrics: llamacpp:requests_processing "
-        "at 2, LLMKube's default",
+        "at 2, LLMKube's default (vllm:num_requests_running at 2 for vLLM, which does not export the former)",
     ),
     FieldRule(
         "spec.autoscaling.metrics[].type",

@@ -15,19 +15,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from kthena_py.importers.context import ImportContext, ImportDocument, rule_line
-from kthena_py.importers.llmkube.common import emitted_metadata
-from kthena_py.importers.llmkube.coverage import covered_rows
-from kthena_py.importers.llmkube.model_table import MODEL_TABLE
-from kthena_py.importers.llmkube.values import (
-    read_bool,
-    read_int,
-    read_object,
-    read_objects,
-    read_str,
-    read_str_list,
-    read_str_map,
+from kthena_py.importers.context import ImportContext, ImportDocument
+from kthena_py.importers.documents import (
+    boolean,
+    integer,
+    mapping,
+    object_list,
+    report_fields,
+    string,
+    string_list,
+    string_map,
 )
+from kthena_py.importers.llmkube.common import emitted_metadata
+from kthena_py.importers.llmkube.model_table import MODEL_TABLE
 from kthena_py.importers.report import ImportFailure, ReportLine
 
 __all__ = ["DEFAULT_CACHE_SIZE", "MODELCACHE_API_VERSION", "staging_source", "translate_model"]
@@ -72,11 +72,11 @@ def staging_source(source: str | None, files: Sequence[str]) -> tuple[str, list[
 
 
 def _storage(doc: ImportDocument) -> dict[str, Any]:
-    claim = read_str(doc, "spec.modelCache.claimName")
+    claim = string(doc, "spec.modelCache.claimName")
     if claim:
         return {"persistentVolumeClaim": {"claimName": claim}}
     template: dict[str, Any] = {"size": DEFAULT_CACHE_SIZE, "accessModes": ["ReadWriteMany"]}
-    storage_class = read_str(doc, "spec.modelCache.storageClassName")
+    storage_class = string(doc, "spec.modelCache.storageClassName")
     if storage_class:
         template["storageClassName"] = storage_class
     return {"volumeClaimTemplate": template}
@@ -84,54 +84,54 @@ def _storage(doc: ImportDocument) -> dict[str, Any]:
 
 def _placement(doc: ImportDocument) -> dict[str, Any]:
     placement: dict[str, Any] = {}
-    node_selector = read_str_map(doc, "spec.prefetchNodeSelector")
+    node_selector = string_map(doc, "spec.prefetchNodeSelector")
     if node_selector:
         placement["nodeSelector"] = node_selector
-    tolerations = read_objects(doc, "spec.prefetchTolerations")
+    tolerations = object_list(doc, "spec.prefetchTolerations")
     if tolerations:
         placement["tolerations"] = [dict(item) for item in tolerations]
-    affinity = read_object(doc, "spec.prefetchAffinity")
+    affinity = mapping(doc, "spec.prefetchAffinity")
     if affinity:
         placement["affinity"] = dict(affinity)
     return placement
 
 
 def _cache_spec(doc: ImportDocument) -> dict[str, Any]:
-    files = list(read_str_list(doc, "spec.files") or [])
-    mmproj = read_str(doc, "spec.mmproj")
+    files = list(string_list(doc, "spec.files") or [])
+    mmproj = string(doc, "spec.mmproj")
     if mmproj:
         files.append(mmproj)
-    staged = staging_source(read_str(doc, "spec.source"), files)
+    staged = staging_source(string(doc, "spec.source"), files)
     if isinstance(staged, str):
         raise ImportFailure(doc.index, doc.source, "spec.source", staged)
     source, entries = staged
     spec: dict[str, Any] = {"source": source}
     if entries:
         spec["files"] = entries
-    sha256 = read_str(doc, "spec.sha256")
+    sha256 = string(doc, "spec.sha256")
     if sha256:
         spec["sha256"] = sha256.lower()
-    file_sha = read_str_map(doc, "spec.fileSha256")
+    file_sha = string_map(doc, "spec.fileSha256")
     if file_sha:
         spec["fileSHA256"] = {_relative(source, key): value.lower() for key, value in file_sha.items()}
-    secret = read_str(doc, "spec.sourceSecretRef.name")
+    secret = string(doc, "spec.sourceSecretRef.name")
     if secret:
         spec["sourceSecretRef"] = {"name": secret}
     spec["storage"] = _storage(doc)
     placement = _placement(doc)
     if placement:
         spec["placement"] = placement
-    prefetch = read_bool(doc, "spec.prefetch")
-    alias = read_bool(doc, "spec.modelCache.prefetch")
+    prefetch = boolean(doc, "spec.prefetch")
+    alias = boolean(doc, "spec.modelCache.prefetch")
     spec["prefetch"] = bool(prefetch) or bool(alias)
-    workers = read_int(doc, "spec.downloadConcurrency")
+    workers = integer(doc, "spec.downloadConcurrency")
     if workers is not None:
         spec["maxWorkers"] = workers
-    refresh = read_str(doc, "spec.refreshPolicy")
+    refresh = string(doc, "spec.refreshPolicy")
     if refresh:
         spec["refreshPolicy"] = refresh
-    config_map = read_str(doc, "spec.attestation.configMapKeyRef.name")
-    key = read_str(doc, "spec.attestation.configMapKeyRef.key")
+    config_map = string(doc, "spec.attestation.configMapKeyRef.name")
+    key = string(doc, "spec.attestation.configMapKeyRef.key")
     if config_map or key:
         if not (config_map and key):
             path = "spec.attestation.configMapKeyRef." + ("key" if config_map else "name")
@@ -142,11 +142,11 @@ def _cache_spec(doc: ImportDocument) -> dict[str, Any]:
 
 def translate_model(doc: ImportDocument, context: ImportContext) -> tuple[list[dict[str, Any]], list[ReportLine]]:
     """The ModelCache of an LLMKube Model, and the report on every field present."""
-    rows = covered_rows(doc, MODEL_TABLE)
+    lines = report_fields(doc, MODEL_TABLE)
     cache = {
         "apiVersion": MODELCACHE_API_VERSION,
         "kind": "ModelCache",
         "metadata": emitted_metadata(doc),
         "spec": _cache_spec(doc),
     }
-    return [cache], [rule_line(doc, rule) for rule in rows]
+    return [cache], lines

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from kthena_py.importers.context import ImportContext, ImportDocument, rule_line
+from kthena_py.importers.context import ImportContext, ImportDocument
+from kthena_py.importers.documents import integer, object_list, report_fields, string, string_map
 from kthena_py.importers.llmkube.common import emitted_metadata
-from kthena_py.importers.llmkube.coverage import covered_rows
 from kthena_py.importers.llmkube.modelpool_table import MODELPOOL_TABLE
-from kthena_py.importers.llmkube.values import read_int, read_objects, read_str, read_str_map
 from kthena_py.importers.report import ImportFailure, ReportLine
 
 __all__ = ["MODELPOOL_API_VERSION", "translate_modelpool"]
@@ -29,7 +28,7 @@ _MEMBER_NAME = "spec.members[].inferenceServiceRef.name"
 
 def _members(doc: ImportDocument) -> list[dict[str, Any]]:
     names: list[str] = []
-    for index, member in enumerate(read_objects(doc, "spec.members") or []):
+    for index, member in enumerate(object_list(doc, "spec.members") or []):
         ref = member.get("inferenceServiceRef")
         name = ref.get("name") if isinstance(ref, dict) else None
         if not isinstance(name, str) or not name:
@@ -44,20 +43,20 @@ def _members(doc: ImportDocument) -> list[dict[str, Any]]:
 
 def translate_modelpool(doc: ImportDocument, context: ImportContext) -> tuple[list[dict[str, Any]], list[ReportLine]]:
     """kthena_py's ModelPool for an LLMKube ModelPool, and the report on every field present."""
-    rows = covered_rows(doc, MODELPOOL_TABLE)
+    lines = report_fields(doc, MODELPOOL_TABLE)
     spec: dict[str, Any] = {"members": _members(doc)}
-    default = read_str(doc, "spec.default")
+    default = string(doc, "spec.default")
     if default:
         spec["default"] = default
-    gpu = read_int(doc, "spec.gpu")
+    gpu = integer(doc, "spec.gpu")
     if gpu is not None:
         spec["gpu"] = gpu
-    node_selector = read_str_map(doc, "spec.nodeSelector")
+    node_selector = string_map(doc, "spec.nodeSelector")
     if node_selector:
         spec["nodeSelector"] = node_selector
     for field in ("swapPolicy", "swapBudget"):
-        value = read_str(doc, f"spec.{field}")
+        value = string(doc, f"spec.{field}")
         if value:
             spec[field] = value
     pool = {"apiVersion": MODELPOOL_API_VERSION, "kind": "ModelPool", "metadata": emitted_metadata(doc), "spec": spec}
-    return [pool], [rule_line(doc, rule) for rule in rows]
+    return [pool], lines

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from kthena_py.importers.context import ImportDocument
+from kthena_py.importers.documents import integer, string
 from kthena_py.importers.llmkube.common import emitted_metadata
-from kthena_py.importers.llmkube.values import read_int, read_str
 from kthena_py.vocab.labels import ENTRY_VALUE, SERVING_ENTRY, SERVING_NAME
 
 __all__ = ["DEFAULT_ENDPOINT_PORT", "endpoint_service"]
@@ -21,13 +21,13 @@ DEFAULT_ENDPOINT_PORT = 8080
 
 def endpoint_service(doc: ImportDocument) -> dict[str, Any]:
     """The Service of ``doc``'s endpoint."""
-    port = read_int(doc, "spec.endpoint.port") or DEFAULT_ENDPOINT_PORT
+    port = integer(doc, "spec.endpoint.port") or DEFAULT_ENDPOINT_PORT
     return {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": emitted_metadata(doc),
         "spec": {
-            "type": read_str(doc, "spec.endpoint.type") or "ClusterIP",
+            "type": string(doc, "spec.endpoint.type") or "ClusterIP",
             "selector": {SERVING_NAME: doc.name, SERVING_ENTRY: ENTRY_VALUE},
             "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
         },

@@ -16,10 +16,13 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kthena_py.api.validation import validate_document
 from kthena_py.importers.context import ImportContext, ImportDocument, ImportOptions
 from kthena_py.importers.llmkube import FIELD_TABLES, TRANSLATORS
+from kthena_py.importers.metadata import METADATA_FIELDS
 from kthena_py.importers.report import ReportLine
 from kthena_py.vocab.labels import IMPORTED_FROM, IMPORTED_KIND, IMPORTED_NAME, IMPORTED_PEER
 
@@ -67,11 +70,12 @@ def test_each_present_field_is_reported_once(manifest: Path) -> None:
     for doc in docs:
         paths = [line.path for line in report if line.document == doc.index]
         assert len(paths) == len(set(paths)), doc.source
-        assert {"apiVersion", "kind", "metadata"} <= set(paths)
+        assert {"apiVersion", "kind", "metadata.name"} <= set(paths)
         assert all(line.source == doc.source for line in report if line.document == doc.index)
 
 
 def test_every_row_of_every_table_is_exercised_by_the_manifests() -> None:
+    """Each kind's own rows by a manifest of that kind; the shared ObjectMeta rows by a manifest of any kind."""
     seen: dict[str, set[str]] = {}
     for manifest in MANIFESTS:
         docs = load(manifest)
@@ -79,8 +83,11 @@ def test_every_row_of_every_table_is_exercised_by_the_manifests() -> None:
         for line in report:
             kind = docs[line.document].kind
             seen.setdefault(kind, set()).add(line.path)
+    shared = {rule.path for rule in METADATA_FIELDS}
+    anywhere = set().union(*seen.values())
+    assert sorted(shared - anywhere) == []
     for (_, kind), table in FIELD_TABLES.items():
-        missing = [rule.path for rule in table if rule.path not in seen.get(kind, set())]
+        missing = [rule.path for rule in table if rule.path not in seen.get(kind, set()) and rule.path not in shared]
         assert not missing, f"{kind}: rows no manifest exercises: {missing}"
 
 
@@ -107,3 +114,32 @@ def test_namespace_override_moves_every_object_but_keeps_the_origin() -> None:
     assert {obj["metadata"]["namespace"] for obj in objects} == {"migrated"}
     assert {line.source.split("/")[1] for line in report} == {"migrated"}
     assert all(" team-a/" in obj["metadata"]["annotations"][IMPORTED_FROM] for obj in objects)
+
+
+REQUIRED = frozenset({"modelRef", "image", "members", "source", "files"})
+"""Spec fields whose removal makes a manifest untranslatable (an ImportFailure, tested elsewhere)."""
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_removing_fields_removes_exactly_their_report_lines(data: st.DataObject) -> None:
+    """Translate a manifest with a random set of spec fields removed: the report loses exactly their lines."""
+    manifest = data.draw(st.sampled_from(MANIFESTS), label="manifest")
+    docs = load(manifest)
+    _, full = run(docs)
+    kept_docs = []
+    removed: dict[int, set[str]] = {}
+    for doc in docs:
+        spec = doc.body.get("spec") or {}
+        optional = sorted(set(spec) - REQUIRED)
+        gone = set(data.draw(st.sets(st.sampled_from(optional)), label=doc.source)) if optional else set()
+        removed[doc.index] = gone
+        body = {**doc.body, "spec": {key: value for key, value in spec.items() if key not in gone}}
+        kept_docs.append(ImportDocument(doc.index, body))
+    _, report = run(tuple(kept_docs))
+
+    def top(path: str) -> str:
+        return path.split(".")[1].split("[")[0] if path.startswith("spec.") else ""
+
+    expected = {(line.document, line.path) for line in full if top(line.path) not in removed[line.document]}
+    assert {(line.document, line.path) for line in report} == expected

@@ -171,6 +171,17 @@ def test_a_pool_member_gets_no_autoscaling_policy() -> None:
     line = next(line for line in lines if line.path == "spec.autoscaling.maxReplicas")
     assert line.outcome == "dropped" and "ModelPool p" in line.note
     assert by_kind(objects, "ModelPool")[0]["spec"]["members"] == [{"modelServingRef": {"name": "a"}}]
+    assert by_kind(objects, "ModelServing")[0]["spec"]["replicas"] == 0
+
+
+def test_vllm_without_metrics_scales_on_a_metric_vllm_exports() -> None:
+    service = doc("InferenceService", "a", {"modelRef": "m", "runtime": "vllm", "autoscaling": {"maxReplicas": 2}})
+    objects, lines = translate(service)
+    policy = by_kind(objects, "AutoscalingPolicy")[0]["spec"]
+    assert policy["metrics"] == [{"name": "vllm:num_requests_running", "targetValue": "2"}]
+    assert policy["homogeneousTarget"]["target"]["metricSources"]["vllm:num_requests_running"]["pod"]["port"] == 8000
+    line = next(line for line in lines if line.path == "spec.autoscaling.maxReplicas")
+    assert line.outcome == "mapped" and "vllm:num_requests_running" in line.note
 
 
 def test_only_resource_metrics_means_no_policy() -> None:
