@@ -42,8 +42,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--kubeai-config",
         metavar="FILE",
-        help="KubeAI's system config (its config.yaml, or chart values) holding resourceProfiles; "
-        "default: KubeAI's chart defaults",
+        help="KubeAI's system config (its config.yaml, or chart values): resourceProfiles and modelServers "
+        "images; default: KubeAI's chart defaults",
     )
     p.set_defaults(run=run)
 
@@ -76,22 +76,25 @@ def run(args: argparse.Namespace) -> int:
     import yaml
 
     from kthena_py.importers.context import ImportOptions
-    from kthena_py.importers.kubeai.profiles import profiles_from_config
+    from kthena_py.importers.kubeai.profiles import images_from_config, profiles_from_config
     from kthena_py.importers.render import objects_json, objects_yaml
     from kthena_py.importers.report import ImportFailure
     from kthena_py.importers.translate import StrictViolation, translate
 
-    profiles = None
+    profiles = images = None
     if args.kubeai_config:
         try:
-            profiles = profiles_from_config(yaml.safe_load(_read(args.kubeai_config)))
+            config = yaml.safe_load(_read(args.kubeai_config))
+            profiles, images = profiles_from_config(config), images_from_config(config)
         except (OSError, yaml.YAMLError, ValueError) as exc:
             return _bad(f"--kubeai-config {args.kubeai_config}: {exc}")
     try:
         text = _read(args.filename)
     except (OSError, UnicodeDecodeError) as exc:
         return _bad(f"{args.filename}: {exc}")
-    options = ImportOptions(namespace=args.namespace, strict=args.strict, kubeai_profiles=profiles)
+    options = ImportOptions(
+        namespace=args.namespace, strict=args.strict, kubeai_profiles=profiles, kubeai_images=images
+    )
     try:
         translation = translate(args.peer, text, options)
     except ImportFailure as exc:

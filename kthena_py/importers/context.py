@@ -8,7 +8,9 @@ Guarantees:
 * :class:`ImportContext` lets a translator look at the other input documents (an InferenceService's Model) and
   read the options; it never reads a file or a cluster.
 * :func:`origin_metadata` is the one place the origin labels and annotation are built: every emitted object
-  carries them (peer, source kind, source name, and ``<apiVersion> <Kind> <namespace>/<name>``).
+  carries them (peer, source kind, source name, and ``<apiVersion> <Kind> <namespace>/<name>``). A name longer
+  than a label value may be (63) is shortened in the label to its first 54 characters, ``-`` and 8 hex digits of
+  its sha256 (still unique, still a valid label value); the annotation always holds it whole.
 * :func:`rule_line` turns a field table row into a report line for one document.
 
 A translator has the signature of :data:`Translator`; it returns the objects it emits and one report line for
@@ -17,6 +19,7 @@ every field present in its document, and raises :class:`~kthena_py.importers.rep
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -32,6 +35,7 @@ __all__ = [
     "Peer",
     "ResourceProfile",
     "Translator",
+    "label_value",
     "origin_metadata",
     "rule_line",
 ]
@@ -69,6 +73,8 @@ class ImportOptions:
     """``--strict``: fail when a field would be dropped (enforced by ``translate``)."""
     kubeai_profiles: Mapping[str, ResourceProfile] | None = None
     """KubeAI's resource profiles from ``--kubeai-config``; ``None``: KubeAI's documented defaults."""
+    kubeai_images: Mapping[str, Mapping[str, str]] | None = None
+    """KubeAI's ``modelServers.<engine>.images`` from ``--kubeai-config`` (engines it names replace the defaults)."""
 
 
 def _text(value: object) -> str:
@@ -147,10 +153,20 @@ def rule_line(doc: ImportDocument, rule: FieldRule, *, note: str | None = None) 
     )
 
 
+LABEL_VALUE_MAX = 63
+
+
+def label_value(text: str) -> str:
+    """``text`` if it fits a label value, else its first 54 characters, ``-`` and 8 hex digits of its sha256."""
+    if len(text) <= LABEL_VALUE_MAX:
+        return text
+    return f"{text[:54]}-{hashlib.sha256(text.encode()).hexdigest()[:8]}"
+
+
 def origin_metadata(doc: ImportDocument, peer: Peer) -> dict[str, Any]:
     """``labels`` and ``annotations`` naming the peer object an emitted object was translated from."""
     original_namespace = _text(doc.metadata.get("namespace")) or DEFAULT_NAMESPACE
     return {
-        "labels": {IMPORTED_PEER: peer, IMPORTED_KIND: doc.kind, IMPORTED_NAME: doc.name},
+        "labels": {IMPORTED_PEER: peer, IMPORTED_KIND: doc.kind, IMPORTED_NAME: label_value(doc.name)},
         "annotations": {IMPORTED_FROM: f"{doc.api_version} {doc.kind} {original_namespace}/{doc.name}"},
     }

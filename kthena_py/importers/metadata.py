@@ -7,6 +7,9 @@ Guarantees:
 * :data:`OBSERVED_STATE` lists the dropped fields that describe the peer object's life rather than what the user
   asked for (server-set metadata, ``status``): ``--strict`` does not count them, since every exported object
   has them.
+* :func:`check_metadata` refuses metadata of the wrong shape (a name that is not a string, labels that are not
+  an object of strings, ...) with an :class:`~kthena_py.importers.report.ImportFailure` naming the field, before
+  any translator reads it.
 * :func:`carried_metadata` is what the emitted primary object keeps of the input's metadata: its labels, and its
   annotations except kubectl's record of the peer object, under the origin labels and annotation.
 """
@@ -17,10 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kthena_py.importers.context import ImportDocument, Peer, origin_metadata
-from kthena_py.importers.report import FieldRule
+from kthena_py.importers.documents import mapping, string, string_map
+from kthena_py.importers.report import FieldRule, ImportFailure
 from kthena_py.vocab.labels import KUBECTL_LAST_APPLIED
 
-__all__ = ["METADATA_FIELDS", "OBSERVED_STATE", "carried_metadata"]
+__all__ = ["METADATA_FIELDS", "OBSERVED_STATE", "carried_metadata", "check_metadata"]
 
 _SERVER_SET = "set by the API server for the peer object; the new objects get their own"
 
@@ -72,6 +76,16 @@ OBSERVED_STATE: frozenset[str] = frozenset(
     }
 )
 """Dropped fields that ``--strict`` does not count: set by the peer's cluster, not by the user."""
+
+
+def check_metadata(doc: ImportDocument) -> None:
+    """Raise :class:`ImportFailure` when ``metadata`` or its name, namespace, labels or annotations are misshapen."""
+    mapping(doc, "metadata")
+    if not string(doc, "metadata.name"):
+        raise ImportFailure(doc.index, doc.source, "metadata.name", "required")
+    string(doc, "metadata.namespace")
+    string_map(doc, "metadata.labels")
+    string_map(doc, "metadata.annotations")
 
 
 def _strings(value: object) -> dict[str, str]:

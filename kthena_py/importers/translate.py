@@ -6,8 +6,10 @@ Guarantees:
   document that is not an object, an apiVersion/kind the peer has no translator for, a field no rule covers or
   a value of the wrong type raise :class:`~kthena_py.importers.report.ImportFailure` naming the document (and
   the field); nothing is returned then, so the CLI writes nothing.
-* Documents are translated in input order; each may look at the others (:class:`ImportContext`). Two
-  documents emitting the same object (kind, namespace, name) are refused, naming the second.
+* Every document's metadata is checked first (:func:`~kthena_py.importers.metadata.check_metadata`): a name is
+  required, labels and annotations are objects of strings. Documents are translated in input order; each may
+  look at the others (:class:`ImportContext`). Two documents emitting the same object (kind, namespace, name)
+  are refused, naming the second.
 * ``options.strict``: when any field of the desired state would be dropped (observed state, i.e. ``status`` and
   server-set metadata, is not counted), :class:`StrictViolation` is raised, carrying the translation so the
   report can still be shown.
@@ -24,7 +26,7 @@ import yaml
 
 from kthena_py.importers.context import ImportContext, ImportDocument, ImportOptions, Translator
 from kthena_py.importers.documents import expand
-from kthena_py.importers.metadata import OBSERVED_STATE
+from kthena_py.importers.metadata import OBSERVED_STATE, check_metadata
 from kthena_py.importers.report import FieldRule, ImportFailure, ReportLine, Translation
 
 __all__ = ["PEERS", "StrictViolation", "field_tables", "parse", "translate", "translators"]
@@ -94,6 +96,7 @@ def translate(peer: str, text_or_docs: str | Iterable[object], options: ImportOp
     emitted: dict[tuple[str, str, str], int] = {}
     for doc in documents:
         translator = _translator(peer, table, doc)
+        check_metadata(doc)
         made, lines = translator(doc, context)
         for obj in made:
             key = _key(obj)

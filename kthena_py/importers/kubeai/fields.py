@@ -54,7 +54,8 @@ MODEL_FIELDS: tuple[FieldRule, ...] = (
         "mapped",
         "entry pod resources, nodeSelector, tolerations, affinity, runtimeClassName; ModelServing spec.schedulerName",
         "<profile>:<count> from --kubeai-config (KubeAI's chart defaults otherwise); requests and limits times "
-        "count; the profile's imageName picks the engine image",
+        "count; the profile's imageName picks the engine image (modelServers images of --kubeai-config, else KubeAI's "
+        "chart defaults)",
     ),
     FieldRule(
         "spec.cacheProfile",
@@ -105,7 +106,7 @@ MODEL_FIELDS: tuple[FieldRule, ...] = (
         "approximated",
         "AutoscalingPolicy behavior.scaleDown.stabilizationWindow",
         "a window in which any recommendation to keep a replica keeps it, where KubeAI waits this long after "
-        "deciding; unset: KubeAI's default 30s",
+        "deciding; unset: KubeAI's default 30s; at most 30 minutes (longer is capped)",
     ),
     FieldRule(
         "spec.owner",

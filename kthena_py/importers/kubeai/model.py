@@ -44,6 +44,7 @@ __all__ = [
     "DEFAULT_TARGET_REQUESTS",
     "DEMAND_METRIC",
     "MAX_REPLICAS_UNLIMITED",
+    "MAX_STABILIZATION_SECONDS",
     "PROMETHEUS_URL",
     "translate_model",
 ]
@@ -52,6 +53,8 @@ PEER: Peer = "kubeai"
 DEFAULT_TARGET_REQUESTS = 100
 DEFAULT_SCALE_DOWN_DELAY_SECONDS = 30
 MAX_REPLICAS_UNLIMITED = 1_000_000
+MAX_STABILIZATION_SECONDS = 1800
+"""kthena_py's largest scale-down stabilization window (30 minutes)."""
 CACHE_CLAIM_PREFIX = "shared-model-cache-"
 DEMAND_METRIC = "demand"
 PROMETHEUS_URL = "http://prometheus.monitoring:9090"
@@ -229,7 +232,9 @@ def translate_model(doc: ImportDocument, context: ImportContext) -> tuple[list[d
         raise _fail(doc, "spec.adapters", "adapters are only supported with the VLLM engine (as in KubeAI)")
     profile = _resource_profile(doc, context)
     model, volume = _model_argument(doc, engine, url, cached=bool(cache_profile))
-    image = string(doc, "spec.image") or engine_image(engine, profile[0].image_name if profile else "")
+    image = string(doc, "spec.image") or engine_image(
+        engine, profile[0].image_name if profile else "", context.options.kubeai_images
+    )
     launch = EngineLaunch(
         engine=engine,
         model=model,
@@ -282,6 +287,24 @@ def translate_model(doc: ImportDocument, context: ImportContext) -> tuple[list[d
         for path in ("spec.minReplicas", "spec.maxReplicas", "spec.targetRequests", "spec.scaleDownDelaySeconds"):
             _refine(lines, path, outcome="dropped", target="", note="autoscalingDisabled: no AutoscalingPolicy")
     else:
+        if delay is not None and delay > MAX_STABILIZATION_SECONDS:
+            _refine(
+                lines,
+                "spec.scaleDownDelaySeconds",
+                note=f"{delay}s capped at {MAX_STABILIZATION_SECONDS}s, the longest stabilization window kthena_py "
+                "accepts",
+            )
+            delay = MAX_STABILIZATION_SECONDS
+        for path, value in (("spec.minReplicas", minimum), ("spec.maxReplicas", maximum)):
+            if value is not None and value > MAX_REPLICAS_UNLIMITED:
+                _refine(
+                    lines,
+                    path,
+                    outcome="approximated",
+                    note=f"{value} capped at {MAX_REPLICAS_UNLIMITED}, the most kthena_py's policy accepts",
+                )
+        floor = min(floor, MAX_REPLICAS_UNLIMITED)
+        maximum = None if maximum is None else min(maximum, MAX_REPLICAS_UNLIMITED)
         if floor == 0:
             annotations[ACTIVATOR_SCALE_FROM_ZERO] = "true"
         objects.append(

@@ -5,9 +5,9 @@ Guarantees:
 * :data:`DEFAULT_RESOURCE_PROFILES` and :data:`ENGINE_IMAGES` approximate the defaults KubeAI's chart ships
   (``resourceProfiles`` and ``modelServers.<engine>.images``); a team with its own profiles passes its system
   config (``--kubeai-config``), read by :func:`profiles_from_config`.
-* :func:`profiles_from_config` is pure: it takes the parsed config (the ``config.yaml`` of KubeAI's ConfigMap, or
-  the chart's values holding the same ``resourceProfiles`` key) and returns the profiles, or raises
-  :class:`ValueError` naming the bad key.
+* :func:`profiles_from_config` and :func:`images_from_config` are pure: they take the parsed config (the
+  ``config.yaml`` of KubeAI's ConfigMap, or the chart's values holding the same keys) and return its
+  ``resourceProfiles`` and ``modelServers.<engine>.images``, or raise :class:`ValueError` naming the bad key.
 * :func:`scaled` multiplies a profile's per-unit quantities by the ``<count>`` of ``resourceProfile``, as KubeAI
   does, keeping binary suffixes binary (``24Gi`` x 2 is ``48Gi``).
 """
@@ -21,7 +21,14 @@ from typing import Any
 from kthena_py.api.quantity import QuantityError, QuantityFormat, format_quantity, parse_quantity
 from kthena_py.importers.context import ResourceProfile
 
-__all__ = ["DEFAULT_RESOURCE_PROFILES", "ENGINE_IMAGES", "engine_image", "profiles_from_config", "scaled"]
+__all__ = [
+    "DEFAULT_RESOURCE_PROFILES",
+    "ENGINE_IMAGES",
+    "engine_image",
+    "images_from_config",
+    "profiles_from_config",
+    "scaled",
+]
 
 _GPU = "nvidia.com/gpu"
 _GPU_TOLERATION: Mapping[str, Any] = {"key": _GPU, "operator": "Equal", "value": "present", "effect": "NoSchedule"}
@@ -62,10 +69,13 @@ ENGINE_IMAGES: Mapping[str, Mapping[str, str]] = {
 """KubeAI's ``modelServers.<engine>.images``: the profile's ``imageName`` picks one, ``default`` otherwise."""
 
 
-def engine_image(engine: str, image_name: str) -> str:
-    """The image KubeAI would run for ``engine`` on a profile with ``imageName: image_name``."""
-    images = ENGINE_IMAGES[engine]
-    return images.get(image_name) or images["default"]
+def engine_image(engine: str, image_name: str, configured: Mapping[str, Mapping[str, str]] | None = None) -> str:
+    """The image KubeAI would run for ``engine`` on a profile with ``imageName: image_name``.
+
+    ``configured`` (from :func:`images_from_config`) replaces the defaults of the engines it names.
+    """
+    images = (configured or {}).get(engine) or ENGINE_IMAGES[engine]
+    return images.get(image_name) or images.get("default") or ENGINE_IMAGES[engine]["default"]
 
 
 def _string_map(value: object, where: str) -> dict[str, str]:
@@ -106,6 +116,24 @@ def profiles_from_config(config: object) -> dict[str, ResourceProfile]:
     if not isinstance(raw, Mapping):
         raise ValueError("resourceProfiles: missing, or not an object")
     return {str(name): _profile(str(name), body) for name, body in raw.items()}
+
+
+def images_from_config(config: object) -> dict[str, dict[str, str]]:
+    """The ``modelServers.<engine>.images`` of a parsed KubeAI system config (empty when it has none)."""
+    if not isinstance(config, Mapping):
+        raise ValueError("the KubeAI config is not an object")
+    servers = config.get("modelServers")
+    if servers is None:
+        return {}
+    if not isinstance(servers, Mapping):
+        raise ValueError("modelServers: expected an object")
+    found: dict[str, dict[str, str]] = {}
+    for engine, body in servers.items():
+        images = body.get("images") if isinstance(body, Mapping) else None
+        if images is None:
+            continue
+        found[str(engine)] = _string_map(images, f"modelServers.{engine}.images")
+    return found
 
 
 def scaled(quantities: Mapping[str, str], count: int) -> dict[str, str]:

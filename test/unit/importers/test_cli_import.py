@@ -116,3 +116,26 @@ def test_bad_kubeai_config_exits_2(capsys: pytest.CaptureFixture[str], tmp_path:
     code, out, err = _run(capsys, "kubeai", "-f", str(MODELS), "--kubeai-config", str(config))
     assert (code, out) == (2, "")
     assert "resourceProfiles.x.tolerations" in err
+
+
+def test_kubeai_config_supplies_the_engine_images(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(
+        "modelServers:\n  VLLM:\n    images: {default: mirror/vllm:1, gpu-x: mirror/vllm:1-gpu}\n"
+        "resourceProfiles:\n  x: {imageName: gpu-x}\n  y: {imageName: other}\n"
+    )
+    model = tmp_path / "m.yaml"
+    model.write_text(
+        "apiVersion: kubeai.org/v1\nkind: Model\nmetadata: {name: a}\nspec: {url: hf://a/b, engine: VLLM, "
+        "resourceProfile: 'x:1'}\n---\napiVersion: kubeai.org/v1\nkind: Model\nmetadata: {name: b}\n"
+        "spec: {url: hf://a/b, engine: VLLM, resourceProfile: 'y:1'}\n---\napiVersion: kubeai.org/v1\nkind: Model\n"
+        "metadata: {name: c}\nspec: {url: 'ollama://m', engine: OLlama, resourceProfile: 'x:1'}\n"
+    )
+    code, out, _ = _run(capsys, "kubeai", "-f", str(model), "--kubeai-config", str(config))
+    assert code == 0
+    images = {
+        doc["metadata"]["name"]: doc["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]["image"]
+        for doc in yaml.safe_load_all(out)
+        if doc["kind"] == "ModelServing"
+    }
+    assert images == {"a": "mirror/vllm:1-gpu", "b": "mirror/vllm:1", "c": "ollama/ollama:latest"}

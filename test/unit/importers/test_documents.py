@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kthena_py.importers.context import ImportContext, ImportDocument, ImportOptions, origin_metadata, rule_line
+from kthena_py.importers.context import (
+    ImportContext,
+    ImportDocument,
+    ImportOptions,
+    label_value,
+    origin_metadata,
+    rule_line,
+)
 from kthena_py.importers.documents import expand, integer, report_fields, string, string_list, string_map
 from kthena_py.importers.report import FieldRule, ImportFailure
 from kthena_py.vocab.labels import IMPORTED_FROM, IMPORTED_KIND, IMPORTED_NAME, IMPORTED_PEER
@@ -138,3 +146,13 @@ def test_readers_name_the_field_of_a_wrong_type(reader: Any, value: object, path
         reader(_doc({"spec": {"v": value}}), "spec.v")
     assert failure.value.path == path
     assert "expected" in failure.value.message
+
+
+@given(st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,250}[a-z0-9])?", fullmatch=True))
+def test_the_name_label_is_a_valid_label_value_and_distinct_per_name(name: str) -> None:
+    value = label_value(name)
+    assert len(value) <= 63
+    assert re.fullmatch(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?", value)
+    assert (value == name) == (len(name) <= 63)
+    if len(name) > 63:
+        assert label_value(name + "x") != value

@@ -183,3 +183,23 @@ def test_bad_models_name_the_field(spec: dict[str, Any], path: str, words: str) 
     assert failure.value.document == 0
     assert failure.value.source == "Model/ns/m"
     assert words in failure.value.message
+
+
+@pytest.mark.parametrize(
+    ("spec", "path", "expected"),
+    [
+        ({"scaleDownDelaySeconds": 7200}, "behavior.scaleDown.stabilizationWindow", "1800s"),
+        ({"maxReplicas": 5_000_000}, "homogeneousTarget.maxReplicas", 1_000_000),
+        ({"minReplicas": 2_000_000, "maxReplicas": 3_000_000}, "homogeneousTarget.minReplicas", 1_000_000),
+    ],
+)
+def test_values_beyond_kthena_py_limits_are_capped_and_reported(spec: dict[str, Any], path: str, expected: Any) -> None:
+    translation = translate("kubeai", [_model(**spec)], ImportOptions())
+    policy: Any = next(obj for obj in translation.objects if obj["kind"] == "AutoscalingPolicy")
+    value = policy["spec"]
+    for key in path.split("."):
+        value = value[key]
+    assert value == expected
+    assert validate_document(policy) == []
+    capped = {line.path: line for line in translation.report if "capped" in line.note}
+    assert set(capped) == {f"spec.{key}" for key in spec if key != "maxReplicas" or spec[key] > 1_000_000}

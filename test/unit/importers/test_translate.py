@@ -92,3 +92,23 @@ def test_unknown_peer_is_a_value_error() -> None:
 
 def test_parse_keeps_empty_documents_for_indexing() -> None:
     assert parse("a: 0\n---\n---\na: 1\n") == [{"a": 0}, None, {"a": 1}]
+
+
+@pytest.mark.parametrize(
+    ("metadata", "path", "words"),
+    [
+        ("{namespace: a}", "metadata.name", "required"),
+        ("{name: 3}", "metadata.name", "expected a string"),
+        ("{name: m, namespace: [a]}", "metadata.namespace", "expected a string"),
+        ("{name: m, labels: [a]}", "metadata.labels", "expected an object"),
+        ("{name: m, labels: {a: 1}}", "metadata.labels.a", "expected a string, got an integer"),
+        ("{name: m, annotations: {a: {b: c}}}", "metadata.annotations.a", "expected a string, got an object"),
+        ("[m]", "metadata", "expected an object"),
+    ],
+)
+def test_misshapen_metadata_names_the_field(metadata: str, path: str, words: str) -> None:
+    text = f"apiVersion: kubeai.org/v1\nkind: Model\nmetadata: {metadata}\nspec: {{url: hf://a/b, engine: VLLM}}\n"
+    with pytest.raises(ImportFailure) as failure:
+        translate("kubeai", text, ImportOptions())
+    assert (failure.value.document, failure.value.path) == (0, path)
+    assert words in failure.value.message
