@@ -19,7 +19,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kthena_py.api.validation import validate_document
+from kthena_py.api.validation import autoscalingpolicy_conflicts, modelpool_conflicts, validate_document
 from kthena_py.importers.context import ImportContext, ImportDocument, ImportOptions
 from kthena_py.importers.llmkube import FIELD_TABLES, TRANSLATORS
 from kthena_py.importers.metadata import METADATA_FIELDS
@@ -29,8 +29,8 @@ from kthena_py.vocab.labels import IMPORTED_FROM, IMPORTED_KIND, IMPORTED_NAME, 
 HERE = Path(__file__).parent
 MANIFESTS = sorted((HERE / "manifests").glob("*.yaml"))
 UPDATE_ENV = "KTHENA_PY_UPDATE_GOLDEN"
-VALIDATED_KINDS = ("ModelServing", "AutoscalingPolicy", "ModelCache")
-"""Kinds kthena_py's validators know on this branch (the ModelPool API is built on another branch)."""
+VALIDATED_KINDS = ("ModelServing", "AutoscalingPolicy", "ModelCache", "ModelPool")
+"""kthena_py's kinds: validated by the admission rules (the Service is a core kind, checked by shape)."""
 
 
 def load(path: Path, namespace: str | None = None) -> tuple[ImportDocument, ...]:
@@ -93,15 +93,22 @@ def test_every_row_of_every_table_is_exercised_by_the_manifests() -> None:
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=lambda path: path.stem)
 def test_every_emitted_object_is_valid_and_names_its_origin(manifest: Path) -> None:
+    """Each object passes the admission rules, the pools and policies also the rules across objects."""
     docs = load(manifest)
     objects, _ = run(docs)
     sources = {(doc.kind, doc.name) for doc in docs}
+    pools = [obj for obj in objects if obj["kind"] == "ModelPool"]
+    policies = [obj for obj in objects if obj["kind"] == "AutoscalingPolicy"]
     for obj in objects:
         if obj["apiVersion"] == "v1":
             assert obj["kind"] == "Service"
             assert obj["spec"]["type"] in ("ClusterIP", "NodePort", "LoadBalancer")
         elif obj["kind"] in VALIDATED_KINDS:
             assert validate_document(obj) == [], f"{obj['kind']}/{obj['metadata']['name']}"
+        if obj["kind"] == "ModelPool":
+            assert modelpool_conflicts(obj, pools, policies) == []
+        if obj["kind"] == "AutoscalingPolicy":
+            assert autoscalingpolicy_conflicts(obj, pools) == []
         labels, annotations = obj["metadata"]["labels"], obj["metadata"]["annotations"]
         assert labels[IMPORTED_PEER] == "llmkube"
         assert (labels[IMPORTED_KIND], labels[IMPORTED_NAME]) in sources
