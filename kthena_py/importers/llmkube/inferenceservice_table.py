@@ -102,7 +102,13 @@ _TGI: tuple[FieldRule, ...] = (
 )
 
 _PERSONAPLEX: tuple[FieldRule, ...] = (
-    _flag("spec.personaPlexConfig.cpuOffload", "--cpu-offload", "personaplex", "written when true"),
+    FieldRule(
+        "spec.personaPlexConfig.cpuOffload",
+        "approximated",
+        f"{_CTR}.args --cpu-offload (personaplex)",
+        "written when true, as the flag of the Moshi server PersonaPlex builds on; LLMKube's own wiring is not "
+        "documented: check it against your image",
+    ),
     FieldRule(
         "spec.personaPlexConfig.quantize4Bit",
         "dropped",
