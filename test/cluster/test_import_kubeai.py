@@ -30,7 +30,13 @@ from kthena_py.kube.resources import PERSISTENT_VOLUME_CLAIMS, PODS
 from kthena_py.testing.artifacts import ArtifactServer
 from kthena_py.testing.kubelet import MiniKubelet
 from kthena_py.testing.wait import eventually
-from kthena_py.vocab.labels import ACTIVATOR_PORT, ACTIVATOR_SCALE_FROM_ZERO, IMPORTED_PEER, MODEL_CACHE
+from kthena_py.vocab.labels import (
+    ACTIVATOR_HOLD_BUDGET,
+    ACTIVATOR_PORT,
+    ACTIVATOR_SCALE_FROM_ZERO,
+    IMPORTED_PEER,
+    MODEL_CACHE,
+)
 
 from .engineutil import ENGINE_PORT, EngineFarm
 from .mcutil import HUB_SECRET, RUNNER, hub_secret, placement, running_manager, three_file_repo, throttle, wait_cache
@@ -128,8 +134,10 @@ async def test_a_cached_scale_from_zero_model_is_gated_then_woken_and_answers(
         # What the report asks the user for: the source's Secret; here also where the download may run.
         cache["spec"]["sourceSecretRef"] = {"name": HUB_SECRET}
         cache["spec"]["placement"] = placement([kubelet.node.name])
-        # The cluster tier's fake engine listens on ENGINE_PORT, not on the engine's 8000.
+        # The cluster tier's fake engine listens on ENGINE_PORT, not on the engine's 8000; a long hold budget, since
+        # the request waits for the whole download on a shared 2-core machine.
         annotations[ACTIVATOR_PORT] = str(ENGINE_PORT)
+        annotations[ACTIVATOR_HOLD_BUDGET] = "600s"
         await kube.create(MODELSERVINGS, serving, namespace)
         await kube.create(MODELCACHES, cache, namespace)
         await kube.create(AUTOSCALINGPOLICIES, policy, namespace)
@@ -138,23 +146,23 @@ async def test_a_cached_scale_from_zero_model_is_gated_then_woken_and_answers(
             running_manager(kubeconfig, namespace, tmp_path / "manager.log"),
             EngineFarm(kube, namespace) as farm,
             activator(kubeconfig, namespace) as act,
-            aiohttp.ClientSession() as http,
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=600)) as http,
         ):
-            await wait_cache(kube, namespace, NAME, "Downloading", timeout=120)
+            await wait_cache(kube, namespace, NAME, "Downloading", timeout=240)
             stored = await kube.get(MODELSERVINGS, NAME, namespace)
             assert stored["spec"]["replicas"] == 0
             assert stored["metadata"]["labels"][IMPORTED_PEER] == "kubeai"
 
             body = {"model": NAME, "messages": [{"role": "user", "content": "hello from KubeAI"}]}
             call = asyncio.create_task(http.post(f"http://127.0.0.1:{act.port}/v1/chat/completions", json=body))
-            await eventually(lambda: _replicas_are(kube, namespace, 1), timeout=30, description="woken to 1")
+            await eventually(lambda: _replicas_are(kube, namespace, 1), timeout=60, description="woken to 1")
             # Woken, but gated: no pod until the weights are staged and verified.
             await wait_condition(kube, namespace, NAME, "ModelCached", "False", "WaitingForModelCache", timeout=60)
             assert (await kube.get(MODELCACHES, NAME, namespace))["status"]["phase"] == "Downloading"
             assert await _serving_pods(kube, namespace) == []
             assert not call.done()
 
-            answer = await asyncio.wait_for(call, 150)
+            answer = await asyncio.wait_for(call, 600)
             assert answer.status == 200, await answer.text()
             assert (await answer.json())["echo"] == body
             assert len(farm.bodies) == 1

@@ -63,7 +63,7 @@ MODEL_FIELDS: tuple[FieldRule, ...] = (
         "ModelCache (same name) + ModelServing annotation serving.kthena-py.io/model-cache",
         "staged once into the ReadWriteMany claim shared-model-cache-<cacheProfile> (KubeAI's cache profiles "
         "are not read: create that claim on the profile's storage, or edit the ModelCache's storage); the "
-        "engine reads $(KTHENA_MODEL_PATH)",
+        "engine reads the staged copy at /model-cache ($(KTHENA_MODEL_PATH))",
     ),
     FieldRule("spec.image", "mapped", "entry container image", "replaces the engine's default image"),
     FieldRule("spec.args", "mapped", "entry container args", "after the engine's own arguments"),

@@ -20,7 +20,7 @@ from dataclasses import replace
 from typing import Any
 
 from kthena_py.api.common import API_VERSION, AUTOSCALING_POLICY_KIND, MODEL_SERVING_KIND
-from kthena_py.api.modelcache import MODEL_CACHE_API_VERSION, MODEL_CACHE_KIND
+from kthena_py.api.modelcache import MODEL_CACHE_API_VERSION, MODEL_CACHE_KIND, MODEL_CACHE_MOUNT_PATH
 from kthena_py.importers.context import ImportContext, ImportDocument, Peer, ResourceProfile, origin_metadata
 from kthena_py.importers.documents import (
     boolean,
@@ -104,7 +104,9 @@ def _model_argument(doc: ImportDocument, engine: str, url: str, cached: bool) ->
     if scheme == "ollama":
         raise _fail(doc, "spec.url", f"ollama:// urls are served by the OLlama engine only, not {engine}")
     if cached:
-        return CACHED_MODEL, None
+        # FasterWhisper takes the model in an env value, where $(VAR) only expands variables defined before it (the
+        # gate appends KTHENA_MODEL_PATH last), so it gets the mount path itself.
+        return (MODEL_CACHE_MOUNT_PATH if engine == "FasterWhisper" else CACHED_MODEL), None
     if scheme == "hf":
         return rest, None
     if scheme == "pvc":

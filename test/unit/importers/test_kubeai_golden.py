@@ -203,3 +203,17 @@ def test_values_beyond_kthena_py_limits_are_capped_and_reported(spec: dict[str, 
     assert validate_document(policy) == []
     capped = {line.path: line for line in translation.report if "capped" in line.note}
     assert set(capped) == {f"spec.{key}" for key in spec if key != "maxReplicas" or spec[key] > 1_000_000}
+
+
+@pytest.mark.parametrize(
+    ("engine", "where", "expected"),
+    [
+        ("VLLM", "args", "--model=$(KTHENA_MODEL_PATH)"),
+        ("Infinity", "args", "--model-id=$(KTHENA_MODEL_PATH)"),
+        ("FasterWhisper", "env", {"name": "WHISPER__MODEL", "value": "/model-cache"}),
+    ],
+)
+def test_a_cached_model_is_read_from_the_mount(engine: str, where: str, expected: object) -> None:
+    serving = _objects(_model(engine=engine, cacheProfile="c"))["ModelServing"]
+    container = serving["spec"]["template"]["roles"][0]["entryTemplate"]["spec"]["containers"][0]
+    assert expected in container[where]
