@@ -14,9 +14,9 @@ from kthena_py.plan.activator.errors import read_model
 from kthena_py.plan.activator.reasons import unavailable_reason
 from kthena_py.plan.activator.retry import retry_delay
 from kthena_py.plan.activator.scaling import needs_wake
+from kthena_py.plan.activator.directory import build_directory
 from kthena_py.plan.activator.targets import (
     DEFAULT_PORT,
-    build_directory,
     models_of,
     opted_in,
     parse_hold_budget,
