@@ -23,7 +23,7 @@ import asyncio
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import structlog
 
@@ -57,10 +57,18 @@ Key = tuple[str, str, str]
 class DemandWriter:
     """Rate-limited demand records for pool members (see the module docstring)."""
 
-    def __init__(self, client: KubeApi, catalog: Catalog, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        client: KubeApi,
+        catalog: Catalog,
+        clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        """Write through ``client`` and read cached records from ``catalog``; ``clock``/``sleep`` are for tests."""
         self._client = client
         self._catalog = catalog
         self._clock = clock
+        self._sleep = sleep
         self._known: dict[Key, float] = {}
         """The latest record known per member (own writes, and cached records read when one looked due)."""
         self._writing: dict[Key, asyncio.Task[None]] = {}
@@ -137,7 +145,7 @@ class DemandWriter:
             if delay <= 0:
                 self._maybe_write(key, REFRESH)
                 delay = DEMAND_REFRESH_SECONDS
-            await asyncio.sleep(delay)
+            await self._sleep(delay)
 
     async def _write(self, key: Key, now: float, kind: DemandKind) -> None:
         namespace, pool, member = key
