@@ -53,6 +53,9 @@ def register_all(
         from . import modelserving
 
         modelserving.register(manager, workers=workers, eviction_budget=eviction_budget)
+        from . import adapters  # LoRA adapters on the ModelServings' pods (ours)
+
+        adapters.register(manager, workers=workers)
     if AUTOSCALER in controllers:
         from . import autoscaling
 

@@ -37,7 +37,9 @@ __all__ = [
     "KUBECTL_LAST_APPLIED",
     "LORA_ADAPTERS",
     "LORA_ENDPOINT",
+    "LORA_LOADING",
     "LORA_PORT",
+    "LORA_RESTARTS",
     "LWS_GROUP_INDEX",
     "LWS_GROUP_KEY",
     "LWS_NAME",
@@ -164,6 +166,13 @@ ADAPTER_LABEL_PREFIX = "adapter.kthena-py.io/"
 of the source that was loaded (:func:`kthena_py.plan.adapters.desired.source_digest`)."""
 ADAPTERS_FIELD_MANAGER = "kthena-py-adapters"
 """The field manager of the adapter reconciler's writes (pod labels, the ModelServing's condition)."""
+LORA_LOADING = "serving.kthena-py.io/lora-loading"
+"""On an entry pod: the adapter loads the reconciler has started and not yet seen finish, a JSON object
+``{"<name>": {"digest": "<source digest>", "since": <epoch seconds>}}``, written before the load request is sent, so
+a restarted manager waits for a load already under way instead of sending it twice."""
+LORA_RESTARTS = "serving.kthena-py.io/lora-restarts"
+"""On an entry pod: the total container restart count when its adapter labels were last written; a pod whose
+count moved since has lost its adapters (the engine restarted), so its labels are dropped and the set reloaded."""
 
 BOOSTER_PREFETCH = "modelbooster.kthena-py.io/prefetch"
 """On a ModelBooster: ``"true"`` renders a child ModelCache per backend and gates the backend's ModelServing on it
