@@ -22,6 +22,7 @@ __all__ = [
     "FAILED",
     "GANG_FAILURE",
     "INITIALIZED",
+    "MEMBERS_VALID",
     "METRICS_AVAILABLE",
     "MODEL_CACHED",
     "PODGROUP_UNSCHEDULABLE",
@@ -43,6 +44,7 @@ __all__ = [
     "REASON_COMPLETE",
     "REASON_COORDINATION",
     "REASON_DEADLINE",
+    "REASON_DEMAND_EXPIRED",
     "REASON_DEPENDENCY",
     "REASON_DIGEST_MISMATCH",
     "REASON_DOWNLOADING",
@@ -55,6 +57,7 @@ __all__ = [
     "REASON_GROUPS_UPDATING",
     "REASON_GROUP_PROGRESSING",
     "REASON_IDLE",
+    "REASON_IDLE_CHECK_FAILED",
     "REASON_INSUFFICIENT_GPU",
     "REASON_INSUFFICIENT_READY",
     "REASON_INSUFFICIENT_RESOURCES",
@@ -63,6 +66,11 @@ __all__ = [
     "REASON_INVALID_SPEC",
     "REASON_KEY_EXPIRED",
     "REASON_KUBELET_READY",
+    "REASON_MEMBERS_FOUND",
+    "REASON_MEMBER_AUTOSCALED",
+    "REASON_MEMBER_IN_ANOTHER_POOL",
+    "REASON_MEMBER_MISSING",
+    "REASON_MEMBER_RESIDENT",
     "REASON_MODEL_ABNORMAL",
     "REASON_MODEL_AVAILABLE",
     "REASON_MODEL_CACHE_CONFLICT",
@@ -71,19 +79,24 @@ __all__ = [
     "REASON_MODEL_CREATING",
     "REASON_MODEL_PROCESSING",
     "REASON_MODEL_RECONCILED",
+    "REASON_NODE_SELECTOR_MISMATCH",
     "REASON_NOT_BLOCKED",
+    "REASON_NOT_DEFERRED",
     "REASON_NOT_ENQUEUED",
     "REASON_NO_ATTESTATION",
     "REASON_NO_FAILURE",
     "REASON_NO_METRICS",
     "REASON_NO_PROTECTED_UNITS",
+    "REASON_NO_RESIDENT",
     "REASON_PARTITION",
+    "REASON_PODS_BUSY",
     "REASON_PREFETCH_RENDERED",
     "REASON_PREFETCH_UNSUPPORTED",
     "REASON_QUEUE_FULL",
     "REASON_RATIO_SATISFIED",
     "REASON_RATIO_UNSATISFIABLE",
     "REASON_RECONCILED",
+    "REASON_RESIDENT_NOT_READY",
     "REASON_RESTAGING",
     "REASON_RETAINED",
     "REASON_RETIRED",
@@ -102,6 +115,7 @@ __all__ = [
     "REASON_STALLED",
     "REASON_STORAGE_UNAVAILABLE",
     "REASON_SUFFICIENT_READY",
+    "REASON_SWAP_IN_PROGRESS",
     "REASON_TARGET_INVALID",
     "REASON_TARGET_NOT_FOUND",
     "REASON_UNSCHEDULABLE",
@@ -110,7 +124,9 @@ __all__ = [
     "REASON_WAITING_FOR_MODEL_CACHE",
     "REPLICA_FAILURE",
     "SCHEDULED",
+    "SLOT_ALLOCATED",
     "SOURCE_DRIFTED",
+    "SWAP_DEFERRED",
     "TARGET_FOUND",
     "UPDATE_IN_PROGRESS",
 ]
@@ -168,6 +184,14 @@ PREFETCH = "Prefetch"
 """On a ModelBooster with the prefetch annotation: whether its weights come from a child ModelCache (True) or,
 because the booster cannot be mapped to one, from Kthena's per-pod downloader (False)."""
 
+# ModelPool (ours): several ModelServings sharing GPU slots (issue 28); its Ready is READY above.
+SLOT_ALLOCATED = "SlotAllocated"
+"""True while a member holds the pool's slot (with ``slots > 1``: while at least one does)."""
+MEMBERS_VALID = "MembersValid"
+"""Whether every member exists, is in no other pool, has no AutoscalingPolicy and selects the pool's nodes."""
+SWAP_DEFERRED = "SwapDeferred"
+"""True while a wanted swap waits: no resident passed the idle check, or the demand expired before it started."""
+
 CONDITION_TYPES = (
     AVAILABLE,
     PROGRESSING,
@@ -190,6 +214,9 @@ CONDITION_TYPES = (
     PREFETCH,
     SOURCE_DRIFTED,
     ATTESTATION_VERIFIED,
+    SLOT_ALLOCATED,
+    MEMBERS_VALID,
+    SWAP_DEFERRED,
 )
 """Every condition type above."""
 
@@ -319,6 +346,34 @@ REASON_PREFETCH_RENDERED = "ModelCacheRendered"
 REASON_PREFETCH_UNSUPPORTED = "PrefetchUnsupported"
 """The booster cannot be mapped to a ModelCache (its cacheURI or download settings); pods keep the downloader."""
 
+# Reasons of the ModelPool conditions (SlotAllocated, MembersValid, SwapDeferred, Ready).
+REASON_MEMBER_RESIDENT = "MemberResident"
+"""SlotAllocated True / Ready True: the resident member is scaled up and Ready."""
+REASON_NO_RESIDENT = "NoMemberResident"
+"""SlotAllocated False: no member holds a slot (a cold pool, no default and no demand yet)."""
+REASON_SWAP_IN_PROGRESS = "SwapInProgress"
+"""Ready False while a swap moves the slot from one member to another (``status.swap`` says which step)."""
+REASON_RESIDENT_NOT_READY = "ResidentNotReady"
+"""Ready False: the resident member is scaled up but its pods are not Ready (loading, or failing)."""
+REASON_MEMBERS_FOUND = "MembersFound"
+"""MembersValid True: every member exists and nothing else writes its replicas."""
+REASON_MEMBER_MISSING = "MemberMissing"
+"""MembersValid False: a member names a ModelServing that does not exist in the pool's namespace."""
+REASON_MEMBER_AUTOSCALED = "MemberAutoscaled"
+"""MembersValid False: an AutoscalingPolicy targets a member (created before the webhook could refuse it)."""
+REASON_MEMBER_IN_ANOTHER_POOL = "MemberInAnotherPool"
+"""MembersValid False: a member is also listed by another ModelPool (the older pool keeps it)."""
+REASON_NODE_SELECTOR_MISMATCH = "NodeSelectorMismatch"
+"""MembersValid False: a member's entry template does not select the pool's ``nodeSelector`` labels."""
+REASON_PODS_BUSY = "PodsBusy"
+"""SwapDeferred True: an idle-check probe found the would-be victim serving or queueing requests."""
+REASON_IDLE_CHECK_FAILED = "IdleCheckFailed"
+"""SwapDeferred True: a probe failed and none found a resident idle (failing closed: never counted as idle)."""
+REASON_DEMAND_EXPIRED = "DemandExpired"
+"""SwapDeferred True: the target's demand expired before its victim was drained; the swap was abandoned."""
+REASON_NOT_DEFERRED = "NotDeferred"
+"""SwapDeferred False: no swap is waiting."""
+
 CONDITION_REASONS = (
     REASON_ALL_SCHEDULED,
     REASON_SCHEDULING,
@@ -396,5 +451,18 @@ CONDITION_REASONS = (
     REASON_SIGNATURE_INVALID,
     REASON_DIGEST_MISMATCH,
     REASON_ATTESTATION_FAILED,
+    REASON_MEMBER_RESIDENT,
+    REASON_NO_RESIDENT,
+    REASON_SWAP_IN_PROGRESS,
+    REASON_RESIDENT_NOT_READY,
+    REASON_MEMBERS_FOUND,
+    REASON_MEMBER_MISSING,
+    REASON_MEMBER_AUTOSCALED,
+    REASON_MEMBER_IN_ANOTHER_POOL,
+    REASON_NODE_SELECTOR_MISMATCH,
+    REASON_PODS_BUSY,
+    REASON_IDLE_CHECK_FAILED,
+    REASON_DEMAND_EXPIRED,
+    REASON_NOT_DEFERRED,
 )
 """Every reason above."""

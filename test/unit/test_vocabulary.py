@@ -45,11 +45,14 @@ ALLOWED = frozenset(
         ("kthena_py/testing/evictionstorm.py", "Ready"),
         ("kthena_py/testing/controlplane/cluster.py", "Ready"),
         ("kthena_py/api/modelcache.py", "Ready"),
+        ("kthena_py/api/modelpool.py", "Ready"),
+        ("kthena_py/api/modelpool.py", "Degraded"),
     }
 )
 """(module, literal) pairs left out of the check.
 
-* The ModelCache's ``status.phase`` type spells its phases (``Ready`` is a phase there, not a condition).
+* The ModelCache's and the ModelPool's ``status.phase`` types spell their phases (``Ready`` and ``Degraded`` are
+  phases there, not conditions).
 * The ModelServing printer column named ``Available`` shows ``status.availableReplicas``, not a condition.
 * The test harness's own readiness checks (the eviction storm counts ready units as a user does, independently of
   the code under test; the cluster tier waits for its nodes). An entry here permits a spelling, it never
