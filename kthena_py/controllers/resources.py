@@ -32,7 +32,7 @@ MODELSERVERS = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelServer", "models
 MODELROUTES = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelRoute", "modelroutes")
 # kthena_py's own API (optional CRD): the ModelCaches a ModelServing's serving gate waits for.
 MODELCACHES = ResourceType(MODEL_CACHE_GROUP, MODEL_CACHE_VERSION, MODEL_CACHE_KIND, MODEL_CACHE_PLURAL)
-# kthena_py's own API (optional CRD): ModelServings sharing GPU slots, swapped on demand.
+# kthena_py's own API (optional CRD): ModelServings sharing GPU slots, whose replicas only the pool controller writes.
 MODELPOOLS = ResourceType(MODEL_POOL_GROUP, MODEL_POOL_VERSION, MODEL_POOL_KIND, MODEL_POOL_PLURAL)
 
 NARROWED = (PODS, SERVICES, PODGROUPS, CONTROLLER_REVISIONS)

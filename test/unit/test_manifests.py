@@ -39,12 +39,14 @@ GENERATED_CRDS = {
     "workload.serving.volcano.sh_autoscalingpolicies.yaml": "autoscalingpolicies",
     "workload.serving.volcano.sh_modelboosters.yaml": "modelboosters",
     "serving.kthena-py.io_modelcaches.yaml": "modelcaches",
+    "serving.kthena-py.io_modelpools.yaml": "modelpools",
 }
 VALIDATING_PATHS = {
     "modelservings": "/validate-workload-serving-volcano-sh-v1alpha1-modelserving",
     "autoscalingpolicies": "/validate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy",
     "modelboosters": "/validate-workload-serving-volcano-sh-v1alpha1-modelbooster",
     "modelcaches": "/validate-serving-kthena-py-io-v1alpha1-modelcache",
+    "modelpools": "/validate-serving-kthena-py-io-v1alpha1-modelpool",
 }
 MUTATING_PATHS = {"autoscalingpolicies": "/mutate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy"}
 KUSTOMIZATION_KINDS = {"Kustomization", "Component"}
@@ -493,7 +495,7 @@ def test_webhook_paths_and_rules(base: list[Doc]) -> None:
         assert hook["name"] not in names
         names.add(hook["name"])
         (rule,) = hook["rules"]
-        assert rule["apiGroups"] == [OWN_GROUP if rule["resources"] == ["modelcaches"] else GROUP]
+        assert rule["apiGroups"] == [OWN_GROUP if rule["resources"] in (["modelcaches"], ["modelpools"]) else GROUP]
         assert rule["apiVersions"] == ["v1alpha1"]
         assert sorted(rule["operations"]) == ["CREATE", "UPDATE"]
         assert rule["scope"] == "Namespaced"
