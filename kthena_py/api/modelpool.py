@@ -8,7 +8,7 @@ controller is the only writer of its members' replicas.
 
 Guarantees (on top of :mod:`kthena_py.api.common`):
 
-* ``members`` is non-empty and names each ModelServing at most once; ``default``, when set, names a member;
+* ``members`` is non-empty (at most :data:`MAX_MEMBERS`) and names each ModelServing at most once; ``default``, when set, names a member;
   ``slots >= 1``; ``swapBudget`` is a positive duration. The schema here checks each field alone (bounds, enums);
   the rules across fields are checks of the webhook with field paths (:mod:`kthena_py.api.validation.modelpool`)
   and, where CEL can say them, rules of the CRD.
@@ -34,8 +34,10 @@ __all__ = [
     "CONDITION_SWAP_DEFERRED",
     "DEFAULT_IDLE_METRICS",
     "DEFAULT_IDLE_PATH",
+    "DEFAULT_NOT_A_MEMBER_MESSAGE",
     "DEFAULT_SLOTS",
     "DEFAULT_SWAP_BUDGET",
+    "MAX_MEMBERS",
     "MEMBER_FAILED",
     "MEMBER_MISSING",
     "MEMBER_READY",
@@ -69,6 +71,7 @@ __all__ = [
     "STEP_DRAINING",
     "STEP_LOADING",
     "STEP_RELEASING",
+    "SWAP_BUDGET_MESSAGE",
     "SWAP_POLICY_STICKY",
     "IdleCheck",
     "LastSwap",
@@ -84,6 +87,8 @@ __all__ = [
     "PoolSwap",
     "SwapPolicy",
     "SwapStep",
+    "idle_metrics",
+    "idle_path",
     "member_names",
 ]
 
@@ -158,6 +163,15 @@ REASON_IDLE_CHECK_FAILED = _conditions.REASON_IDLE_CHECK_FAILED
 REASON_DEMAND_EXPIRED = _conditions.REASON_DEMAND_EXPIRED
 REASON_NOT_DEFERRED = _conditions.REASON_NOT_DEFERRED
 
+MAX_MEMBERS = 64
+"""The most members a pool lists: far more models than a few slots can usefully rotate through, and the bound
+that lets the API server check ``default`` with a CEL rule (an unbounded list exceeds CEL's cost budget)."""
+
+DEFAULT_NOT_A_MEMBER_MESSAGE = "must name a member of the pool"
+"""The message of the API server (a CEL rule) and of the webhook when ``spec.default`` is not a member."""
+SWAP_BUDGET_MESSAGE = "must be a positive duration"
+"""The message of the API server (a CEL rule) and of the webhook when ``spec.swapBudget`` is not positive."""
+
 _DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 
 
@@ -178,13 +192,14 @@ class IdleCheck(KthenaModel):
 
     port: int | None = Field(default=None, ge=1, le=65535)
     path: str = Field(default=DEFAULT_IDLE_PATH, min_length=1, max_length=1024, pattern=r"^/")
-    metrics: list[str] = Field(default_factory=lambda: list(DEFAULT_IDLE_METRICS), min_length=1)
+    metrics: list[str] | None = Field(default=None, min_length=1)
+    """Unset: :data:`DEFAULT_IDLE_METRICS` (see :func:`idle_metrics`; CRD defaults are scalars only here)."""
 
 
 class ModelPoolSpec(KthenaModel):
     """Which ModelServings share the slots, and how they are swapped."""
 
-    members: list[PoolMember] = Field(min_length=1)
+    members: list[PoolMember] = Field(min_length=1, max_length=MAX_MEMBERS)
     default: str | None = Field(default=None, min_length=1, max_length=253)
     gpu: int | None = Field(default=None, ge=0)
     node_selector: dict[str, str] | None = None
@@ -258,6 +273,19 @@ class ModelPoolList(KthenaModel):
     kind: Literal["ModelPoolList"] = "ModelPoolList"
     metadata: dict[str, Any] | None = None
     items: list[ModelPool] = Field(default_factory=list)
+
+
+def idle_metrics(spec: ModelPoolSpec) -> tuple[str, ...]:
+    """The gauges the idle check sums: ``spec.idleCheck.metrics``, else :data:`DEFAULT_IDLE_METRICS`."""
+    check = spec.idle_check
+    if check is None or check.metrics is None:
+        return DEFAULT_IDLE_METRICS
+    return tuple(check.metrics)
+
+
+def idle_path(spec: ModelPoolSpec) -> str:
+    """The path the idle check scrapes: ``spec.idleCheck.path``, else :data:`DEFAULT_IDLE_PATH`."""
+    return DEFAULT_IDLE_PATH if spec.idle_check is None else spec.idle_check.path
 
 
 def member_names(pool: ModelPool | ModelPoolSpec) -> list[str]:

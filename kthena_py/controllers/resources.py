@@ -18,6 +18,7 @@ from kthena_py.api.common import (
     VERSION,
 )
 from kthena_py.api.modelcache import MODEL_CACHE_GROUP, MODEL_CACHE_KIND, MODEL_CACHE_PLURAL, MODEL_CACHE_VERSION
+from kthena_py.api.modelpool import MODEL_POOL_GROUP, MODEL_POOL_KIND, MODEL_POOL_PLURAL, MODEL_POOL_VERSION
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelbooster.naming import NETWORKING_GROUP
 from kthena_py.plan.modelserving.core import naming
@@ -31,6 +32,8 @@ MODELSERVERS = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelServer", "models
 MODELROUTES = ResourceType(NETWORKING_GROUP, "v1alpha1", "ModelRoute", "modelroutes")
 # kthena_py's own API (optional CRD): the ModelCaches a ModelServing's serving gate waits for.
 MODELCACHES = ResourceType(MODEL_CACHE_GROUP, MODEL_CACHE_VERSION, MODEL_CACHE_KIND, MODEL_CACHE_PLURAL)
+# kthena_py's own API (optional CRD): ModelServings sharing GPU slots, whose replicas only the pool controller writes.
+MODELPOOLS = ResourceType(MODEL_POOL_GROUP, MODEL_POOL_VERSION, MODEL_POOL_KIND, MODEL_POOL_PLURAL)
 
 NARROWED = (PODS, SERVICES, PODGROUPS, CONTROLLER_REVISIONS)
 

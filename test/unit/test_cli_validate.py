@@ -139,6 +139,7 @@ def test_crds_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["crds", "--output-dir", str(out_dir), "--api-docs", str(docs)]) == 0
     assert sorted(path.name for path in out_dir.iterdir()) == [
         "serving.kthena-py.io_modelcaches.yaml",
+        "serving.kthena-py.io_modelpools.yaml",
         "workload.serving.volcano.sh_autoscalingpolicies.yaml",
         "workload.serving.volcano.sh_modelboosters.yaml",
         "workload.serving.volcano.sh_modelservings.yaml",
@@ -148,4 +149,4 @@ def test_crds_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     capsys.readouterr()
     assert main(["crds", "--stdout"]) == 0
     documents = list(yaml.safe_load_all(capsys.readouterr().out))
-    assert [document["kind"] for document in documents] == ["CustomResourceDefinition"] * 4
+    assert [document["kind"] for document in documents] == ["CustomResourceDefinition"] * 5

@@ -39,12 +39,14 @@ GENERATED_CRDS = {
     "workload.serving.volcano.sh_autoscalingpolicies.yaml": "autoscalingpolicies",
     "workload.serving.volcano.sh_modelboosters.yaml": "modelboosters",
     "serving.kthena-py.io_modelcaches.yaml": "modelcaches",
+    "serving.kthena-py.io_modelpools.yaml": "modelpools",
 }
 VALIDATING_PATHS = {
     "modelservings": "/validate-workload-serving-volcano-sh-v1alpha1-modelserving",
     "autoscalingpolicies": "/validate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy",
     "modelboosters": "/validate-workload-serving-volcano-sh-v1alpha1-modelbooster",
     "modelcaches": "/validate-serving-kthena-py-io-v1alpha1-modelcache",
+    "modelpools": "/validate-serving-kthena-py-io-v1alpha1-modelpool",
 }
 MUTATING_PATHS = {"autoscalingpolicies": "/mutate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy"}
 KUSTOMIZATION_KINDS = {"Kustomization", "Component"}
@@ -393,6 +395,8 @@ def test_cluster_role_covers_the_controllers(base: list[Doc]) -> None:
         (OWN_GROUP, "modelcaches"): watch | {"patch"},
         (OWN_GROUP, "modelcaches/status"): {"update", "patch"},
         (OWN_GROUP, "modelcaches/finalizers"): {"update"},
+        (OWN_GROUP, "modelpools"): watch,
+        (OWN_GROUP, "modelpools/status"): {"update", "patch"},
         ("batch", "jobs"): watch | {"create", "delete"},
         ("", "persistentvolumeclaims"): watch | {"create"},
         ("apiextensions.k8s.io", "customresourcedefinitions"): watch,
@@ -418,6 +422,7 @@ def test_cluster_objects_are_reachable_only_by_name(base: list[Doc]) -> None:
                 "modelservers.networking.serving.volcano.sh",
                 "modelroutes.networking.serving.volcano.sh",
                 "modelcaches.serving.kthena-py.io",
+                "modelpools.serving.kthena-py.io",
             ], rule
 
 
@@ -490,7 +495,7 @@ def test_webhook_paths_and_rules(base: list[Doc]) -> None:
         assert hook["name"] not in names
         names.add(hook["name"])
         (rule,) = hook["rules"]
-        assert rule["apiGroups"] == [OWN_GROUP if rule["resources"] == ["modelcaches"] else GROUP]
+        assert rule["apiGroups"] == [OWN_GROUP if rule["resources"] in (["modelcaches"], ["modelpools"]) else GROUP]
         assert rule["apiVersions"] == ["v1alpha1"]
         assert sorted(rule["operations"]) == ["CREATE", "UPDATE"]
         assert rule["scope"] == "Namespaced"

@@ -1,7 +1,7 @@
 """Assemble the CustomResourceDefinitions: Kthena's three kinds and the kinds of kthena_py's own group.
 
 Kthena's kinds (ModelServing, AutoscalingPolicy, ModelBooster) are served in ``workload.serving.volcano.sh``;
-kinds of our own (ModelCache) in ``serving.kthena-py.io`` (:attr:`KindSpec.group`), never in Kthena's group.
+kinds of our own (ModelCache, ModelPool) in ``serving.kthena-py.io`` (:attr:`KindSpec.group`), never in Kthena's group.
 
 Guarantees: :func:`build_crds` is deterministic and pure (the vendored data is package data); each CRD has
 the full schema of :func:`kthena_py.api.crdgen.schema.kind_schema`, a ``status`` subresource, printer columns,
@@ -43,6 +43,15 @@ from kthena_py.api.modelcache import (
     MODEL_CACHE_PLURAL,
     MODEL_CACHE_VERSION,
     ModelCache,
+)
+from kthena_py.api.modelpool import (
+    MODEL_POOL_GROUP,
+    MODEL_POOL_KIND,
+    MODEL_POOL_LIST_KIND,
+    MODEL_POOL_PLURAL,
+    MODEL_POOL_SHORT_NAME,
+    MODEL_POOL_VERSION,
+    ModelPool,
 )
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.vocab.conditions import ACTIVE, SCHEDULED
@@ -247,6 +256,41 @@ KIND_SPECS: tuple[KindSpec, ...] = (
         ),
         group=MODEL_CACHE_GROUP,
         version=MODEL_CACHE_VERSION,
+    ),
+    KindSpec(
+        ModelPool,
+        MODEL_POOL_KIND,
+        MODEL_POOL_LIST_KIND,
+        MODEL_POOL_PLURAL,
+        (MODEL_POOL_SHORT_NAME,),
+        (
+            {
+                "name": "Resident",
+                "type": "string",
+                "jsonPath": ".status.residentMember",
+                "description": "The resident member (with several slots: the one made resident last)",
+            },
+            {
+                "name": "Pending",
+                "type": "string",
+                "jsonPath": ".status.pendingMember",
+                "description": "The member the swap in progress brings in",
+            },
+            {
+                "name": "Phase",
+                "type": "string",
+                "jsonPath": ".status.phase",
+                "description": "Pending, Ready, Swapping or Degraded",
+            },
+            {
+                "name": "Slots",
+                "type": "integer",
+                "jsonPath": ".spec.slots",
+                "description": "How many members may be resident at once",
+            },
+        ),
+        group=MODEL_POOL_GROUP,
+        version=MODEL_POOL_VERSION,
     ),
 )
 

@@ -43,6 +43,27 @@ EXTRA_TYPES: dict[str, str] = {
         "ModelCache stages model weights once into shared or node-local storage with a download Job, verifies "
         "every file's sha256, and reports when they are Ready; ModelServings that name it wait for it."
     ),
+    "ModelPool": (
+        "ModelPool lets several ModelServings of its namespace share a few GPU slots: at most slots members are "
+        "resident (scaled up) at once; a request for another member is held by the activator while the pool "
+        "controller drains an idle resident, waits until its pods are gone, and scales the requested member up."
+    ),
+    "ModelPoolSpec": "ModelPoolSpec says which ModelServings share the slots and how they are swapped.",
+    "ModelPoolStatus": (
+        "ModelPoolStatus says which members are resident, what the pool is doing, and how its last swap went."
+    ),
+    "PoolMember": "PoolMember is one ModelServing of the pool.",
+    "ModelServingReference": "ModelServingReference names a ModelServing in the pool's namespace.",
+    "IdleCheck": (
+        "IdleCheck says how the controller tells that a resident member is idle: it scrapes the Prometheus text of "
+        "the member's Ready entry pods and sums the listed gauges; the member is idle when the sum is 0. A probe "
+        "that fails never counts as idle."
+    ),
+    "PoolSwap": (
+        "PoolSwap is the swap in progress, written before each step is acted on so a restarted controller resumes it."
+    ),
+    "LastSwap": "LastSwap is the last completed swap: its members, the time of each step and its duration.",
+    "PoolMemberStatus": "PoolMemberStatus says where one member stands.",
     "ModelCacheSpec": "ModelCacheSpec says what to stage, how to check it, and where.",
     "ModelCacheStatus": "ModelCacheStatus says what the cache holds and where it stands.",
     "ModelCacheStorage": (
@@ -134,6 +155,79 @@ EXTRA_FIELDS: dict[str, dict[str, str]] = {
             "HighestTierName names the highest network tier the pods may span. Cannot be set together with "
             "highestTierAllowed."
         ),
+    },
+    "ModelPoolSpec": {
+        "members": (
+            "Members are the ModelServings of the pool's namespace that share the slots (1 to 64; a "
+            "ModelServing belongs to one pool at most, and no AutoscalingPolicy may target a member: the pool "
+            "controller is the only writer of its members' replicas)."
+        ),
+        "default": "Default is the member made resident on a cold pool (it must name a member).",
+        "gpu": "GPU is the number of GPUs of one slot (informational).",
+        "nodeSelector": (
+            "NodeSelector names the labels of the nodes the slot is on (informational: a member whose entry "
+            "template does not select them is reported in the MembersValid condition; its spec is never changed)."
+        ),
+        "swapPolicy": "SwapPolicy is sticky: a resident stays until another member has demand.",
+        "swapBudget": (
+            "SwapBudget is how long the activator holds a request for a non-resident member before answering 503 "
+            "with Retry-After (a positive Go duration, default 300s)."
+        ),
+        "slots": (
+            "Slots is how many members may be resident at once (default 1); with no free slot the least recently "
+            "used idle resident is swapped out."
+        ),
+        "idleCheck": "IdleCheck says how a resident is found idle before it is swapped out.",
+    },
+    "PoolMember": {"modelServingRef": "ModelServingRef names the member's ModelServing."},
+    "ModelServingReference": {"name": "Name of the ModelServing."},
+    "IdleCheck": {
+        "port": "Port of the metrics endpoint on the entry pods. Unset: the member's serving port.",
+        "path": "Path of the metrics endpoint (default /metrics).",
+        "metrics": (
+            "Metrics are the gauges summed over the member's Ready entry pods. Unset: vllm:num_requests_running "
+            "and vllm:num_requests_waiting."
+        ),
+    },
+    "PoolSwap": {
+        "from": "From is the member being swapped out (empty when a slot was free).",
+        "to": "To is the member being made resident.",
+        "step": (
+            "Step is Draining (waiting for the idle check of the member swapped out), Releasing (it is at 0 "
+            "replicas, waiting until its pods are gone) or Loading (the new member is at 1 replica, waiting until "
+            "it is Ready)."
+        ),
+        "started": "Started is when the swap was decided (RFC 3339).",
+        "drained": "Drained is when the member swapped out was scaled to 0 (RFC 3339).",
+        "released": "Released is when its last pod was gone and the new member was scaled up (RFC 3339).",
+    },
+    "LastSwap": {
+        "from": "From is the member that was swapped out (empty when a slot was free).",
+        "to": "To is the member that was made resident.",
+        "started": "Started is when the swap was decided (RFC 3339).",
+        "drained": "Drained is when the member swapped out was scaled to 0 (RFC 3339).",
+        "released": "Released is when its last pod was gone (RFC 3339).",
+        "ready": "Ready is when the new member was Ready (RFC 3339).",
+        "durationSeconds": "DurationSeconds is the time from started to ready, in seconds.",
+    },
+    "PoolMemberStatus": {
+        "name": "Name of the member's ModelServing.",
+        "phase": "Phase is Ready, Scaling, Stopped, Failed or Missing.",
+        "resident": "Resident is true while the member holds a slot.",
+        "replicas": "Replicas is the member's spec.replicas.",
+        "lastRequestTime": "LastRequestTime is the latest request an activator reported for the member (RFC 3339).",
+    },
+    "ModelPoolStatus": {
+        "observedGeneration": "ObservedGeneration is the generation this status describes.",
+        "phase": "Phase is Pending, Ready, Swapping or Degraded.",
+        "residentMember": "ResidentMember is the resident member (with several slots: the one made resident last).",
+        "residentMembers": "ResidentMembers are all the members holding a slot.",
+        "pendingMember": "PendingMember is the member the swap in progress brings in.",
+        "evictingMember": "EvictingMember is the member the swap in progress drains (empty when a slot was free).",
+        "swap": "Swap is the swap in progress (absent otherwise).",
+        "lastSwap": "LastSwap is the last completed swap.",
+        "members": "Members says where each member stands.",
+        "conditions": "Conditions: SlotAllocated, MembersValid, SwapDeferred and Ready.",
     },
     "ModelCacheSpec": {
         "source": (

@@ -17,6 +17,10 @@ ModelCache: exactly one storage kind, ``sha256`` and ``fileSHA256`` exclusive, a
 (a changed storage is a new cache). That every ``fileSHA256`` key is one of ``files`` is the webhook's (both
 are unbounded, so CEL's cost estimate would refuse the rule).
 
+ModelPool: ``default`` names a member and ``swapBudget`` is positive. That the members are unique is the
+webhook's (a pairwise rule over an unbounded list exceeds CEL's cost limit), as are the checks across objects
+(a ModelServing in two pools, an AutoscalingPolicy targeting a member).
+
 ``minRoleReplicas`` is immutable once set, as in Kthena (a gang minimum changed under running PodGroups
 would silently change what "all or nothing" means for existing groups).
 """
@@ -37,6 +41,12 @@ from kthena_py.api.autoscaling import (
 )
 from kthena_py.api.modelbooster import ModelStatus
 from kthena_py.api.modelcache import ModelCacheSpec, ModelCacheStatus, ModelCacheStorage
+from kthena_py.api.modelpool import (
+    DEFAULT_NOT_A_MEMBER_MESSAGE,
+    SWAP_BUDGET_MESSAGE,
+    ModelPoolSpec,
+    ModelPoolStatus,
+)
 from kthena_py.api.modelserving import (
     GangPolicy,
     ModelServingSpec,
@@ -48,7 +58,12 @@ from kthena_py.api.modelserving import (
 )
 from kthena_py.api.networktopology import NetworkTopologySpec
 
-__all__ = ["FIELD_EXTENSIONS", "FIELD_RULES", "STORAGE_IMMUTABLE_MESSAGE", "TYPE_RULES"]
+__all__ = [
+    "FIELD_EXTENSIONS",
+    "FIELD_RULES",
+    "STORAGE_IMMUTABLE_MESSAGE",
+    "TYPE_RULES",
+]
 
 STORAGE_IMMUTABLE_MESSAGE = "storage is immutable: a changed storage is a new cache (create another ModelCache)"
 """The message of the API server and of the webhook when an update changes a ModelCache's ``spec.storage``."""
@@ -195,6 +210,13 @@ TYPE_RULES: dict[type[BaseModel], list[Rule]] = {
             "reason": "FieldValueForbidden",
         },
     ],
+    ModelPoolSpec: [
+        {
+            "rule": "!has(self.default) || self.members.exists(m, m.modelServingRef.name == self.default)",
+            "message": DEFAULT_NOT_A_MEMBER_MESSAGE,
+            "fieldPath": ".default",
+        },
+    ],
     MetricSource: [
         {"rule": "has(self.pod) || has(self.prometheus)", "message": "one metric source backend config is required"},
         {
@@ -212,6 +234,9 @@ FIELD_RULES: dict[tuple[type[BaseModel], str], list[Rule]] = {
     (ModelCacheSpec, "storage"): [
         {"rule": "self == oldSelf", "message": STORAGE_IMMUTABLE_MESSAGE},
     ],
+    (ModelPoolSpec, "swapBudget"): [
+        {"rule": "duration(self) > duration('0s')", "message": SWAP_BUDGET_MESSAGE},
+    ],
 }
 
 _CONDITIONS = {"x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
@@ -222,5 +247,6 @@ FIELD_EXTENSIONS: dict[tuple[type[BaseModel], str], dict[str, Any]] = {
     (AutoscalingPolicyStatus, "conditions"): _CONDITIONS,
     (ModelStatus, "conditions"): _CONDITIONS,
     (ModelCacheStatus, "conditions"): _CONDITIONS,
+    (ModelPoolStatus, "conditions"): _CONDITIONS,
     (PrometheusMetricSource, "serverURL"): {"format": "uri"},
 }

@@ -1,7 +1,8 @@
 """Validate a raw manifest end to end: dispatch by ``apiVersion``/``kind``, strict decoding, schema, semantic rules.
 
-Kthena's kinds are ``workload.serving.volcano.sh/v1alpha1``; ModelCache is ``serving.kthena-py.io/v1alpha1``
-(:data:`API_VERSIONS`): a kind under the other group's apiVersion is an unsupported ``apiVersion``.
+Kthena's kinds are ``workload.serving.volcano.sh/v1alpha1``; ModelCache and ModelPool are
+``serving.kthena-py.io/v1alpha1`` (:data:`API_VERSIONS`): a kind under the other group's apiVersion is an
+unsupported ``apiVersion``.
 
 Guarantees, in the API server's order:
 
@@ -26,12 +27,14 @@ from kthena_py.api.autoscaling import AutoscalingPolicy, AutoscalingPolicyList
 from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelbooster import ModelBooster, ModelBoosterList
 from kthena_py.api.modelcache import MODEL_CACHE_API_VERSION, ModelCache, ModelCacheList
+from kthena_py.api.modelpool import MODEL_POOL_API_VERSION, MODEL_POOL_KIND, ModelPool, ModelPoolList
 from kthena_py.api.modelserving import ModelServing, ModelServingList
 from kthena_py.api.structural import kind_schema_of, unknown_fields
 from kthena_py.api.validation.autoscaling import validate_autoscalingpolicy
 from kthena_py.api.validation.errors import FieldError, forbidden, invalid, not_supported, required
 from kthena_py.api.validation.modelbooster import validate_modelbooster
 from kthena_py.api.validation.modelcache import validate_modelcache
+from kthena_py.api.validation.modelpool import validate_modelpool
 from kthena_py.api.validation.modelserving import validate_modelserving
 from kthena_py.api.validation.schema import parse_model
 
@@ -44,9 +47,10 @@ KINDS: dict[str, tuple[type[BaseModel], type[BaseModel], _Semantic]] = {
     "AutoscalingPolicy": (AutoscalingPolicy, AutoscalingPolicyList, validate_autoscalingpolicy),
     "ModelBooster": (ModelBooster, ModelBoosterList, validate_modelbooster),
     "ModelCache": (ModelCache, ModelCacheList, validate_modelcache),
+    MODEL_POOL_KIND: (ModelPool, ModelPoolList, validate_modelpool),
 }
 #: The apiVersion of each kind that is not Kthena's (``workload.serving.volcano.sh/v1alpha1``).
-API_VERSIONS: dict[str, str] = {"ModelCache": MODEL_CACHE_API_VERSION}
+API_VERSIONS: dict[str, str] = {"ModelCache": MODEL_CACHE_API_VERSION, MODEL_POOL_KIND: MODEL_POOL_API_VERSION}
 
 
 def _strict(kind: str, doc: Any) -> list[FieldError]:

@@ -3,8 +3,10 @@
 :func:`register` adds to a :class:`~kthena_py.runtime.manager.Manager`:
 
 * a :class:`~kthena_py.runtime.webhook.WebhookServer` (TLS, ``--webhook-port``) with the validating handlers
-  of ModelServing, AutoscalingPolicy, ModelBooster and ModelCache and the mutating handler of AutoscalingPolicy, at the
-  paths of ``manifests/webhook/`` (:data:`VALIDATING_PATHS`, :data:`MUTATING_PATHS`);
+  of ModelServing, AutoscalingPolicy, ModelBooster, ModelCache and ModelPool and the mutating handler of
+  AutoscalingPolicy, at the paths of ``manifests/webhook/`` (:data:`VALIDATING_PATHS`, :data:`MUTATING_PATHS`);
+  ModelPool and AutoscalingPolicy writes are also checked against the namespace's other pools and policies
+  (:mod:`~kthena_py.controllers.admission.poolguard`), read live through the manager's client;
 * in ``self`` certificate mode, a :class:`~kthena_py.runtime.certs.CertificateManager` that keeps the serving
   certificate in Secret ``kthena-py-webhook-server-cert`` of the manager's namespace (shared by all replicas,
   renewed 30 days before expiry) and its CA in ``caBundle`` of ``kthena-py-validating-webhook-configuration``
@@ -25,11 +27,14 @@ from typing import Literal
 
 from kthena_py.api.common import AUTOSCALING_POLICY_KIND, MODEL_BOOSTER_KIND, MODEL_SERVING_KIND
 from kthena_py.api.modelcache import MODEL_CACHE_KIND
+from kthena_py.api.modelpool import MODEL_POOL_KIND
+from kthena_py.kube import KubeApi
 from kthena_py.runtime.certs import CertificateManager
 from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.webhook import CertSource, FileCertSource, WebhookServer
 
 from .handlers import mutate_autoscaling_policy, validator
+from .poolguard import client_lister
 
 __all__ = [
     "CERT_MODES",
@@ -60,6 +65,7 @@ VALIDATING_PATHS = {
     AUTOSCALING_POLICY_KIND: f"{_PREFIX}autoscalingpolicy",
     MODEL_BOOSTER_KIND: f"{_PREFIX}modelbooster",
     MODEL_CACHE_KIND: "/validate-serving-kthena-py-io-v1alpha1-modelcache",
+    MODEL_POOL_KIND: "/validate-serving-kthena-py-io-v1alpha1-modelpool",
 }
 #: Mutating webhook path of each kind.
 MUTATING_PATHS = {AUTOSCALING_POLICY_KIND: "/mutate-workload-serving-volcano-sh-v1alpha1-autoscalingpolicy"}
@@ -75,10 +81,17 @@ def service_hosts(namespace: str, service: str = SERVICE_NAME) -> list[str]:
     ]
 
 
-def add_handlers(server: WebhookServer) -> None:
-    """Add every Kthena admission handler to ``server`` at its path."""
+def add_handlers(server: WebhookServer, client: KubeApi | None = None) -> None:
+    """Add every Kthena admission handler to ``server`` at its path.
+
+    Args:
+        server: The webhook server.
+        client: The client the checks across objects list through; ``None`` leaves them out (object-local rules
+            only).
+    """
+    lister = client_lister(client) if client is not None else None
     for kind, path in VALIDATING_PATHS.items():
-        server.add_handler(path, validator(kind))
+        server.add_handler(path, validator(kind, lister))
     server.add_handler(MUTATING_PATHS[AUTOSCALING_POLICY_KIND], mutate_autoscaling_policy)
 
 
@@ -144,7 +157,7 @@ def register(
     else:
         raise ValueError(f"unknown webhook certificate mode {mode!r}; want one of {', '.join(CERT_MODES)}")
     server = WebhookServer(source, host=bind_address, port=port)
-    add_handlers(server)
+    add_handlers(server, manager.client)
     manager.add_runnable(server.run, needs_leader=False)
     manager.probes.add_readiness_check("webhook", lambda: server.serving)
     return server

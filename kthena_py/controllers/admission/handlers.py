@@ -17,6 +17,11 @@ Guarantees:
   that changes them, even a metadata-only one (:func:`kthena_py.plan.adapters.validation.lora_annotation_errors`,
   errors at ``metadata.annotations[...]`` paths).
 * ModelBooster creates and spec updates carry Kthena's deprecation warning.
+* With a :data:`~kthena_py.controllers.admission.poolguard.Lister`, ModelPool and AutoscalingPolicy writes that
+  pass the rules above also get the checks across objects of
+  :mod:`~kthena_py.controllers.admission.poolguard` (one pool per ModelServing, no AutoscalingPolicy on a pool
+  member), denied the same way; when the neighbours cannot be listed the write is refused (``503``), never
+  admitted unchecked.
 * Mutation: AutoscalingPolicy CREATE/UPDATE get the patch of
   :func:`kthena_py.controllers.admission.defaults.autoscaling_policy_patch`; nothing is ever denied there.
 """
@@ -28,11 +33,13 @@ from typing import Any
 from kthena_py.api.common import GROUP, MODEL_BOOSTER_KIND, MODEL_SERVING_KIND
 from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING
 from kthena_py.api.modelcache import MODEL_CACHE_GROUP, MODEL_CACHE_KIND
+from kthena_py.api.modelpool import MODEL_POOL_GROUP, MODEL_POOL_KIND
 from kthena_py.api.validation import ErrorType, FieldError, aggregate_message, validate_document
 from kthena_py.plan.adapters.validation import lora_annotation_errors, lora_annotations_of
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse, Handler, StatusCause
 
 from .defaults import autoscaling_policy_patch
+from .poolguard import GUARDED_KINDS, Lister, NeighboursUnavailable, pool_guard_errors
 
 __all__ = ["CAUSE_TYPES", "denial", "mutate_autoscaling_policy", "validator"]
 
@@ -48,6 +55,8 @@ CAUSE_TYPES: dict[ErrorType, str] = {
     ErrorType.TOO_MANY: "FieldValueTooMany",
 }
 _WRITES = ("CREATE", "UPDATE")
+#: The group of each kind that is not Kthena's.
+_OWN_GROUPS = {MODEL_CACHE_KIND: MODEL_CACHE_GROUP, MODEL_POOL_KIND: MODEL_POOL_GROUP}
 
 
 def denial(kind: str, name: str, errors: list[FieldError], warnings: tuple[str, ...] = ()) -> AdmissionResponse:
@@ -65,7 +74,7 @@ def denial(kind: str, name: str, errors: list[FieldError], warnings: tuple[str, 
         code=422,
         reason="Invalid",
         causes=causes,
-        details={"name": name, "group": MODEL_CACHE_GROUP if kind == MODEL_CACHE_KIND else GROUP, "kind": kind},
+        details={"name": name, "group": _OWN_GROUPS.get(kind, GROUP), "kind": kind},
         warnings=warnings,
     )
 
@@ -78,8 +87,13 @@ def _deleting(obj: Any) -> bool:
     return bool(_field(_field(obj, "metadata"), "deletionTimestamp"))
 
 
-def validator(kind: str) -> Handler:
-    """Return the validating handler of ``kind`` (one of :data:`~kthena_py.api.validation.KINDS`)."""
+def validator(kind: str, lister: Lister | None = None) -> Handler:
+    """Return the validating handler of ``kind`` (one of :data:`~kthena_py.api.validation.KINDS`).
+
+    Args:
+        kind: The kind the handler reviews.
+        lister: Where the checks across objects read the namespace's other objects; ``None`` skips them.
+    """
 
     async def validate(request: AdmissionRequest) -> AdmissionResponse:
         if request.operation not in _WRITES or request.sub_resource:
@@ -96,6 +110,12 @@ def validator(kind: str) -> Handler:
         if old is not None and any(error.path.startswith("oldObject") for error in errors):
             errors = validate_document(new)
         errors = [*errors, *lora]
+        if not errors and lister is not None and kind in GUARDED_KINDS and isinstance(new, dict):
+            stored = old if isinstance(old, dict) else None
+            try:
+                errors = await pool_guard_errors(kind, new, stored, request.namespace, lister)
+            except NeighboursUnavailable as exc:
+                return AdmissionResponse.deny(str(exc), code=503, reason="ServiceUnavailable", warnings=warnings)
         if not errors:
             return AdmissionResponse.allow(warnings=warnings)
         name = str(_field(_field(new, "metadata"), "name") or request.name)

@@ -16,6 +16,7 @@ Guarantees:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -47,9 +48,9 @@ def demand_annotation(member: str) -> str:
 
 
 def format_demand_time(epoch: float) -> str:
-    """``epoch`` as RFC 3339 UTC with exactly three fraction digits and a ``Z``."""
-    moment = datetime.fromtimestamp(epoch, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """``epoch`` as RFC 3339 UTC with exactly three fraction digits (truncated, never rounded up) and a ``Z``."""
+    seconds, millis = divmod(math.floor(epoch * 1000), 1000)
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis:03d}Z"
 
 
 def parse_demand_time(text: object) -> float | None:

@@ -17,13 +17,14 @@ from kthena_py.api.crdgen.descriptions import field_description, type_descriptio
 from kthena_py.api.crdgen.openapi import QUANTITY_PATTERN, inline_schema
 from kthena_py.api.crdgen.schema import field_schema, kind_schema, model_fields, reachable_models
 from kthena_py.api.modelcache import ModelCache
+from kthena_py.api.modelpool import ModelPool
 from kthena_py.cli.crds import expected_files
 from kthena_py.vocab.conditions import SCHEDULED
 from kthena_py.vocab.labels import ACTIVATOR_STATE
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = ROOT.parent / "shared" / "seeds" / "000_70b6a46a3d8abcc9.txt"
-KINDS = (ModelServing, AutoscalingPolicy, ModelBooster, ModelCache)
+KINDS = (ModelServing, AutoscalingPolicy, ModelBooster, ModelCache, ModelPool)
 MODELS = {model.__name__: model for kind in KINDS for model in reachable_models(kind)}
 
 
@@ -48,6 +49,7 @@ def test_generation_is_deterministic_and_names_follow_the_convention() -> None:
                 for plural in ("modelservings", "autoscalingpolicies", "modelboosters")
             ),
             "serving.kthena-py.io_modelcaches.yaml",
+            "serving.kthena-py.io_modelpools.yaml",
         ]
     )
     for name, crd in first.items():
