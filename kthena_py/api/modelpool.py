@@ -8,10 +8,10 @@ controller is the only writer of its members' replicas.
 
 Guarantees (on top of :mod:`kthena_py.api.common`):
 
-* ``members`` is non-empty (at most :data:`MAX_MEMBERS`) and names each ModelServing at most once; ``default``, when set, names a member;
-  ``slots >= 1``; ``swapBudget`` is a positive duration. The schema here checks each field alone (bounds, enums);
-  the rules across fields are checks of the webhook with field paths (:mod:`kthena_py.api.validation.modelpool`)
-  and, where CEL can say them, rules of the CRD.
+* ``members`` is non-empty (at most :data:`MAX_MEMBERS`) and names each ModelServing at most once; ``default``,
+  when set, names a member; ``slots >= 1``; ``swapBudget`` is a positive duration. The schema here checks each
+  field alone (bounds, enums); the rules across fields are checks of the webhook with field paths
+  (:mod:`kthena_py.api.validation.modelpool`) and, where CEL can say them, rules of the CRD.
 * Every phase, swap step, condition type and reason a pool's status carries is a constant of this module
   (conditions and reasons are spelled once, in :mod:`kthena_py.vocab.conditions`, and re-exported here).
 * Status times (``swap.started`` ...) are RFC 3339 strings, as the controller writes them.

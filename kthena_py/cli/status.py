@@ -1,4 +1,9 @@
-"""``kthena-py status NAME [-n NS] [-w] [-o json]``: one look at a ModelServing, read from a cluster.
+"""``kthena-py status [NAME] [-n NS] [-w] [-o json]``: one look at a ModelServing or a ModelPool, from a cluster.
+
+``NAME`` is a ModelServing, else a ModelPool of that name (``modelpool/NAME`` or ``mpool/NAME`` asks for the pool
+when both exist); without ``NAME`` the namespace's ModelPools are listed, one line each. A pool is shown by
+:mod:`kthena_py.cli.poolview` from the pool, its members' ModelServings and their pods; with ``-w`` it is read
+again every :data:`POOL_POLL_SECONDS` and printed when what it shows changed, until the pool is deleted.
 
 What it reads, in one namespace: the ModelServing, its pods, headless Services, PodGroups (when Volcano's CRD is
 served) and ControllerRevisions (label ``modelserving.volcano.sh/name=NAME``), and its eviction tracker ConfigMap
@@ -36,7 +41,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELCACHES, MODELSERVINGS
+from kthena_py.api.validation.poolmembers import pool_members
+from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELCACHES, MODELPOOLS, MODELSERVINGS
 from kthena_py.kube import ApiError, ApiUnavailable, Gone, KubeApi, KubeObject, NotFound, WatchApi, WatchEvent
 from kthena_py.kube.resources import CONFIGMAPS, CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.activator.targets import opted_in
@@ -46,9 +52,26 @@ from kthena_py.plan.modelserving.view import StatusView, build_view, render_json
 from kthena_py.vocab.labels import MODEL_CACHE
 
 from .common import CommandError
+from .poolview import build_pool_view, pool_document, render_pool_list, render_pool_text
 from .rollout import connect
 
-__all__ = ["Snapshot", "follow", "read_snapshot", "render", "run", "status_text", "view_of"]
+__all__ = [
+    "POOL_POLL_SECONDS",
+    "Snapshot",
+    "follow",
+    "follow_pool",
+    "pool_list_text",
+    "pool_status_text",
+    "read_snapshot",
+    "render",
+    "run",
+    "status_text",
+    "view_of",
+]
+
+POOL_POLL_SECONDS = 1.0
+"""How often ``status -w`` reads a ModelPool again."""
+_POOL_PREFIXES = ("modelpool/", "modelpools/", "mpool/")
 
 Output = Literal["text", "json"]
 _WATCH_SECONDS = 300
@@ -349,6 +372,94 @@ async def follow(
         await asyncio.sleep(settle)
 
 
+# --- ModelPools ----------------------------------------------------------------------------------------------------
+
+
+async def _pool_text(client: KubeApi, name: str, namespace: str, output: Output, now: float, ages: bool) -> str:
+    pool = await client.get(MODELPOOLS, name, namespace)
+    members = [member for _, member in pool_members(pool)]
+
+    async def serving(member: str) -> KubeObject | None:
+        try:
+            return await client.get(MODELSERVINGS, member, namespace)
+        except NotFound:
+            return None
+
+    servings = await asyncio.gather(*(serving(member) for member in members))
+    pods = await asyncio.gather(
+        *(client.list_all(PODS, namespace, label_selector=f"{naming.LABEL_NAME}={member}") for member in members)
+    )
+    view = build_pool_view(
+        pool, dict(zip(members, servings, strict=True)), {m: p.items for m, p in zip(members, pods, strict=True)}, now
+    )
+    if output == "json":
+        return json.dumps(pool_document(view), indent=2, ensure_ascii=False) + "\n"
+    return render_pool_text(view, ages=ages)
+
+
+async def pool_status_text(
+    client: KubeApi, name: str, namespace: str, *, output: Output = "text", now: float | None = None, ages: bool = True
+) -> str:
+    """What ``kthena-py status POOL -n NAMESPACE`` prints.
+
+    Raises:
+        NotFound: The ModelPool does not exist (or its CRD is not installed).
+    """
+    return await _pool_text(client, name, namespace, output, _clock() if now is None else now, ages)
+
+
+async def pool_list_text(client: KubeApi, namespace: str, *, output: Output = "text") -> str:
+    """What ``kthena-py status -n NAMESPACE`` prints: the namespace's ModelPools (none when the CRD is absent)."""
+    try:
+        pools = (await client.list_all(MODELPOOLS, namespace)).items
+    except NotFound:
+        pools = []
+    if output == "json":
+        return json.dumps({"namespace": namespace, "modelPools": pools}, indent=2, ensure_ascii=False) + "\n"
+    return render_pool_list(pools, namespace)
+
+
+async def follow_pool(
+    client: KubeApi,
+    name: str,
+    namespace: str,
+    write: Callable[[str], None],
+    *,
+    output: Output = "text",
+    interval: float = POOL_POLL_SECONDS,
+) -> int:
+    """Print the pool, then again whenever what it shows changed, until it is deleted (then return 0).
+
+    Ages are left out, so the pool is printed again for a change, not for the clock.
+
+    Raises:
+        NotFound: The ModelPool does not exist at the start.
+    """
+    last, shown = "", False
+    while True:
+        try:
+            text = await _pool_text(client, name, namespace, output, _clock(), ages=False)
+        except NotFound:
+            if not shown:
+                raise
+            if output == "json":
+                write(json.dumps({"name": name, "namespace": namespace, "deleted": True}) + "\n")
+            else:
+                write(f'modelpool "{name}" was deleted\n')
+            return 0
+        if text != last:
+            write(("\n" if shown and output == "text" else "") + text)
+            last, shown = text, True
+        await asyncio.sleep(interval)
+
+
+def _pool_name(name: str) -> str | None:
+    for prefix in _POOL_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix) :]
+    return None
+
+
 _CLOSE_SECONDS = 5.0
 """The longest closing the client may take when the command ends."""
 
@@ -366,20 +477,43 @@ def _write(text: str) -> None:
     sys.stdout.flush()
 
 
+async def _show_pool(client: KubeApi, name: str, namespace: str, args: argparse.Namespace) -> int:
+    if args.watch:
+        return await follow_pool(client, name, namespace, _write, output=args.output)
+    _write(await pool_status_text(client, name, namespace, output=args.output))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Print (or follow) the status tree of one ModelServing."""
+    """Print (or follow) the status of one ModelServing or ModelPool, or list the namespace's pools."""
 
     async def main() -> int:
         client, default_namespace = await connect(args.kubeconfig, args.context)
         namespace = args.namespace or default_namespace
         colour = args.output == "text" and _colour(args.color)
+        pool = _pool_name(args.name) if args.name else None
         try:
+            if not args.name:
+                _write(await pool_list_text(client, namespace, output=args.output))
+                return 0
+            if pool is not None:
+                return await _show_pool(client, pool, namespace, args)
+            try:
+                await client.get(MODELSERVINGS, args.name, namespace)
+            except NotFound:
+                try:
+                    return await _show_pool(client, args.name, namespace, args)
+                except NotFound as err:
+                    raise CommandError(
+                        f'neither a modelserving nor a modelpool "{args.name}" in namespace {namespace}'
+                    ) from err
             if args.watch:
                 return await follow(client, args.name, namespace, _write, output=args.output, colour=colour)
             _write(await status_text(client, args.name, namespace, output=args.output, colour=colour))
             return 0
         except NotFound as err:
-            raise CommandError(f'modelserving "{args.name}" not found in namespace {namespace}') from err
+            kind = "modelpool" if pool is not None else "modelserving"
+            raise CommandError(f'{kind} "{pool or args.name}" not found in namespace {namespace}') from err
         except ApiUnavailable as err:
             raise CommandError(f"cannot reach the API server at {client.host}: {err.message}") from err
         except ApiError as err:

@@ -18,18 +18,22 @@ unschedulable, image pull, crash loop, eviction budget, rollout hold (partition,
 
 Colour on a terminal; plain when piped or when NO_COLOR is set. -w follows like `kubectl get -w`: the tree is
 printed again when the ModelServing or one of its pods changes, until Ctrl-C or until the ModelServing is
-deleted. Exit status: 0, or 1 when the ModelServing does not exist or the API server cannot be reached."""
+deleted. Exit status: 0, or 1 when the ModelServing does not exist or the API server cannot be reached.
+
+NAME may also be a ModelPool (modelpool/NAME when a ModelServing has the same name): its phase, resident and
+pending members, the swap in progress and the last one with the time of each step, and each member's replicas,
+pods and latest request. Without NAME, the namespace's ModelPools are listed."""
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Register ``status``."""
     p = sub.add_parser(
         "status",
-        help="one look at a ModelServing: groups, roles, pods and why anything is not running",
+        help="one look at a ModelServing (groups, roles, pods, why anything is not running) or a ModelPool",
         description=_DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("name", metavar="NAME", help="the ModelServing")
+    p.add_argument("name", metavar="NAME", nargs="?", help="the ModelServing or ModelPool (none: list the ModelPools)")
     p.add_argument("-n", "--namespace", help="its namespace (default: the kubeconfig context's, else default)")
     p.add_argument("--kubeconfig", help="kubeconfig path (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
     p.add_argument("--context", help="kubeconfig context")

@@ -10,6 +10,10 @@ Guarantees:
   (Services, Deployments, ...) are skipped, so a whole manifest bundle can be checked.
 * With ``--old FILE``, an object with the same kind, namespace and name there is the stored object, and the
   UPDATE rules (immutable fields, rollout capacity) apply too.
+* The webhook's rules across objects apply among the documents given (and the ``--old`` ones, as the cluster's
+  content): a ModelServing listed by two ModelPools, or targeted by an AutoscalingPolicy while a pool lists it,
+  is reported on each object the webhook would refuse while the other exists (objects without a namespace are
+  taken to share one).
 * Prints one line per problem on stdout, ``<kind>/<name>: <field path>: <message>`` (the message in Kubernetes
   field-error form), and warnings (ModelBooster deprecation) on stderr. Exit status 0 when every object is
   valid, 1 otherwise (including unreadable files).
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -127,6 +131,43 @@ def problem_lines(document: Document, errors: list[FieldError]) -> list[str]:
     return [f"{prefix}: {error}" if error.path else f"{prefix}: {error.body()}" for error in errors]
 
 
+def neighbour_lines(documents: list[Document], stored: Mapping[tuple[str, str, str], Any]) -> list[str]:
+    """The problems of the webhook's rules across objects among ``documents``, one line each.
+
+    ``stored`` (the ``--old`` objects by key) stands for the cluster: a stored object a document replaces is left
+    out, and, as the webhook does on UPDATE, a document is checked only for the references its stored version
+    does not already make.
+    """
+    from kthena_py.api.common import AUTOSCALING_POLICY_KIND
+    from kthena_py.api.modelpool import MODEL_POOL_KIND
+    from kthena_py.api.validation import autoscalingpolicy_conflicts, modelpool_conflicts
+    from kthena_py.api.validation.poolmembers import policy_targets, pool_members
+
+    keys = {_key(d.body) for d in documents}
+    bodies = [d.body for d in documents] + [body for key, body in stored.items() if key not in keys]
+
+    def of(kind: str, namespace: str) -> list[Any]:
+        return [b for b in bodies if _key(b)[0] == kind and _key(b)[1] == namespace]
+
+    lines: list[str] = []
+    for document in documents:
+        key = _key(document.body)
+        kind, namespace, _ = key
+        previous = stored.get(key)
+        if kind == MODEL_POOL_KIND:
+            known = {name for _, name in pool_members(previous)} if isinstance(previous, dict) else set()
+            errors = modelpool_conflicts(
+                document.body, of(MODEL_POOL_KIND, namespace), of(AUTOSCALING_POLICY_KIND, namespace), ignore=known
+            )
+        elif kind == AUTOSCALING_POLICY_KIND:
+            known = {name for _, name in policy_targets(previous)} if isinstance(previous, dict) else set()
+            errors = autoscalingpolicy_conflicts(document.body, of(MODEL_POOL_KIND, namespace), ignore=known)
+        else:
+            continue
+        lines += problem_lines(document, errors)
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     """Validate every document; print problems; exit 0 only when all are valid."""
     import yaml
@@ -145,6 +186,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{args.old}: cannot read: {exc}")
             return 1
     checked = 0
+    all_documents: list[Document] = []
     for path in args.filename:
         try:
             documents = load(path)
@@ -159,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
                     print(f"note: skipped {document.body.get('apiVersion')} {kind}/{name}", file=sys.stderr)
                 continue
             checked += 1
+            all_documents.append(document)
             errors = validate_document(document.body, old=old.get(_key(document.body)))
             if _key(document.body)[0] == MODEL_SERVING_KIND:
                 errors = [*errors, *lora_annotation_errors(document.body)]
@@ -167,6 +210,11 @@ def run(args: argparse.Namespace) -> int:
             failed = failed or bool(errors)
             if not args.quiet and _key(document.body)[0] == MODEL_BOOSTER_KIND:
                 print(f"Warning: {label(document)}: {MODEL_BOOSTER_DEPRECATION_WARNING}", file=sys.stderr)
+    if all_documents:
+        conflicts = neighbour_lines(all_documents, old)
+        for line in conflicts:
+            print(line)
+        failed = failed or bool(conflicts)
     if checked == 0 and not args.quiet:
         print(f"note: no {GROUP} objects found", file=sys.stderr)
     return 1 if failed else 0

@@ -156,7 +156,7 @@ def test_a_missing_modelserving_is_one_line_and_exit_1(
     assert main(["status", "nope"]) == 1
     out, err = capsys.readouterr()
     assert out == ""
-    assert err == 'kthena-py: error: modelserving "nope" not found in namespace team\n'
+    assert err == 'kthena-py: error: neither a modelserving nor a modelpool "nope" in namespace team\n'
     assert client.closed
 
 

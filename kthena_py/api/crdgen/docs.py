@@ -201,7 +201,7 @@ def render_api_docs() -> str:
         "",
         "## Kinds",
         "",
-        "Kthena's kinds keep Kthena's group; kinds of kthena_py's own (ModelCache) are served in",
+        "Kthena's kinds keep Kthena's group; kinds of kthena_py's own (ModelCache, ModelPool) are served in",
         "`serving.kthena-py.io`, so Kthena's API is never extended with fields it does not know.",
         "",
         "| Kind | Group | Resource | Short names | Subresources |",
