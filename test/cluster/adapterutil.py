@@ -6,6 +6,10 @@ the sidecar's ``POST /v1/load_lora_adapter {lora_name, source, output_dir}`` and
 model and the loaded adapters (with a ``parent``, as vLLM does). Every call is recorded with its pod; a load
 takes ``delay`` seconds and, once received, completes even if the caller goes away (a killed manager); a load of
 a name already loaded is refused, as vLLM does. Sources in ``refuse`` are refused with their message.
+
+Other test sessions on this machine may run cluster tiers of their own, whose pod IPs come from the same loopback
+range: a load whose source does not contain the fake's ``tag`` (the test's namespace, put in every source) is not
+ours and is answered 404 without being recorded, and an unload of a name not loaded is not recorded either.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ class Call:
 
 @dataclass
 class FakeAdapters:
+    tag: str
     delay: float = 0.2
     refuse: dict[str, str] = field(default_factory=dict)
     loaded: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -58,7 +63,7 @@ class FakeAdapters:
         return [c for c in self.calls if c.kind == "load" and (ok is None or c.ok == ok)]
 
     def unloads(self) -> list[Call]:
-        return [c for c in self.calls if c.kind == "unload" and c.ok]
+        return [c for c in self.calls if c.kind == "unload"]
 
     def restart(self, pod: str) -> None:
         """The engine of ``pod`` restarted: it lost its adapters."""
@@ -70,6 +75,8 @@ class FakeAdapters:
         name = str(body.get("lora_name"))
         source = str(body.get("source") or body.get("lora_path"))
         root = str(body.get("output_dir") or body.get("lora_path"))
+        if self.tag not in source:
+            return web.json_response({"message": "not this test's adapter"}, status=404)
         self.started.append((pod, name))
         task = asyncio.create_task(self._do_load(pod, name, source, root, body))
         self._tasks.add(task)
@@ -101,7 +108,6 @@ class FakeAdapters:
         body = await request.json()
         name = str(body.get("lora_name"))
         if self.loaded.get(pod, {}).pop(name, None) is None:
-            self.calls.append(Call(pod, "unload", name, body, time.time(), False))
             return web.json_response({"message": f"The lora adapter '{name}' cannot be found."}, status=404)
         self.calls.append(Call(pod, "unload", name, body, time.time(), True))
         return web.json_response({"status": "ok"})

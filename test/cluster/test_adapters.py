@@ -41,8 +41,14 @@ from .msutil import container, live_pods, modelserving, running_manager, wait_av
 
 pytestmark = pytest.mark.cluster
 
-FIN = {"name": "fin", "source": "hf://acme/fin-lora"}
-LAW = {"name": "law", "source": "s3://adapters/law"}
+
+def fin(namespace: str) -> dict[str, str]:
+    """The adapter ``fin``; its source names the test's namespace (see adapterutil: other sessions' calls)."""
+    return {"name": "fin", "source": f"hf://acme/fin-lora-{namespace}"}
+
+
+def law(namespace: str) -> dict[str, str]:
+    return {"name": "law", "source": f"s3://adapters/law-{namespace}"}
 
 
 @pytest.fixture
@@ -51,14 +57,17 @@ def crds(cluster: ClusterTier) -> None:
 
 
 def lora_modelserving(
-    name: str, adapters: list[dict[str, str]], *, replicas: int, hold_ready: bool = False
+    name: str, adapters: list[dict[str, str]], *, replicas: int, hold_ready: bool = False, **spec: Any
 ) -> dict[str, Any]:
     engine = container(gpu=0) | {"ports": [{"containerPort": ENGINE_PORT}]}
     entry: dict[str, Any] = {"spec": {"containers": [engine]}}
     if hold_ready:
         entry["metadata"] = {"annotations": {HOLD_READY_ANNOTATION: HOLD_READY}}
     ms = modelserving(
-        name, replicas=replicas, roles=[{"name": "r", "replicas": 1, "workerReplicas": 0, "entryTemplate": entry}]
+        name,
+        replicas=replicas,
+        roles=[{"name": "r", "replicas": 1, "workerReplicas": 0, "entryTemplate": entry}],
+        **spec,
     )
     # The fake sidecar listens on the farm's port (the default endpoint kind, sidecar, with its port moved).
     ms["metadata"]["annotations"] = {LORA_ADAPTERS: json.dumps(adapters), LORA_PORT: str(ENGINE_PORT)}
@@ -104,28 +113,28 @@ async def condition_is(kube: KubeClient, namespace: str, name: str, status: str,
 async def test_two_adapters_on_three_pods_then_one_removed(
     crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
 ) -> None:
-    fake = FakeAdapters(delay=0.3)
-    await kube.create(MODELSERVINGS, lora_modelserving("llm", [FIN, LAW], replicas=3), namespace)
+    fake = FakeAdapters(namespace, delay=0.3)
+    await kube.create(MODELSERVINGS, lora_modelserving("llm", [fin(namespace), law(namespace)], replicas=3), namespace)
     async with running_manager(str(kubeconfig), namespace), adapter_farm(kube, namespace, fake):
         await wait_available(kube, namespace, "llm", 3)
-        pods = await labelled(kube, namespace, expected(FIN, LAW), 3)
+        pods = await labelled(kube, namespace, expected(fin(namespace), law(namespace)), 3)
         c = await condition_is(kube, namespace, "llm", "True", REASON_ADAPTERS_LOADED)
         assert c["message"] == "adapters loaded on 3/3 pods", c
         loads = fake.loads()
         assert sorted((x.pod, x.name) for x in loads) == sorted((p, n) for p in pods for n in ("fin", "law"))
         assert fake.loads(ok=False) == []
         # The sidecar's body: the source to download and where to put it.
-        fin = next(x for x in loads if x.name == "fin")
-        assert fin.body == {
+        call = next(x for x in loads if x.name == "fin")
+        assert call.body == {
             "lora_name": "fin",
-            "source": FIN["source"],
-            "output_dir": f"{ADAPTER_DIR}/fin-{source_digest(FIN['source'])}",
+            "source": fin(namespace)["source"],
+            "output_dir": f"{ADAPTER_DIR}/fin-{source_digest(fin(namespace)['source'])}",
         }
         # One load at a time per pod.
         assert max(fake.max_in_flight.values()) == 1, fake.max_in_flight
 
-        await set_adapters(kube, namespace, "llm", [FIN])
-        await labelled(kube, namespace, expected(FIN), 3)
+        await set_adapters(kube, namespace, "llm", [fin(namespace)])
+        await labelled(kube, namespace, expected(fin(namespace)), 3)
         assert sorted((x.pod, x.name) for x in fake.unloads()) == sorted((p, "law") for p in pods)
         assert len(fake.loads()) == 6  # nothing reloaded
         assert {p: set(v) for p, v in fake.loaded.items()} == {p: {"fin"} for p in pods}
@@ -135,11 +144,15 @@ async def test_two_adapters_on_three_pods_then_one_removed(
 async def test_a_new_pod_gets_the_set_once_ready_and_a_restart_reloads(
     crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
 ) -> None:
-    fake = FakeAdapters(delay=0.1)
-    await kube.create(MODELSERVINGS, lora_modelserving("llm", [FIN, LAW], replicas=1, hold_ready=True), namespace)
+    fake = FakeAdapters(namespace, delay=0.1)
+    await kube.create(
+        MODELSERVINGS,
+        lora_modelserving("llm", [fin(namespace), law(namespace)], replicas=1, hold_ready=True, recoveryPolicy="None"),
+        namespace,
+    )
     async with running_manager(str(kubeconfig), namespace), adapter_farm(kube, namespace, fake):
         first = await release_next(kube, namespace, set())
-        await labelled(kube, namespace, expected(FIN, LAW), 1)
+        await labelled(kube, namespace, expected(fin(namespace), law(namespace)), 1)
         await kube.patch(MODELSERVINGS, "llm", {"spec": {"replicas": 2}}, namespace)
         second = await eventually(
             lambda: running_not_ready(kube, namespace, exclude={first}), timeout=60, description="a second pod"
@@ -150,14 +163,15 @@ async def test_a_new_pod_gets_the_set_once_ready_and_a_restart_reloads(
         c = await condition(kube, namespace, "llm")
         assert c is not None and c["status"] == "True" and c["message"] == "adapters loaded on 1/1 pods", c
         await release_next(kube, namespace, {first})
-        await labelled(kube, namespace, expected(FIN, LAW), 2)
+        await labelled(kube, namespace, expected(fin(namespace), law(namespace)), 2)
         ready_at = await ready_time(kube, namespace, second)
         second_loads = [x for x in fake.loads() if x.pod == second]
         assert sorted(x.name for x in second_loads) == ["fin", "law"]
         assert all(x.at >= ready_at for x in second_loads)
         await condition_is(kube, namespace, "llm", "True", REASON_ADAPTERS_LOADED)
 
-        # A restart of the first pod's engine (an in-place image change restarts its container): reloaded.
+        # A restart of the first pod's engine (an in-place image change restarts its container; recoveryPolicy None
+        # keeps the pod): its labels go, and the set is loaded again once it is Ready.
         fake.restart(first)
         image = {"spec": {"containers": [{"name": "engine", "image": "nginx:1.28"}]}}
         await kube.patch(PODS, first, image, namespace, patch_type="strategic")
@@ -166,7 +180,7 @@ async def test_a_new_pod_gets_the_set_once_ready_and_a_restart_reloads(
             return len([x for x in fake.loads() if x.pod == first]) == 4
 
         await eventually(reloaded, timeout=60, description="the restarted pod reloaded")
-        await labelled(kube, namespace, expected(FIN, LAW), 2)
+        await labelled(kube, namespace, expected(fin(namespace), law(namespace)), 2)
         assert len([x for x in fake.loads() if x.pod == second]) == 2
         assert fake.loads(ok=False) == []
 
@@ -174,8 +188,10 @@ async def test_a_new_pod_gets_the_set_once_ready_and_a_restart_reloads(
 async def test_a_refused_load_backs_off_with_an_event_then_a_fixed_source_loads(
     crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
 ) -> None:
-    bad = {"name": "fin", "source": "hf://acme/missing"}
-    fake = FakeAdapters(delay=0.05, refuse={bad["source"]: "adapter_config.json not found in hf://acme/missing"})
+    bad = {"name": "fin", "source": f"hf://acme/missing-{namespace}"}
+    fake = FakeAdapters(
+        namespace, delay=0.05, refuse={bad["source"]: f"adapter_config.json not found in {bad['source']}"}
+    )
     await kube.create(MODELSERVINGS, lora_modelserving("llm", [bad], replicas=2), namespace)
     async with running_manager(str(kubeconfig), namespace), adapter_farm(kube, namespace, fake):
         await wait_available(kube, namespace, "llm", 2)
@@ -187,7 +203,7 @@ async def test_a_refused_load_backs_off_with_an_event_then_a_fixed_source_loads(
             lambda: events_of(kube, namespace, REASON_ADAPTER_LOAD_FAILED), timeout=30, description="a Warning"
         )
         assert any(
-            p in m and "adapter fin" in m and "adapter_config.json not found in hf://acme/missing" in m
+            p in m and "adapter fin" in m and f"adapter_config.json not found in {bad['source']}" in m
             for m in messages
             for p in pods
         ), messages
@@ -202,8 +218,8 @@ async def test_a_refused_load_backs_off_with_an_event_then_a_fixed_source_loads(
         assert gaps[0] >= 0.9 and gaps[1] >= 1.8 and gaps[2] >= 3.6, gaps
         assert await labels_of_pods(kube, namespace, ADAPTER_LABEL_PREFIX) == {p: {} for p in pods}
 
-        await set_adapters(kube, namespace, "llm", [FIN])
-        await labelled(kube, namespace, expected(FIN), 2)
+        await set_adapters(kube, namespace, "llm", [fin(namespace)])
+        await labelled(kube, namespace, expected(fin(namespace)), 2)
         c = await condition_is(kube, namespace, "llm", "True", REASON_ADAPTERS_LOADED)
         assert c["message"] == "adapters loaded on 2/2 pods"
 
@@ -211,14 +227,14 @@ async def test_a_refused_load_backs_off_with_an_event_then_a_fixed_source_loads(
 async def test_kill_9_mid_load_never_loads_twice(
     crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
 ) -> None:
-    fake = FakeAdapters(delay=3.0)
-    await kube.create(MODELSERVINGS, lora_modelserving("llm", [FIN, LAW], replicas=2), namespace)
+    fake = FakeAdapters(namespace, delay=3.0)
+    await kube.create(MODELSERVINGS, lora_modelserving("llm", [fin(namespace), law(namespace)], replicas=2), namespace)
     async with adapter_farm(kube, namespace, fake), manager_process(kubeconfig, namespace) as proc:
         await eventually(lambda: len(fake.started) >= 2, timeout=90, description="loads under way")
         proc.send_signal(signal.SIGKILL)
         await proc.wait()
         async with manager_process(kubeconfig, namespace):
-            await labelled(kube, namespace, expected(FIN, LAW), 2)
+            await labelled(kube, namespace, expected(fin(namespace), law(namespace)), 2)
             await condition_is(kube, namespace, "llm", "True", REASON_ADAPTERS_LOADED)
     pairs = [(pod, name) for pod, name in fake.started]
     assert len(pairs) == len(set(pairs)) == 4, fake.started

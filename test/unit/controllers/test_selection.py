@@ -149,10 +149,11 @@ def test_modelserving_alone_never_imports_the_other_controllers() -> None:
         "modelserving-rollout",
         "modelserving-gang",
         "modelserving-modelcache",
+        "modelserving-adapters",
         "eviction-budget",
     ]
     shared = {"servingview", "components", "resources", "selection"}
-    assert _packages(got["loaded"]) == {"modelserving", "eviction"} | shared
+    assert _packages(got["loaded"]) == {"modelserving", "adapters", "eviction"} | shared
     assert "numpy" not in got["loaded"]
 
 
@@ -172,6 +173,7 @@ def test_all_controllers_by_default() -> None:
         "modelserving-rollout",
         "modelserving-gang",
         "modelserving-modelcache",
+        "modelserving-adapters",
         "autoscaling",
         "autoscaling-heterogeneous",
         "modelbooster",
