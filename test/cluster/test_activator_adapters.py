@@ -34,13 +34,17 @@ from .test_activator import activator
 
 pytestmark = pytest.mark.cluster
 
-FIN = {"name": "fin", "source": "hf://acme/fin-lora"}
 REFUSED_POD_MESSAGE = "CUDA out of memory while loading the adapter"
 
 
 @pytest.fixture
 def crds(cluster: ClusterTier) -> None:
     cluster.install_crds(list(build_crds().values()))
+
+
+def fin(namespace: str) -> dict[str, str]:
+    """The adapter, its source tagged with the test's namespace (the fake answers only its own test's loads)."""
+    return {"name": "fin", "source": f"hf://acme/{namespace}/fin-lora"}
 
 
 class RoutedAdapters(FakeAdapters):
@@ -83,10 +87,11 @@ def lora_modelserving(name: str, adapters: list[dict[str, str]], *, replicas: in
 async def test_a_thousand_requests_for_fin_reach_only_the_labelled_pods(
     crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
 ) -> None:
-    fake = RoutedAdapters(delay=0.1)
+    fake = RoutedAdapters(tag=namespace, delay=0.1)
+    lora = fin(namespace)
     pods = [naming.pod_name("llm", group, "r", 0, 0) for group in range(3)]
     fake.refuse_pods = {pods[0]}  # the engine of one pod cannot load the adapter: that pod stays unlabelled
-    await kube.create(MODELSERVINGS, lora_modelserving("llm", [FIN], replicas=3), namespace)
+    await kube.create(MODELSERVINGS, lora_modelserving("llm", [lora], replicas=3), namespace)
     async with (
         running_manager(str(kubeconfig), namespace),
         EngineFarm(kube, namespace, routes=fake.routes) as farm,
@@ -99,7 +104,7 @@ async def test_a_thousand_requests_for_fin_reach_only_the_labelled_pods(
 
         async def two_labelled() -> dict[str, dict[str, str]] | None:
             found = await labels_of_pods(kube, namespace, adapter_label(""))
-            want = {adapter_label("fin"): source_digest(FIN["source"])}
+            want = {adapter_label("fin"): source_digest(lora["source"])}
             return found if sorted(p for p, labels in found.items() if labels == want) == pods[1:] else None
 
         labels = await eventually(two_labelled, timeout=60, description="fin labelled on two of three pods")
@@ -129,7 +134,8 @@ async def test_a_thousand_requests_for_fin_reach_only_the_labelled_pods(
 async def test_an_adapter_loaded_nowhere_yet_is_held_then_served(
     crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
 ) -> None:
-    fake = RoutedAdapters(delay=3.0)  # a slow download and load
+    fake = RoutedAdapters(tag=namespace, delay=3.0)  # a slow download and load
+    lora = fin(namespace)
     await kube.create(MODELSERVINGS, lora_modelserving("llm", [], replicas=1), namespace)
     async with (
         running_manager(str(kubeconfig), namespace),
@@ -140,7 +146,7 @@ async def test_an_adapter_loaded_nowhere_yet_is_held_then_served(
         fake.farm = farm
         await wait_available(kube, namespace, "llm", 1)
         await kube.patch(
-            MODELSERVINGS, "llm", {"metadata": {"annotations": {LORA_ADAPTERS: json.dumps([FIN])}}}, namespace
+            MODELSERVINGS, "llm", {"metadata": {"annotations": {LORA_ADAPTERS: json.dumps([lora])}}}, namespace
         )
         await eventually(lambda: act.catalog.directory().resolve_adapter("llm_fin") is not None or None, timeout=30)
         loop = asyncio.get_running_loop()
@@ -158,4 +164,4 @@ async def test_an_adapter_loaded_nowhere_yet_is_held_then_served(
         assert [c.pod for c in fake.loads()] == [pod]
         assert waited >= 2.5  # it waited for the load (3 s), not answered by a pod without the adapter
         labels = (await labels_of_pods(kube, namespace, adapter_label("")))[pod]
-        assert labels == {adapter_label("fin"): source_digest(FIN["source"])}
+        assert labels == {adapter_label("fin"): source_digest(lora["source"])}
