@@ -46,6 +46,7 @@ __all__ = [
     "LWS_WORKER_INDEX",
     "MODELPOOL_DEMAND_PREFIX",
     "MODELPOOL_FIELD_MANAGER",
+    "MODELPOOL_RELEASED_PREFIX",
     "MODEL_CACHE",
     "MODEL_CACHE_ATTEMPT",
     "MODEL_CACHE_CONTENT",
@@ -150,6 +151,9 @@ MODELPOOL_DEMAND_PREFIX = "demand.modelpool.kthena-py.io/"
 (merge patch, rate-limited, refreshed while requests are held); read by the pool controller as demand and recency."""
 MODELPOOL_FIELD_MANAGER = "kthena-py-modelpool"
 """The field manager of the pool controller: the only writer of a pool member's ``spec.replicas``."""
+MODELPOOL_RELEASED_PREFIX = "released.modelpool.kthena-py.io/"
+"""On a ModelPool, one annotation per member the pool controller swapped out: the time (same format as the demand)
+it was drained. Demand recorded before it was served by the then-resident member, so it asks for no swap back."""
 
 # LoRA adapters (ours): a desired adapter set on a ModelServing, loaded into its Ready entry pods.
 LORA_ADAPTERS = "serving.kthena-py.io/lora-adapters"

@@ -7,6 +7,8 @@ Guarantees:
   swap lingers in the recorded intent. No write when the status is already the one given.
 * A member's replicas are written through its ``scale`` subresource under the field manager
   :data:`~kthena_py.vocab.labels.MODELPOOL_FIELD_MANAGER`, the only writer of pool members' replicas.
+* Release times are merge-patched into the pool's annotations (one key per member swapped out), same field
+  manager.
 * Failures are raised as the :class:`~kthena_py.kube.ApiError` they are (the controller retries with backoff);
   the reconciler writes replicas only after the status write succeeded.
 """
@@ -18,11 +20,12 @@ from typing import Any
 
 from kthena_py.kube import KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, meta
+from kthena_py.plan.modelpool.demand import format_demand_time, released_annotation
 from kthena_py.vocab.labels import MODELPOOL_FIELD_MANAGER
 
 from ..resources import MODELPOOLS, MODELSERVINGS
 
-__all__ = ["FIELD_MANAGER", "scale_member", "status_patch", "write_status"]
+__all__ = ["FIELD_MANAGER", "record_released", "scale_member", "status_patch", "write_status"]
 
 FIELD_MANAGER = MODELPOOL_FIELD_MANAGER
 _NESTED = ("swap", "lastSwap")
@@ -67,5 +70,18 @@ async def scale_member(client: KubeApi, namespace: str, name: str, replicas: int
         {"spec": {"replicas": replicas}},
         namespace,
         subresource="scale",
+        field_manager=FIELD_MANAGER,
+    )
+
+
+async def record_released(client: KubeApi, pool: KubeObject, released: Mapping[str, float]) -> None:
+    """Record when members were swapped out (annotations on the pool)."""
+    md = meta(pool)
+    annotations = {released_annotation(name): format_demand_time(when) for name, when in released.items()}
+    await client.patch(
+        MODELPOOLS,
+        str(md.get("name")),
+        {"metadata": {"annotations": annotations}},
+        md.get("namespace"),
         field_manager=FIELD_MANAGER,
     )

@@ -4,6 +4,8 @@ Guarantees:
 
 * Each pass reads the pool with a live GET and its members with live lists (:mod:`.observe`): the recorded
   intent and the replica counts it acts on are what the API server holds, never a cache behind its own writes.
+* A victim's release time is recorded (annotation ``released.modelpool.kthena-py.io/<member>``) before the status
+  that releases it, so demand it had before it was swapped out never swaps it back in.
 * The intent is recorded in the status *before* any replica write; a failed status write makes no replica write
   (the pass is retried with backoff). A kill at any point resumes from the status
   (:mod:`kthena_py.plan.modelpool.swap`).
@@ -22,7 +24,7 @@ import structlog
 
 from kthena_py.kube import KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, meta
-from kthena_py.plan.modelpool.demand import demand_of
+from kthena_py.plan.modelpool.demand import demand_of, released_of
 from kthena_py.plan.modelpool.idle import FAILED, IdleResult
 from kthena_py.plan.modelpool.status import render_status
 from kthena_py.plan.modelpool.swap import Decision, plan
@@ -33,7 +35,7 @@ from kthena_py.vocab.pods import is_terminating
 
 from ..resources import MODELPOOLS
 from . import metrics
-from .apply import scale_member, write_status
+from .apply import record_released, scale_member, write_status
 from .idlecheck import IdleProber
 from .observe import Observed, observe
 
@@ -82,13 +84,14 @@ class PoolReconciler:
         spec = parse_spec(pool)
         state = parse_state(pool)
         demand = demand_of(pool)
+        released = released_of(pool)
         observed = await observe(self.client, request.namespace, spec)
         now = self.clock()
-        decision = plan(spec, state, observed.members, demand, now)
+        decision = plan(spec, state, observed.members, demand, now, released=released)
         if decision.needs_probe:
             verdicts = await self._verdicts(spec, observed, decision.needs_probe)
             log.debug("idle check", pool=str(request), verdicts={k: v.verdict for k, v in verdicts.items()})
-            decision = plan(spec, state, observed.members, demand, now, verdicts)
+            decision = plan(spec, state, observed.members, demand, now, verdicts, released=released)
         status = render_status(
             spec=spec,
             state=decision.state,
@@ -100,6 +103,8 @@ class PoolReconciler:
             namespace=request.namespace,
             now=now,
         )
+        if decision.released:
+            await record_released(self.client, pool, decision.released)
         await write_status(self.client, pool, status)
         for name, replicas in decision.replicas.items():
             await scale_member(self.client, request.namespace, name, replicas)

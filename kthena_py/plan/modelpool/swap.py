@@ -7,13 +7,15 @@ resumes from the status: every step below is decided again from the recorded int
 
 Steps (one swap at a time per pool; several may be taken in one call when nothing needs waiting for):
 
-1. **Target.** A member not resident with live demand (:func:`~.demand.is_live`), the oldest demand first (ties
-   by ``spec.members`` order). A cold pool (no resident, no swap) takes ``default`` first, with or without demand.
+1. **Target.** A member not resident whose demand asks for a swap (:func:`~.demand.asks_for_swap`: live, and
+   recorded after the member was last swapped out), the oldest demand first (ties by ``spec.members`` order).
+   A cold pool (no resident, no swap) takes ``default`` first, with or without demand.
    Sticky: without live demand for a non-resident member, nothing is swapped.
 2. **Free slot** (fewer residents than ``slots``): record ``{to, step: Loading}``; the target gets 1 replica.
 3. **No free slot**: record ``{from: the least recently used resident, to, step: Draining}``. The residents are
    idle-checked; the least recently used *idle* one (oldest demand; never requested is oldest; ties: the one
-   resident longest) becomes ``from``, leaves the residents and goes to 0 replicas (``Releasing``, ``drained``).
+   resident longest) becomes ``from``, leaves the residents and goes to 0 replicas (``Releasing``, ``drained``);
+   its release time is returned (:attr:`Decision.released`) for the controller to record.
    None idle: nothing is scaled and ``SwapDeferred`` says why — ``PodsBusy`` when a probe said busy,
    ``IdleCheckFailed`` when probes failed and none said busy (fail closed).
 4. **Releasing** waits until the victim has no replicas and no pods left (not just terminating), then
@@ -49,7 +51,7 @@ from kthena_py.api.modelpool import (
     STEP_LOADING,
     STEP_RELEASING,
 )
-from kthena_py.plan.modelpool.demand import DEMAND_LIVE_SECONDS, format_demand_time, is_live
+from kthena_py.plan.modelpool.demand import DEMAND_LIVE_SECONDS, asks_for_swap, format_demand_time
 from kthena_py.plan.modelpool.idle import BUSY, IDLE, IdleResult
 from kthena_py.plan.modelpool.view import Member, PoolSpec, PoolState, Swap
 
@@ -111,6 +113,8 @@ class Decision:
     """Why a swap was abandoned in this call (its reason), if one was."""
     needs_probe: tuple[str, ...] = ()
     """Residents to idle-check before this decision can be made (call again with their verdicts)."""
+    released: dict[str, float] = field(default_factory=dict)
+    """Members swapped out now and when: to record (before the status) so their older demand asks for no swap back."""
     requeue_after: float | None = None
 
 
@@ -121,11 +125,16 @@ def lru_order(residents: Sequence[str], demand: Mapping[str, float]) -> list[str
 
 
 def _target(
-    spec: PoolSpec, residents: Sequence[str], valid: set[str], demand: Mapping[str, float], now: float
+    spec: PoolSpec,
+    residents: Sequence[str],
+    valid: set[str],
+    demand: Mapping[str, float],
+    released: Mapping[str, float],
+    now: float,
 ) -> str | None:
     if not residents and spec.default in valid:
         return spec.default
-    waiting = [n for n in spec.members if n in valid and n not in residents and is_live(demand.get(n), now)]
+    waiting = [n for n in spec.members if n in valid and n not in residents and asks_for_swap(n, demand, released, now)]
     if not waiting:
         return None
     order = {n: i for i, n in enumerate(spec.members)}
@@ -149,6 +158,7 @@ class _Pass:
         self.deferred: tuple[str, str] | None = None
         self.needs_probe: tuple[str, ...] = ()
         self.requeue: list[float] = []
+        self.released: dict[str, float] = {}
         if state.residents is None:
             up = [n for n in spec.members if n in self.valid and members[n].replicas > 0]
             first = [spec.default] if spec.default in up else []
@@ -175,11 +185,17 @@ class _Pass:
         self.swap = None
 
 
-def _step(p: _Pass, demand: Mapping[str, float], now: float, idle: Mapping[str, IdleResult] | None) -> bool:
+def _step(
+    p: _Pass,
+    demand: Mapping[str, float],
+    released: Mapping[str, float],
+    now: float,
+    idle: Mapping[str, IdleResult] | None,
+) -> bool:
     """Take one step; ``True`` when something changed and another step may follow."""
     swap = p.swap
     if swap is None:
-        target = _target(p.spec, p.residents, p.valid, demand, now)
+        target = _target(p.spec, p.residents, p.valid, demand, {**released, **p.released}, now)
         if target is None:
             return False
         if len(p.residents) < p.spec.slots:
@@ -191,16 +207,16 @@ def _step(p: _Pass, demand: Mapping[str, float], now: float, idle: Mapping[str, 
             p.event("Normal", "SwapStarted", f"swapping {victim} out for {target}: waiting for an idle resident")
         return True
     if swap.to not in p.valid:
-        released = swap.step != STEP_DRAINING
+        victim_released = swap.step != STEP_DRAINING
         p.abandon(
             "TargetGone",
             f"swap to {swap.to} abandoned: it is no longer a member with a ModelServing"
-            + (f" ({swap.from_} stays released)" if released and swap.from_ else ""),
+            + (f" ({swap.from_} stays released)" if victim_released and swap.from_ else ""),
         )
         return True
     if swap.step == STEP_DRAINING:
         when = demand.get(swap.to)
-        if not is_live(when, now):
+        if when is None or not asks_for_swap(swap.to, demand, released, now):
             message = (
                 f"swap to {swap.to} abandoned: no request for it since {_t(when)} "
                 f"(demand lives {DEMAND_LIVE_SECONDS:g}s) while waiting for an idle resident"
@@ -229,10 +245,10 @@ def _step(p: _Pass, demand: Mapping[str, float], now: float, idle: Mapping[str, 
                     f"{swap.to} waits for a slot: cannot tell whether a resident is idle ({details})",
                 )
             p.swap = replace(swap, from_=order[0])
-            assert when is not None
             p.requeue.append(min(IDLE_RECHECK_SECONDS, max(0.1, when + DEMAND_LIVE_SECONDS - now + 0.05)))
             return False
         p.residents.remove(chosen)
+        p.released[chosen] = now
         p.swap = replace(swap, step=STEP_RELEASING, from_=chosen, drained=now)
         p.event("Normal", "MemberReleased", f"{chosen} is idle ({idle[chosen].detail}): scaled to 0 for {swap.to}")
         return True
@@ -305,6 +321,7 @@ def plan(
     demand: Mapping[str, float],
     now: float,
     idle: Mapping[str, IdleResult] | None = None,
+    released: Mapping[str, float] | None = None,
 ) -> Decision:
     """Decide the next intent and replica writes of one pool (see the module docstring).
 
@@ -315,10 +332,11 @@ def plan(
         demand: Member -> epoch seconds of its latest request (:func:`~.demand.demand_of`).
         now: The current time, epoch seconds.
         idle: The idle-check verdicts of the residents named by an earlier call's ``needs_probe``.
+        released: Member -> epoch seconds it was last swapped out (:func:`~.demand.released_of`).
     """
     p = _Pass(spec, state, members)
     for _ in range(8):
-        if not _step(p, demand, now, idle):
+        if not _step(p, demand, released or {}, now, idle):
             break
     if p.needs_probe:
         return Decision(state=state, needs_probe=p.needs_probe)
@@ -340,5 +358,6 @@ def plan(
         events=tuple(p.events),
         completed=p.completed,
         abandoned=p.abandoned,
+        released=p.released,
         requeue_after=min(p.requeue) if p.requeue else None,
     )

@@ -15,7 +15,7 @@ from kthena_py.controllers.modelpool.reconciler import PoolReconciler
 from kthena_py.controllers.resources import MODELPOOLS, MODELSERVINGS
 from kthena_py.kube import KubeObject, ServerError
 from kthena_py.kube.resources import PODS
-from kthena_py.plan.modelpool.demand import demand_annotation, format_demand_time
+from kthena_py.plan.modelpool.demand import demand_annotation, format_demand_time, released_annotation
 from kthena_py.plan.modelpool.idle import BUSY, IDLE, IdleResult
 from kthena_py.plan.modelpool.view import PoolSpec
 from kthena_py.runtime.reconcile import Request
@@ -78,9 +78,12 @@ async def test_intent_is_recorded_before_the_victim_is_scaled_down() -> None:
     await reconciler.reconcile(Request(NS, "pool"))
     writes = [c for c in kube.calls if c.verb == "patch"]
     assert [(c.rt, c.subresource, c.name) for c in writes] == [
+        (MODELPOOLS, None, "pool"),
         (MODELPOOLS, "status", "pool"),
         (MODELSERVINGS, "scale", "alpha"),
     ]
+    annotations = kube.peek(MODELPOOLS, "pool", NS)["metadata"]["annotations"]  # type: ignore[index]
+    assert annotations[released_annotation("alpha")] == format_demand_time(now)
     assert all(c.options.get("field_manager") == FIELD_MANAGER for c in writes)
     status = kube.peek(MODELPOOLS, "pool", NS)["status"]  # type: ignore[index]
     assert status["swap"]["step"] == STEP_RELEASING and status["swap"]["from"] == "alpha"

@@ -49,12 +49,13 @@ def run(
     demand: Mapping[str, float] | None = None,
     idle: Mapping[str, IdleResult] | None = None,
     now: float = NOW,
+    released: Mapping[str, float] | None = None,
 ) -> Decision:
-    first = plan(spec, state, members, demand or {}, now)
+    first = plan(spec, state, members, demand or {}, now, released=released)
     if first.needs_probe:
         assert idle is not None, f"planner asked to probe {first.needs_probe}"
         assert set(first.needs_probe) <= set(idle)
-        return plan(spec, state, members, demand or {}, now, idle)
+        return plan(spec, state, members, demand or {}, now, idle, released=released)
     return first
 
 
@@ -207,6 +208,22 @@ def test_two_slots_three_members_evicts_the_least_recently_used_idle_resident() 
     assert d2.state.swap is not None and d2.state.swap.from_ == "b" and d2.replicas == {"b": 0}
 
 
+def test_demand_older_than_the_release_never_swaps_back() -> None:
+    """The members' demand is still live, but it was served before they were swapped out: no ping-pong."""
+    spec = PoolSpec(members=("a", "b", "c"), slots=2)
+    state = PoolState(residents=("a", "c"))
+    demand = {"a": NOW - 3, "b": NOW - 5, "c": NOW - 1}
+    released = {"b": NOW - 4}
+    d = run(spec, state, world(up("a"), down("b"), up("c")), demand, idle_all("a", "c"), released=released)
+    assert d.state == state and d.replicas == {} and d.events == ()
+    # a request for b after it was swapped out does swap it in
+    d2 = run(
+        spec, state, world(up("a"), down("b"), up("c")), {**demand, "b": NOW}, idle_all("a", "c"), released=released
+    )
+    assert d2.state.swap is not None and d2.state.swap.to == "b" and d2.state.swap.from_ == "a"
+    assert d2.released == {"a": NOW}
+
+
 def test_free_slot_loads_without_draining() -> None:
     spec = PoolSpec(members=("a", "b", "c"), slots=2)
     d = run(spec, PoolState(residents=("a",)), world(up("a"), down("b"), down("c")), {"c": NOW})
@@ -269,17 +286,25 @@ def test_never_more_than_slots_members_up(slots: int, count: int, data: st.DataO
     world_ = World(names, set(data.draw(st.lists(st.sampled_from(names), max_size=slots, unique=True))))
     state = PoolState()
     demand: dict[str, float] = {}
+    released: dict[str, float] = {}
     now = NOW
-    for _ in range(40):
-        now += data.draw(st.floats(min_value=0.1, max_value=20))
-        for n in data.draw(st.lists(st.sampled_from(names), max_size=2)):
-            demand[n] = now
+    completed_after_quiet = 0
+    for step in range(60):
+        now += data.draw(st.floats(min_value=0.1, max_value=5))
+        if step < 40:  # then no request at all: at most one swap-in per member may follow, never a ping-pong
+            for n in data.draw(st.lists(st.sampled_from(names), max_size=2)):
+                demand[n] = now
         members = world_.members()
-        decision = plan(spec, state, members, demand, now)
+        decision = plan(spec, state, members, demand, now, released=released)
         if decision.needs_probe:
-            verdicts = {n: IdleResult(data.draw(st.sampled_from((IDLE, BUSY, FAILED)))) for n in decision.needs_probe}
-            decision = plan(spec, state, members, demand, now, verdicts)
+            choices = (IDLE, BUSY, FAILED) if step < 40 else (IDLE,)
+            verdicts = {n: IdleResult(data.draw(st.sampled_from(choices))) for n in decision.needs_probe}
+            decision = plan(spec, state, members, demand, now, verdicts, released=released)
         assert not decision.needs_probe
+        released.update(decision.released)
+        if step >= 40 and decision.completed is not None:
+            completed_after_quiet += 1
+        assert completed_after_quiet <= count
         new = decision.state
         assert new.residents is not None
         wanted = set(new.residents) | ({new.swap.to} if new.swap and new.swap.step == STEP_LOADING else set())
@@ -292,7 +317,7 @@ def test_never_more_than_slots_members_up(slots: int, count: int, data: st.DataO
         for n, r in decision.replicas.items():
             world_.replicas[n] = r
             assert world_.up_count() <= slots, f"raising {n} put more than {slots} members up"
-        world_.tick(set(data.draw(st.lists(st.sampled_from(names), unique=True))))
+        world_.tick(set(names) if step >= 40 else set(data.draw(st.lists(st.sampled_from(names), unique=True))))
         assert world_.up_count() <= slots
 
 
