@@ -3,19 +3,18 @@ the swap budget, and a manager killed with SIGKILL mid-swap.
 
 One kwok node with one GPU, labelled for the pool; members ``model-a`` (default, resident) and ``model-b`` need one
 GPU each and select that node. The manager (ModelServing and ModelPool controllers) runs as its own process so it
-can be killed; the activator runs in-process on 127.0.0.1; the engines are fake apps on the pod IPs
-(test/cluster/engineutil.py) whose ``/metrics`` page shows a settable number of running requests per member (the
-pool controller's idle check) and whose ``/v1/completions`` records which pod answered.
+can be killed; the activator runs in-process on 127.0.0.1; the engines are the pool tests' fake apps on the pod IPs
+(test/cluster/poolutil.py: settable running requests per member on ``/metrics``, the pool controller's idle check)
+whose ``/v1/completions`` also records which pod answered.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import signal
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,22 +27,18 @@ from kthena_py.api.crdgen import build_crds
 from kthena_py.api.modelpool import CONDITION_SWAP_DEFERRED, PHASE_READY, PHASE_SWAPPING, REASON_PODS_BUSY
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
-from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelpool.demand import DEMAND_LIVE_SECONDS, demand_of
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.cluster import FakeNode
 from kthena_py.testing.wait import eventually
-from kthena_py.vocab.labels import ACTIVATOR_FIELD_MANAGER, ACTIVATOR_PORT, MODELPOOL_DEMAND_PREFIX, SERVING_NAME
+from kthena_py.vocab.labels import ACTIVATOR_FIELD_MANAGER, MODELPOOL_DEMAND_PREFIX
 
-from .engineutil import ENGINE_PORT, EngineFarm
-from .mcutil import ManagerProcess
-from .msutil import container, modelserving
+from .poolutil import POOL_LABEL, PodTimeline, PoolEngines, pool_manifest, serving_manifest, start_manager_process
 from .test_activator import activator
 
 pytestmark = pytest.mark.cluster
 
 A, B = "model-a", "model-b"
-SLOT_LABEL = "kthena-py-test-slot"
 
 
 @pytest.fixture
@@ -52,96 +47,68 @@ def crds(cluster: ClusterTier) -> None:
 
 
 @pytest.fixture
-def slot(cluster: ClusterTier) -> Iterator[str]:
+def slot(cluster: ClusterTier, namespace: str) -> Iterator[str]:
     """A node with one GPU, labelled for this test's pool; removed afterwards."""
-    value = uuid.uuid4().hex[:8]
-    node = cluster.add_node(FakeNode(f"slot-{value}", gpus=1, labels={SLOT_LABEL: value}))
-    yield value
+    node = cluster.add_node(FakeNode(f"slot-{namespace}"[:60], gpus=1, labels={POOL_LABEL: namespace}))
+    yield namespace
     cluster.client.delete(f"/api/v1/nodes/{node.name}")
 
 
-def member(name: str, slot: str, replicas: int) -> dict[str, Any]:
-    engine = container(gpu=1) | {"ports": [{"containerPort": ENGINE_PORT}]}
-    entry = {"spec": {"containers": [engine], "nodeSelector": {SLOT_LABEL: slot}}}
-    ms = modelserving(
-        name, replicas=replicas, roles=[{"name": "r", "replicas": 1, "workerReplicas": 0, "entryTemplate": entry}]
-    )
-    ms["metadata"]["annotations"] = {ACTIVATOR_PORT: str(ENGINE_PORT)}
-    return ms
+class Engines(PoolEngines):
+    """The pool's engines (settable request gauges on ``/metrics``), whose ``/v1/completions`` records the pod."""
 
+    def __init__(self, kube: KubeClient, namespace: str) -> None:
+        super().__init__(kube, namespace, (A, B))
+        self.served: list[str] = []
 
-def pool(budget: str) -> dict[str, Any]:
-    return {
-        "apiVersion": MODELPOOLS.api_version,
-        "kind": MODELPOOLS.kind,
-        "metadata": {"name": "pool"},
-        "spec": {
-            "members": [{"modelServingRef": {"name": A}}, {"modelServingRef": {"name": B}}],
-            "default": A,
-            "gpu": 1,
-            "swapBudget": budget,
-        },
-    }
-
-
-@dataclass
-class Engines:
-    """Per-member running requests for ``/metrics``; the pods that answered ``/v1/completions``."""
-
-    running: dict[str, float] = field(default_factory=lambda: {A: 0.0, B: 0.0})
-    served: list[str] = field(default_factory=list)
-    farm: EngineFarm | None = None
-
-    def pod_of(self, request: web.Request) -> str:
-        assert self.farm is not None and request.transport is not None
-        ip = request.transport.get_extra_info("sockname")[0]
-        return self.farm.pod_of_ip.get(ip, ip)
-
-    async def _metrics(self, request: web.Request) -> web.Response:
-        pod = self.pod_of(request)
-        running = next((n for m, n in self.running.items() if pod.startswith(m + "-")), 0.0)
-        text = (
-            "# TYPE vllm:num_requests_running gauge\n"
-            f'vllm:num_requests_running{{model_name="m"}} {running}\n'
-            "# TYPE vllm:num_requests_waiting gauge\n"
-            'vllm:num_requests_waiting{model_name="m"} 0\n'
-        )
-        return web.Response(text=text, content_type="text/plain")
+    def _routes(self, app: web.Application) -> None:
+        super()._routes(app)
+        app.router.add_post("/v1/completions", self._completion)
 
     async def _completion(self, request: web.Request) -> web.Response:
         body = await request.json()
-        self.served.append(self.pod_of(request))
+        sock = request.transport.get_extra_info("sockname") if request.transport else None
+        self.served.append(self.pod_of_ip.get(sock[0] if sock else "", ""))
         return web.json_response({"object": "text_completion", "model": body.get("model"), "choices": []})
 
-    def routes(self, app: web.Application) -> None:
-        app.router.add_get("/metrics", self._metrics)
-        app.router.add_post("/v1/completions", self._completion)
+
+class Manager:
+    """``kthena-py manager`` (ModelServing and ModelPool controllers) as a process that can be killed with SIGKILL."""
+
+    def __init__(self, kubeconfig: Path, namespace: str) -> None:
+        self.kubeconfig, self.namespace = kubeconfig, namespace
+        self.proc: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.proc = await start_manager_process(self.kubeconfig, self.namespace)
+
+    async def kill(self) -> None:
+        if self.proc is not None and self.proc.returncode is None:
+            self.proc.send_signal(signal.SIGKILL)
+            await self.proc.wait()
 
 
 @contextlib.asynccontextmanager
 async def scene(
-    kube: KubeClient, kubeconfig: Path, namespace: str, slot: str, tmp_path: Path, budget: str
-) -> AsyncIterator[tuple[ManagerProcess, Engines, str, aiohttp.ClientSession]]:
+    kube: KubeClient, kubeconfig: Path, namespace: str, slot: str, budget: str
+) -> AsyncIterator[tuple[Manager, Engines, str, aiohttp.ClientSession]]:
     """Members A (resident) and B (at 0) in a pool; the manager process, the engines and the activator running."""
-    await kube.create(MODELSERVINGS, member(A, slot, 1), namespace)
-    await kube.create(MODELSERVINGS, member(B, slot, 0), namespace)
-    await kube.create(MODELPOOLS, pool(budget), namespace)
-    engines = Engines()
-    manager = ManagerProcess(kubeconfig, namespace, tmp_path / "manager.log", cleanup_timeout=300.0)
+    await kube.create(MODELSERVINGS, serving_manifest(A, slot, replicas=1), namespace)
+    await kube.create(MODELSERVINGS, serving_manifest(B, slot, replicas=0), namespace)
+    pool = pool_manifest("pool", (A, B), slot=slot, default=A)
+    pool["spec"]["swapBudget"] = budget
+    await kube.create(MODELPOOLS, pool, namespace)
+    manager = Manager(kubeconfig, namespace)
     await manager.start()
     try:
-        async with (
-            EngineFarm(kube, namespace, routes=engines.routes) as farm,
-            activator(kubeconfig, namespace) as act,
-            aiohttp.ClientSession() as http,
-        ):
-            engines.farm = farm
+        async with Engines(kube, namespace) as engines, activator(kubeconfig, namespace) as act:
             await eventually(
                 lambda: _pool_is(kube, namespace, phase=PHASE_READY, resident=A), timeout=90, description="A resident"
             )
             await eventually(lambda: act.catalog.directory().resolve(B) is not None or None, timeout=30)
             assert act.catalog.directory().resolve(B).pool is not None  # type: ignore[union-attr]
-            yield manager, engines, f"http://127.0.0.1:{act.port}/v1/completions", http
+            async with aiohttp.ClientSession() as http:
+                yield manager, engines, f"http://127.0.0.1:{act.port}/v1/completions", http
     finally:
         await manager.kill()
 
@@ -182,56 +149,12 @@ def _activator_scaled(ms: dict[str, Any]) -> bool:
     )
 
 
-class PodMonitor:
-    """Watches the namespace's pods from a listed resourceVersion: records whether A's and B's ever coexisted."""
-
-    def __init__(self, kube: KubeClient, namespace: str) -> None:
-        self.kube, self.namespace = kube, namespace
-        self.live: dict[str, str] = {}
-        self.overlaps: list[tuple[str, ...]] = []
-        self._task: asyncio.Task[None] | None = None
-
-    def _check(self) -> None:
-        members = set(self.live.values())
-        if A in members and B in members:
-            self.overlaps.append(tuple(sorted(self.live)))
-
-    async def _run(self, rv: str) -> None:
-        while True:
-            async for event in self.kube.watch(PODS, self.namespace, resource_version=rv):
-                obj = event.object
-                rv = str((obj.get("metadata") or {}).get("resourceVersion") or rv)
-                name = str((obj.get("metadata") or {}).get("name") or "")
-                owner = ((obj.get("metadata") or {}).get("labels") or {}).get(SERVING_NAME)
-                if event.type == "DELETED":
-                    self.live.pop(name, None)
-                elif event.type in ("ADDED", "MODIFIED") and owner:
-                    self.live[name] = owner
-                self._check()
-
-    async def __aenter__(self) -> PodMonitor:
-        listed = await self.kube.list(PODS, self.namespace)
-        for pod in listed.items:
-            owner = (pod["metadata"].get("labels") or {}).get(SERVING_NAME)
-            if owner:
-                self.live[pod["metadata"]["name"]] = owner
-        self._check()
-        self._task = asyncio.create_task(self._run(listed.resource_version))
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._task is not None
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-
-
 async def test_a_held_request_for_b_is_answered_after_the_swap(
-    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str, slot: str, tmp_path: Path
+    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str, slot: str
 ) -> None:
     async with (
-        scene(kube, kubeconfig, namespace, slot, tmp_path, budget="120s") as (_manager, engines, url, http),
-        PodMonitor(kube, namespace) as pods,
+        scene(kube, kubeconfig, namespace, slot, budget="120s") as (_manager, engines, url, http),
+        PodTimeline(kube, namespace) as pods,
     ):
         engines.running[A] = 1  # A is busy: the swap waits, the request is held
         started = time.monotonic()
@@ -262,9 +185,9 @@ async def test_a_held_request_for_b_is_answered_after_the_swap(
 
 
 async def test_the_swap_budget_spent_while_a_is_busy_is_503_naming_the_pool_state(
-    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str, slot: str, tmp_path: Path
+    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str, slot: str
 ) -> None:
-    async with scene(kube, kubeconfig, namespace, slot, tmp_path, budget="6s") as (_manager, engines, url, http):
+    async with scene(kube, kubeconfig, namespace, slot, budget="6s") as (_manager, engines, url, http):
         engines.running[A] = 3
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -286,9 +209,9 @@ async def test_the_swap_budget_spent_while_a_is_busy_is_503_naming_the_pool_stat
 
 
 async def test_a_manager_killed_mid_swap_keeps_the_held_requests_demand(
-    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str, slot: str, tmp_path: Path
+    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str, slot: str
 ) -> None:
-    async with scene(kube, kubeconfig, namespace, slot, tmp_path, budget="300s") as (manager, engines, url, http):
+    async with scene(kube, kubeconfig, namespace, slot, budget="300s") as (manager, engines, url, http):
         engines.running[A] = 1
         call = asyncio.create_task(http.post(url, json={"model": B, "prompt": "hello"}))
         await eventually(lambda: _deferred_busy(kube, namespace), timeout=30, description="SwapDeferred/PodsBusy")
