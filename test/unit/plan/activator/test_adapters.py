@@ -162,3 +162,35 @@ def test_rewrite_sets_model_and_keeps_everything_else(body: dict[str, Any], mode
 @pytest.mark.parametrize("raw", [b"not json", b"[1, 2]", b"\xff\xfe"])
 def test_rewrite_leaves_a_body_it_cannot_read(raw: bytes) -> None:
     assert rewrite_model(raw, "fin") == raw
+
+
+short_names = st.sampled_from(["a", "b", "fin", "law", "a_fin", "b_law", "chat"])
+
+
+@given(
+    servings=st.lists(
+        st.tuples(
+            st.lists(short_names, min_size=1, max_size=3, unique=True),
+            st.lists(short_names, max_size=3, unique=True),
+        ),
+        min_size=1,
+        max_size=4,
+    )
+)
+def test_no_name_routes_two_ways_and_model_names_are_never_shadowed(
+    servings: list[tuple[list[str], list[str]]],
+) -> None:
+    objects = [
+        ms(f"ms-{i}", [{"name": n, "source": f"s3://{i}/{n}"} for n in adapters], models=",".join(models))
+        for i, (models, adapters) in enumerate(servings)
+    ]
+    directory = build_directory(objects, [], 120.0)
+    assert not set(directory.by_model) & set(directory.by_adapter)
+    every_model = {m for models, _ in servings for m in models}
+    assert set(directory.by_model) == every_model
+    for name, route in directory.by_adapter.items():
+        index = int(route.target.name.split("-")[1])
+        models, adapters = servings[index]
+        assert route.adapter in adapters
+        assert route.requirement == (adapter_label(route.adapter), source_digest(f"s3://{index}/{route.adapter}"))
+        assert name == route.adapter if not route.rewrite else name in {f"{m}_{route.adapter}" for m in models}
