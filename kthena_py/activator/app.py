@@ -4,6 +4,7 @@ Guarantees:
 
 * :meth:`Activator.start` starts the informers, then the proxy on ``listen`` (``port`` says the bound port, also
   for port 0), then the probe and metrics servers; ``/readyz`` passes once every informer has synced.
+* It records demand for ModelPool members on their pool (:mod:`.demand`) while it holds or serves their requests.
 * While it runs it keeps the state annotation (:data:`~kthena_py.vocab.labels.ACTIVATOR_STATE`) of the
   ModelServings it would wake (:mod:`.marker`), so ``kubectl get ms`` says ``scaled to zero (activator)`` only
   while an activator runs.
@@ -27,6 +28,7 @@ from kthena_py.kube import KubeClient, WatchApi
 from kthena_py.runtime.httpserver import ProbeServer, parse_address
 
 from .catalog import Catalog
+from .demand import DemandWriter
 from .marker import StateMarker
 from .proxy import Proxy
 from .waker import Waker
@@ -63,6 +65,7 @@ class Activator:
         self._own_client: KubeClient | None = None
         self._catalog: Catalog | None = None
         self._marker: StateMarker | None = None
+        self._demand: DemandWriter | None = None
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._probes = ProbeServer()
@@ -105,9 +108,11 @@ class Activator:
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=10),
             connector=aiohttp.TCPConnector(limit=0),
         )
+        self._demand = DemandWriter(client, self._catalog)
         proxy = Proxy(
             self._catalog,
             Waker(client, self._catalog),
+            self._demand,
             max_body_bytes=self.options.max_body_bytes,
             max_held=self.options.max_held,
             session=self._session,
@@ -142,6 +147,9 @@ class Activator:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._demand is not None:
+            await self._demand.stop()
+            self._demand = None
         if self._session is not None:
             await self._session.close()
             self._session = None

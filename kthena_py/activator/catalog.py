@@ -5,14 +5,16 @@ Guarantees:
 * One :class:`~kthena_py.runtime.cache.SharedCache` per watched namespace (one for all namespaces by default);
   pods are narrowed to those labelled ``modelserving.volcano.sh/name`` and filed by it. AutoscalingPolicy is
   optional (a cluster without the CRD still routes, with annotation opt-in only), and so are Kthena's ModelRoute
-  and ModelServer (their model names are added when served, :mod:`kthena_py.plan.activator.routes`).
-* The model directory (:func:`~kthena_py.plan.activator.targets.build_directory`) is rebuilt on the first read
-  after a ModelServing or AutoscalingPolicy changed, never more often. A target's backends are computed on the
-  first read after one of its pods (or, for a pod whose label moved, its former ModelServing's) changed, and
-  kept until then; a relist delivers its differences as changes, so nothing stays stale after one.
+  and ModelServer (their model names are added when served, :mod:`kthena_py.plan.activator.routes`) and
+  kthena_py's ModelPool (its members are held up to its swap budget, :mod:`kthena_py.plan.activator.pools`).
+* The model directory (:func:`~kthena_py.plan.activator.directory.build_directory`) is rebuilt on the first read
+  after a ModelServing, AutoscalingPolicy, ModelRoute, ModelServer or ModelPool changed, never more often. A
+  target's backends (all its Ready entry pods, or those with one adapter loaded) are computed on the first read
+  after one of its pods (or, for a pod whose label moved, its former ModelServing's) changed, and kept until
+  then; a relist delivers its differences as changes, so nothing stays stale after one.
 * :meth:`Catalog.wait_until` waits for a condition about one ModelServing without polling: it is looked at again
-  only when an informer delivers a change of that ModelServing or of one of its pods (or a policy), and once more
-  at the deadline.
+  only when an informer delivers a change of that ModelServing or of one of its pods (or a policy or pool), and
+  once more at the deadline.
 """
 
 from __future__ import annotations
@@ -23,12 +25,14 @@ from collections.abc import Callable, Iterable
 from kthena_py.kube import WatchApi
 from kthena_py.kube.objects import KubeObject, labels_of, name_of, namespace_of
 from kthena_py.plan.activator.backends import Backend, entry_backends
+from kthena_py.plan.activator.directory import AdapterRoute, Directory, build_directory
+from kthena_py.plan.activator.pools import PoolRef
 from kthena_py.plan.activator.routes import route_targets
-from kthena_py.plan.activator.targets import Directory, Target, build_directory
+from kthena_py.plan.activator.targets import Target
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.vocab.labels import SERVING_NAME
 
-from .resources import AUTOSCALINGPOLICIES, MODELROUTES, MODELSERVERS, MODELSERVINGS, PODS
+from .resources import AUTOSCALINGPOLICIES, MODELPOOLS, MODELROUTES, MODELSERVERS, MODELSERVINGS, PODS
 
 __all__ = ["Catalog"]
 
@@ -82,14 +86,14 @@ class Catalog:
         self._caches: dict[str | None, SharedCache] = {ns: SharedCache(client, namespace=ns) for ns in scopes}
         self._default_budget = default_budget
         self._directory: Directory | None = None
-        self._backends: dict[tuple[str, int], tuple[Backend, ...]] = {}
+        self._backends: dict[tuple[str, int, tuple[str, str] | None], tuple[Backend, ...]] = {}
         self._events: dict[str, asyncio.Event] = {}
         for cache in self._caches.values():
             cache.select(PODS, SERVING_NAME)
             cache.index_label(PODS, SERVING_NAME)
             cache.informer(PODS).add_handler(_Notify(self, _pod_key, rebuild=False))
             cache.informer(MODELSERVINGS).add_handler(_Notify(self, _ms_key, rebuild=True))
-            for optional in (AUTOSCALINGPOLICIES, MODELROUTES, MODELSERVERS):
+            for optional in (AUTOSCALINGPOLICIES, MODELROUTES, MODELSERVERS, MODELPOOLS):
                 cache.informer(optional, optional=True).add_handler(_Notify(self, lambda _: None, rebuild=True))
 
     @property
@@ -132,7 +136,7 @@ class Catalog:
                 [s for cache in self._caches.values() for s in cache.list(MODELSERVERS)],
                 modelservings,
             )
-            self._directory = build_directory(modelservings, policies, self._default_budget, routes)
+            self._directory = build_directory(modelservings, policies, self._default_budget, routes, self.pools())
         return self._directory
 
     def modelserving(self, target: Target) -> KubeObject | None:
@@ -157,11 +161,32 @@ class Catalog:
 
     def backends(self, target: Target) -> tuple[Backend, ...]:
         """The Ready entry pods of ``target`` (kept until a pod of ``target`` changes)."""
-        key = (target.key, target.port)
+        key = (target.key, target.port, None)
         found = self._backends.get(key)
         if found is None:
             found = self._backends[key] = tuple(entry_backends(self.pods(target), target.port))
         return found
+
+    def adapter_backends(self, route: AdapterRoute) -> tuple[Backend, ...]:
+        """The Ready entry pods of ``route``'s target with its adapter loaded (kept until one of its pods changes)."""
+        target = route.target
+        key = (target.key, target.port, route.requirement)
+        found = self._backends.get(key)
+        if found is None:
+            found = self._backends[key] = tuple(entry_backends(self.pods(target), target.port, route.requirement))
+        return found
+
+    def pool(self, ref: PoolRef) -> KubeObject | None:
+        """The cached ModelPool ``ref`` (``None`` when gone or the CRD is not served)."""
+        return self.pool_at(ref.namespace, ref.name)
+
+    def pool_at(self, namespace: str, name: str) -> KubeObject | None:
+        """The cached ModelPool ``namespace/name``."""
+        return self._cache_for(namespace).get(MODELPOOLS, name, namespace)
+
+    def pools(self) -> list[KubeObject]:
+        """Every cached ModelPool (none when the CRD is not served)."""
+        return [p for cache in self._caches.values() for p in cache.list(MODELPOOLS)]
 
     # -- change notification --------------------------------------------------------------------
 

@@ -3,7 +3,8 @@
 Guarantees:
 
 * Driven by the informers only: a ModelServing is looked at after a change of it, and every ModelServing of a
-  namespace after a change of an AutoscalingPolicy there (a policy can opt it in). Nothing is written before every
+  namespace after a change of an AutoscalingPolicy there (a policy can opt it in) or of a ModelPool there (a pool
+  member is never marked: the pool controller, not the activator, brings it back). Nothing is written before every
   informer has synced, so a restart never acts on a half-read cluster.
 * What to write is :mod:`kthena_py.plan.activator.state`'s decision on the cached object. A write is made only
   when the cached annotation differs from it: on a converged cluster a restart makes no write, and a second
@@ -26,6 +27,7 @@ import structlog
 from kthena_py.kube import KubeApi
 from kthena_py.kube.errors import ApiError, Conflict, NotFound
 from kthena_py.kube.objects import KubeObject, name_of, namespace_of
+from kthena_py.plan.activator.pools import pool_members
 from kthena_py.plan.activator.state import apply_body, desired_state, needs_write
 from kthena_py.runtime.ratelimit import ItemExponentialFailureRateLimiter
 from kthena_py.runtime.workqueue import RateLimitingQueue, ShutDown
@@ -33,7 +35,7 @@ from kthena_py.vocab.labels import ACTIVATOR_FIELD_MANAGER
 
 from . import metrics
 from .catalog import Catalog
-from .resources import AUTOSCALINGPOLICIES, MODELSERVINGS
+from .resources import AUTOSCALINGPOLICIES, MODELPOOLS, MODELSERVINGS
 
 __all__ = ["BACKOFF_BASE", "BACKOFF_MAX", "StateMarker"]
 
@@ -89,6 +91,7 @@ class StateMarker:
         for cache in catalog.caches:
             cache.informer(MODELSERVINGS).add_handler(_ModelServingEvents(self))
             cache.informer(AUTOSCALINGPOLICIES, optional=True).add_handler(_PolicyEvents(self))
+            cache.informer(MODELPOOLS, optional=True).add_handler(_PolicyEvents(self))
 
     def look_at(self, namespace: str, name: str) -> None:
         """Queue ``namespace/name`` to be looked at."""
@@ -141,10 +144,11 @@ class StateMarker:
             self._queue.forget(key)
             return
         policies = self._catalog.policies()
-        if not needs_write(ms, policies):
+        pooled = f"{namespace}/{name}" in pool_members(self._catalog.pools())[0]
+        if not needs_write(ms, policies, pooled):
             self._queue.forget(key)
             return
-        desired = desired_state(ms, policies)
+        desired = desired_state(ms, policies, pooled)
         try:
             written = await self._client.apply(
                 MODELSERVINGS, apply_body(ms, desired), field_manager=ACTIVATOR_FIELD_MANAGER, namespace=namespace
@@ -160,7 +164,7 @@ class StateMarker:
             return
         metrics.STATE_WRITES.labels(namespace, name, "written").inc()
         self._queue.forget(key)
-        if needs_write(written, policies):
+        if needs_write(written, policies, pooled):
             log.warning("state annotation is held by another field manager", modelserving=f"{namespace}/{name}")
         else:
             log.info("state annotation written", modelserving=f"{namespace}/{name}", state=desired)

@@ -12,6 +12,8 @@ deployment and the autoscaler (``kthena_activator_*``):
   (someone else changed it first), ``error``.
 * ``kthena_activator_state_writes_total{result}``: writes of the state annotation ``kubectl get ms`` shows, by
   outcome: ``written``, ``conflict`` (a stale read; the next change is looked at again), ``error``.
+* ``kthena_activator_demand_writes_total{pool, result}``: demand records written on a ModelPool for its member
+  ``modelserving``, by outcome: ``written``, ``gone`` (the pool no longer exists), ``error``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,15 @@ from prometheus_client import Counter, Gauge, Histogram
 
 from kthena_py.runtime.metrics import REGISTRY
 
-__all__ = ["HOLD_SECONDS", "REQUESTS_HELD", "REQUESTS_IN_FLIGHT", "REQUESTS_TOTAL", "SCALE_WRITES", "STATE_WRITES"]
+__all__ = [
+    "DEMAND_WRITES",
+    "HOLD_SECONDS",
+    "REQUESTS_HELD",
+    "REQUESTS_IN_FLIGHT",
+    "REQUESTS_TOTAL",
+    "SCALE_WRITES",
+    "STATE_WRITES",
+]
 
 _LABELS = ("namespace", "modelserving")
 
@@ -59,5 +69,11 @@ STATE_WRITES = Counter(
     "kthena_activator_state_writes_total",
     "Writes of the ModelServing annotation that says the activator will wake it, by outcome.",
     (*_LABELS, "result"),
+    registry=REGISTRY,
+)
+DEMAND_WRITES = Counter(
+    "kthena_activator_demand_writes_total",
+    "Demand records written on a ModelPool for one of its members, by outcome.",
+    (*_LABELS, "pool", "result"),
     registry=REGISTRY,
 )

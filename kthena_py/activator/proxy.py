@@ -31,14 +31,18 @@ from aiohttp import web
 from prometheus_client import Counter as PromCounter
 from prometheus_client import Gauge
 
+from kthena_py.plan.activator.adapters import adapter_reason, rewrite_model
 from kthena_py.plan.activator.backends import Backend, choose_backend
+from kthena_py.plan.activator.directory import AdapterRoute
 from kthena_py.plan.activator.errors import NOT_FOUND, UNAVAILABLE, RequestError, error_body, read_model
+from kthena_py.plan.activator.pools import pool_reason
 from kthena_py.plan.activator.reasons import unavailable_reason
 from kthena_py.plan.activator.retry import Failure, retry_delay
 from kthena_py.plan.activator.targets import Target
 
 from . import metrics
 from .catalog import Catalog
+from .demand import DemandWriter
 from .waker import Waker
 
 __all__ = ["RETRY_AFTER_SECONDS", "Proxy"]
@@ -84,10 +88,18 @@ class Proxy:
     """Request handling over a :class:`Catalog` (see the module docstring)."""
 
     def __init__(
-        self, catalog: Catalog, waker: Waker, *, max_body_bytes: int, max_held: int, session: aiohttp.ClientSession
+        self,
+        catalog: Catalog,
+        waker: Waker,
+        demand: DemandWriter,
+        *,
+        max_body_bytes: int,
+        max_held: int,
+        session: aiohttp.ClientSession,
     ) -> None:
         self._catalog = catalog
         self._waker = waker
+        self._demand = demand
         self._max_body = max_body_bytes
         self._max_held = max_held
         self._session = session
@@ -153,14 +165,21 @@ class Proxy:
         model = read_model(body, self._max_body)
         if isinstance(model, RequestError):
             return _json_error(model)
-        target = self._catalog.directory().resolve(model)
+        directory = self._catalog.directory()
+        target = directory.resolve(model)
+        adapter: AdapterRoute | None = None
         if target is None:
-            return _json_error(
-                RequestError(404, f"the model {model!r} does not exist", "model_not_found", "model", NOT_FOUND)
-            )
+            adapter = directory.resolve_adapter(model)
+            if adapter is None:
+                return _json_error(
+                    RequestError(404, f"the model {model!r} does not exist", "model_not_found", "model", NOT_FOUND)
+                )
+            target = adapter.target
+            if adapter.rewrite:
+                body = rewrite_model(body, adapter.adapter)
         code = CLIENT_CLOSED
         try:
-            response = await self._serve(request, model, target, body)
+            response = await self._serve(request, model, target, body, adapter)
             code = response.status
             return response
         except _Unavailable as exc:
@@ -178,20 +197,30 @@ class Proxy:
         finally:
             self._total(target, code).inc()
 
-    async def _serve(self, request: web.Request, model: str, target: Target, body: bytes) -> web.StreamResponse:
+    async def _serve(
+        self, request: web.Request, model: str, target: Target, body: bytes, adapter: AdapterRoute | None
+    ) -> web.StreamResponse:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + target.hold_budget
         attempt = 0
         refused: set[str] = set()
         while True:
-            current = self._catalog.directory().resolve(model) or target
-            backend = choose_backend(self._catalog.backends(current), self._in_flight, refused)
+            if adapter is None:
+                current = self._catalog.directory().resolve(model) or target
+                backends = self._catalog.backends(current)
+            else:
+                adapter = self._catalog.directory().resolve_adapter(model) or adapter
+                current = adapter.target
+                backends = self._catalog.adapter_backends(adapter)
+            backend = choose_backend(backends, self._in_flight, refused)
             if backend is None:
-                if refused and self._catalog.backends(current):
+                if refused and backends:
                     refused.clear()
                     continue
-                await self._hold(current, deadline)
+                await self._hold(current, deadline, adapter)
                 continue
+            if current.pool is not None:
+                self._demand.served(current)
             attempt += 1
             outcome = await self._forward(request, current, backend, body)
             if isinstance(outcome, web.StreamResponse):
@@ -208,42 +237,56 @@ class Proxy:
                 refused.add(backend.pod)
             await asyncio.sleep(delay)
 
-    async def _hold(self, target: Target, deadline: float) -> None:
-        """Wait for a Ready backend of ``target`` until ``deadline``; raise :class:`_Unavailable` if none comes."""
+    async def _hold(self, target: Target, deadline: float, adapter: AdapterRoute | None) -> None:
+        """Wait for a Ready backend of ``target`` (with ``adapter`` loaded) until ``deadline``.
+
+        Raises:
+            _Unavailable: No backend came in time, or the target may not be held.
+        """
         loop = asyncio.get_running_loop()
-        if not target.scale_from_zero:
-            raise _Unavailable(self._reason(target) + " (not opted in to scale from zero)")
+        if not target.holds and adapter is None:
+            raise _Unavailable(self._reason(target, None) + " (not opted in to scale from zero)")
         if self._held[target.key] >= self._max_held:
             raise _Unavailable(f"{target.key}: {self._held[target.key]} requests already held (the limit)")
         labels = (target.namespace, target.name)
         self._held[target.key] += 1
         metrics.REQUESTS_HELD.labels(*labels).inc()
+        self._demand.hold_started(target)
         started = loop.time()
 
         def backend_ready() -> bool:
-            if self._catalog.backends(target):
+            if adapter is not None and self._catalog.adapter_backends(adapter):
                 return True
-            self._waker.wake(target)  # at zero again (scaled down meanwhile): wake it again
+            if adapter is None and self._catalog.backends(target):
+                return True
+            self._waker.wake(target)  # at zero again (scaled down meanwhile): wake it again; never a pool member
             return False
 
         try:
             ready = await self._catalog.wait_until(target.key, backend_ready, max(0.0, deadline - loop.time()))
         finally:
             self._held[target.key] -= 1
+            self._demand.hold_ended(target)
             metrics.REQUESTS_HELD.labels(*labels).dec()
             metrics.HOLD_SECONDS.labels(*labels).observe(loop.time() - started)
         if not ready:
-            raise _Unavailable(
-                f"{target.key} has no Ready backend after {target.hold_budget:g}s: {self._reason(target)}"
-            )
+            what = f" with adapter {adapter.adapter!r}" if adapter is not None else ""
+            reason = self._reason(target, adapter)
+            raise _Unavailable(f"{target.key} has no Ready backend{what} after {target.hold_budget:g}s: {reason}")
 
-    def _reason(self, target: Target) -> str:
-        return unavailable_reason(
-            self._catalog.modelserving(target),
-            self._catalog.pods(target),
-            now=time.time(),
-            scale_from_zero=target.scale_from_zero,
-        )
+    def _reason(self, target: Target, adapter: AdapterRoute | None) -> str:
+        pods = self._catalog.pods(target)
+        if adapter is not None and self._catalog.backends(target):
+            return adapter_reason(pods, target.port, adapter.adapter, adapter.digest)
+        if target.pool is not None:
+            text = pool_reason(self._catalog.pool(target.pool), target.name)
+        else:
+            text = unavailable_reason(
+                self._catalog.modelserving(target), pods, now=time.time(), scale_from_zero=target.scale_from_zero
+            )
+        if adapter is not None:
+            text += f"; adapter {adapter.adapter!r} is loaded once an entry pod is Ready"
+        return text
 
     async def _forward(
         self, request: web.Request, target: Target, backend: Backend, body: bytes

@@ -114,8 +114,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=_split_controllers,
         default=None,
         metavar="NAME,...",
-        help="controllers to run: modelserving, modelbooster, autoscaler, modelcache; 'foo' or '+foo' enables foo, "
-        "'-foo' disables it, '*' enables all not disabled (repeatable, comma-separated; default: '*', as Kthena)",
+        help="controllers to run: modelserving, modelbooster, autoscaler, modelcache, modelpool; 'foo' or '+foo' "
+        "enables foo, '-foo' disables it, '*' enables all not disabled (repeatable, comma-separated; default: '*', "
+        "as Kthena)",
     )
     m.add_argument("--workers", type=positive_int, default=4, help="concurrent reconciles per controller")
     m.add_argument(

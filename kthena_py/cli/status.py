@@ -46,6 +46,7 @@ from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELCACHES, MO
 from kthena_py.kube import ApiError, ApiUnavailable, Gone, KubeApi, KubeObject, NotFound, WatchApi, WatchEvent
 from kthena_py.kube.resources import CONFIGMAPS, CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.activator.targets import opted_in
+from kthena_py.plan.adapters.desired import adapters_of
 from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.eviction.tracker import tracker_name
 from kthena_py.plan.modelserving.view import StatusView, build_view, render_json, render_text, status_document
@@ -168,6 +169,7 @@ def view_of(snapshot: Snapshot, now: float) -> StatusView:
             tracker=snapshot.tracker,
             model_cache=snapshot.model_cache,
             scale_from_zero=opted_in(snapshot.ms, snapshot.policies),
+            adapters={a.name: a.digest for a in adapters_of(snapshot.ms)},
         )
     except ValueError as err:
         first = str(err).splitlines()

@@ -3,7 +3,8 @@
 Guarantees:
 
 * Uses the validators the admission webhook uses (:func:`kthena_py.api.validation.validate_document`): the
-  schema (CRD) rules, the CEL rules and Kthena's webhook rules; no cluster is needed.
+  schema (CRD) rules, the CEL rules and Kthena's webhook rules, and the rules of our LoRA annotations on a
+  ModelServing; no cluster is needed.
 * ``FILE`` may hold several YAML or JSON documents; ``-`` reads stdin; ``-f`` may be repeated. ``List`` kinds
   (``v1 List``, ``ModelServingList``, ...) are expanded into their items. Documents of other API groups
   (Services, Deployments, ...) are skipped, so a whole manifest bundle can be checked.
@@ -171,9 +172,10 @@ def run(args: argparse.Namespace) -> int:
     """Validate every document; print problems; exit 0 only when all are valid."""
     import yaml
 
-    from kthena_py.api.common import GROUP, MODEL_BOOSTER_KIND
+    from kthena_py.api.common import GROUP, MODEL_BOOSTER_KIND, MODEL_SERVING_KIND
     from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING
     from kthena_py.api.validation import validate_document
+    from kthena_py.plan.adapters.validation import lora_annotation_errors
 
     failed = False
     old: dict[tuple[str, str, str], Any] = {}
@@ -201,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
             checked += 1
             all_documents.append(document)
             errors = validate_document(document.body, old=old.get(_key(document.body)))
+            if _key(document.body)[0] == MODEL_SERVING_KIND:
+                errors = [*errors, *lora_annotation_errors(document.body)]
             for line in problem_lines(document, errors):
                 print(line)
             failed = failed or bool(errors)

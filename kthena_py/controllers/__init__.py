@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
-from .selection import AUTOSCALER, CONTROLLERS, MODELBOOSTER, MODELCACHE, MODELSERVING
+from .selection import AUTOSCALER, CONTROLLERS, MODELBOOSTER, MODELCACHE, MODELPOOL, MODELSERVING
 
 if TYPE_CHECKING:
     from kthena_py.runtime.manager import Manager
@@ -53,6 +53,9 @@ def register_all(
         from . import modelserving
 
         modelserving.register(manager, workers=workers, eviction_budget=eviction_budget)
+        from . import adapters  # LoRA adapters on the ModelServings' pods (ours)
+
+        adapters.register(manager, workers=workers)
     if AUTOSCALER in controllers:
         from . import autoscaling
 
@@ -65,6 +68,10 @@ def register_all(
         from . import modelcache
 
         modelcache.register(manager, workers=workers, settings=modelcache_settings)
+    if MODELPOOL in controllers:
+        from . import modelpool
+
+        modelpool.register(manager, workers=workers)
     if eviction_budget and MODELSERVING in controllers:
         from . import eviction
 

@@ -7,12 +7,13 @@ notifier) as ``modelserving-controller``. Kthena's autoscaler records no Events;
 ``autoscaler`` (``--controllers``), so both autoscaling controllers record as ``autoscaler-controller``, by the
 same pattern. The ModelBooster controller records as ``modelbooster-controller``, the name Kthena's
 ModelBooster work uses; the ModelCache controller (ours) as
-``modelcache-controller``. Get a recorder with ``manager.recorder_for(<component>)``.
+``modelcache-controller``, the ModelPool controller (ours) as ``modelpool-controller``.
+Get a recorder with ``manager.recorder_for(<component>)``.
 """
 
 from __future__ import annotations
 
-__all__ = ["AUTOSCALER", "COMPONENTS", "MODELBOOSTER", "MODELCACHE", "MODELSERVING"]
+__all__ = ["AUTOSCALER", "COMPONENTS", "MODELBOOSTER", "MODELCACHE", "MODELPOOL", "MODELSERVING"]
 
 MODELSERVING = "modelserving-controller"
 """ModelServing Events (Kthena's own name)."""
@@ -22,11 +23,14 @@ MODELBOOSTER = "modelbooster-controller"
 """ModelBooster Events."""
 MODELCACHE = "modelcache-controller"
 """ModelCache Events (kthena_py's own kind)."""
+MODELPOOL = "modelpool-controller"
+"""ModelPool Events (kthena_py's own kind)."""
 
 COMPONENTS: dict[str, str] = {
     "ModelServing": MODELSERVING,
     "AutoscalingPolicy": AUTOSCALER,
     "ModelBooster": MODELBOOSTER,
     "ModelCache": MODELCACHE,
+    "ModelPool": MODELPOOL,
 }
 """The component that records Events about each kind."""

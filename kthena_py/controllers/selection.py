@@ -3,7 +3,7 @@
 Guarantees (Kthena's ``kthena-controller-manager --controllers``, a string list, default ``["*"]``):
 
 * The known names are :data:`CONTROLLERS`: ``modelserving`` (with the eviction budget reconciler),
-  ``modelbooster``, ``autoscaler`` and ``modelcache`` (ours: Kthena has no such controller).
+  ``modelbooster``, ``autoscaler``, ``modelcache`` and ``modelpool`` (ours: Kthena has no such controllers).
 * ``foo`` or ``+foo`` enables ``foo``, ``-foo`` disables it, ``*`` enables every controller the list does not
   disable. A name listed both ways is enabled (Kthena's documented rule; its code lets the first mention
   win). Entries are trimmed; empty entries are ignored.
@@ -24,7 +24,8 @@ MODELSERVING = "modelserving"
 MODELBOOSTER = "modelbooster"
 AUTOSCALER = "autoscaler"
 MODELCACHE = "modelcache"
-CONTROLLERS: tuple[str, ...] = (MODELSERVING, MODELBOOSTER, AUTOSCALER, MODELCACHE)
+MODELPOOL = "modelpool"
+CONTROLLERS: tuple[str, ...] = (MODELSERVING, MODELBOOSTER, AUTOSCALER, MODELCACHE, MODELPOOL)
 """Every controller name ``--controllers`` knows, in registration order."""
 ALL = "*"
 

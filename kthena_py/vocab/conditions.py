@@ -12,6 +12,7 @@ from __future__ import annotations
 
 __all__ = [
     "ACTIVE",
+    "ADAPTERS_LOADED",
     "ATTESTATION_VERIFIED",
     "AVAILABLE",
     "CONDITION_REASONS",
@@ -32,6 +33,10 @@ __all__ = [
     "PROGRESSING",
     "RATIO_VIOLATED",
     "READY",
+    "REASON_ADAPTERS_LOADED",
+    "REASON_ADAPTERS_LOADING",
+    "REASON_ADAPTER_LOAD_FAILED",
+    "REASON_ADAPTER_UNLOAD_FAILED",
     "REASON_ALL_GROUPS_READY",
     "REASON_ALL_METRICS_AVAILABLE",
     "REASON_ALL_SCHEDULED",
@@ -87,6 +92,7 @@ __all__ = [
     "REASON_NO_FAILURE",
     "REASON_NO_METRICS",
     "REASON_NO_PROTECTED_UNITS",
+    "REASON_NO_READY_PODS",
     "REASON_NO_RESIDENT",
     "REASON_PARTITION",
     "REASON_PODS_BUSY",
@@ -178,6 +184,9 @@ SOURCE_DRIFTED = "SourceDrifted"
 """True when the source's content (ETag, length, commit) differs from the staged copy's."""
 ATTESTATION_VERIFIED = "AttestationVerified"
 """True when a trusted key signed an in-toto statement whose subjects match every staged file's digest."""
+ADAPTERS_LOADED = "AdaptersLoaded"
+"""On a ModelServing with LoRA adapters: whether every Ready entry pod has every adapter of the set loaded
+(the message says on how many: "adapters loaded on N/M pods")."""
 MODEL_CACHED = "ModelCached"
 """On a ModelServing that names a ModelCache: whether the cache is Ready (its pods wait until it is)."""
 PREFETCH = "Prefetch"
@@ -211,6 +220,7 @@ CONDITION_TYPES = (
     RATIO_VIOLATED,
     DEGRADED,
     MODEL_CACHED,
+    ADAPTERS_LOADED,
     PREFETCH,
     SOURCE_DRIFTED,
     ATTESTATION_VERIFIED,
@@ -373,6 +383,17 @@ REASON_DEMAND_EXPIRED = "DemandExpired"
 """SwapDeferred True: the target's demand expired before its victim was drained; the swap was abandoned."""
 REASON_NOT_DEFERRED = "NotDeferred"
 """SwapDeferred False: no swap is waiting."""
+# Reasons of AdaptersLoaded (AdapterLoadFailed also names the Warning Event of a refused load).
+REASON_ADAPTERS_LOADED = "AllLoaded"
+"""Every Ready entry pod has every adapter of the set loaded."""
+REASON_ADAPTERS_LOADING = "Loading"
+"""Some Ready entry pods still miss an adapter; nothing failed."""
+REASON_ADAPTER_LOAD_FAILED = "AdapterLoadFailed"
+"""A load was refused (or failed) on a pod; it is retried with backoff (the message names the pod)."""
+REASON_ADAPTER_UNLOAD_FAILED = "AdapterUnloadFailed"
+"""An unload was refused (or failed) on a pod (the Warning Event's reason; it is retried with backoff)."""
+REASON_NO_READY_PODS = "NoReadyPods"
+"""The ModelServing has no Ready entry pod to load adapters into."""
 
 CONDITION_REASONS = (
     REASON_ALL_SCHEDULED,
@@ -464,5 +485,10 @@ CONDITION_REASONS = (
     REASON_IDLE_CHECK_FAILED,
     REASON_DEMAND_EXPIRED,
     REASON_NOT_DEFERRED,
+    REASON_ADAPTERS_LOADED,
+    REASON_ADAPTERS_LOADING,
+    REASON_ADAPTER_LOAD_FAILED,
+    REASON_ADAPTER_UNLOAD_FAILED,
+    REASON_NO_READY_PODS,
 )
 """Every reason above."""

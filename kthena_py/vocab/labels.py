@@ -41,13 +41,16 @@ __all__ = [
     "KUBECTL_LAST_APPLIED",
     "LORA_ADAPTERS",
     "LORA_ENDPOINT",
+    "LORA_LOADING",
     "LORA_PORT",
+    "LORA_RESTARTS",
     "LWS_GROUP_INDEX",
     "LWS_GROUP_KEY",
     "LWS_NAME",
     "LWS_WORKER_INDEX",
     "MODELPOOL_DEMAND_PREFIX",
     "MODELPOOL_FIELD_MANAGER",
+    "MODELPOOL_RELEASED_PREFIX",
     "MODEL_CACHE",
     "MODEL_CACHE_ATTEMPT",
     "MODEL_CACHE_CONTENT",
@@ -152,6 +155,9 @@ MODELPOOL_DEMAND_PREFIX = "demand.modelpool.kthena-py.io/"
 (merge patch, rate-limited, refreshed while requests are held); read by the pool controller as demand and recency."""
 MODELPOOL_FIELD_MANAGER = "kthena-py-modelpool"
 """The field manager of the pool controller: the only writer of a pool member's ``spec.replicas``."""
+MODELPOOL_RELEASED_PREFIX = "released.modelpool.kthena-py.io/"
+"""On a ModelPool, one annotation per member the pool controller swapped out: the time (same format as the demand)
+it was drained. Demand recorded before it was served by the then-resident member, so it asks for no swap back."""
 
 # LoRA adapters (ours): a desired adapter set on a ModelServing, loaded into its Ready entry pods.
 LORA_ADAPTERS = "serving.kthena-py.io/lora-adapters"
@@ -168,6 +174,13 @@ ADAPTER_LABEL_PREFIX = "adapter.kthena-py.io/"
 of the source that was loaded (:func:`kthena_py.plan.adapters.desired.source_digest`)."""
 ADAPTERS_FIELD_MANAGER = "kthena-py-adapters"
 """The field manager of the adapter reconciler's writes (pod labels, the ModelServing's condition)."""
+LORA_LOADING = "serving.kthena-py.io/lora-loading"
+"""On an entry pod: the adapter loads the reconciler has started and not yet seen finish, a JSON object
+``{"<name>": {"digest": "<source digest>", "since": <epoch seconds>}}``, written before the load request is sent, so
+a restarted manager waits for a load already under way instead of sending it twice."""
+LORA_RESTARTS = "serving.kthena-py.io/lora-restarts"
+"""On an entry pod: the total container restart count when its adapter labels were last written; a pod whose
+count moved since has lost its adapters (the engine restarted), so its labels are dropped and the set reloaded."""
 
 # Importers (ours): where a translated object came from (``kthena-py import``).
 IMPORTED_PEER = "import.kthena-py.io/peer"

@@ -80,6 +80,7 @@ async def test_modelserving_only(kubeconfig: Path, namespace: str) -> None:
         "modelserving-rollout",
         "modelserving-gang",
         "modelserving-modelcache",
+        "modelserving-adapters",
     }
     (start,) = [line for line in log if line.get("event") == "starting manager"]
     assert start["controllers"] == [
@@ -87,6 +88,7 @@ async def test_modelserving_only(kubeconfig: Path, namespace: str) -> None:
         "modelserving-rollout",
         "modelserving-gang",
         "modelserving-modelcache",
+        "modelserving-adapters",
     ]
     assert start["disabled"] == ["modelbooster", "autoscaler", "modelcache"]
 
@@ -98,6 +100,7 @@ async def test_all_but_the_autoscaler(kubeconfig: Path, namespace: str) -> None:
         "modelserving-rollout",
         "modelserving-gang",
         "modelserving-modelcache",
+        "modelserving-adapters",
         "modelbooster",
         "modelcache",
     }

@@ -399,3 +399,33 @@ async def test_without_the_model_cache_crd_the_watch_does_not_start_again_and_ag
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+async def test_adapters_are_listed_per_pod() -> None:
+    from kthena_py.plan.adapters.desired import adapter_label, source_digest
+    from kthena_py.vocab.labels import LORA_ADAPTERS, SERVING_ENTRY
+
+    world = CASES["healthy"]()
+    world.doc["metadata"].setdefault("annotations", {})[LORA_ADAPTERS] = json.dumps(
+        [{"name": "fin", "source": "hf://a/fin"}, {"name": "law", "source": "hf://a/law"}]
+    )
+    entries = [p for p in world.pods if p["metadata"]["name"].endswith("-0-0")][:2]
+    assert len(entries) == 2
+    for pod in entries:
+        pod["metadata"]["labels"][SERVING_ENTRY] = "true"
+    entries[0]["metadata"]["labels"][adapter_label("fin")] = source_digest("hf://a/fin")
+    entries[0]["metadata"]["labels"][adapter_label("law")] = source_digest("hf://a/law")
+    entries[1]["metadata"]["labels"][adapter_label("fin")] = source_digest("hf://a/fin")
+    entries[1]["metadata"]["labels"][adapter_label("law")] = source_digest("hf://OLD/law")  # an older source
+    text = await status.status_text(seed(world), NAME, NS, now=NOW)
+    first = next(line for line in text.splitlines() if entries[0]["metadata"]["name"] in line)
+    second = next(line for line in text.splitlines() if entries[1]["metadata"]["name"] in line)
+    assert first.endswith("adapters: fin, law"), first
+    assert second.endswith("adapters: fin  not loaded: law"), second
+    doc = json.loads(await status.status_text(seed(world), NAME, NS, now=NOW, output="json"))
+    pods = [p for g in doc["groups"] for i in g["instances"] for p in i["pods"]]
+    by_name = {p["name"]: p for p in pods}
+    assert by_name[entries[1]["metadata"]["name"]]["adapters"] == ["fin"]
+    assert by_name[entries[1]["metadata"]["name"]]["adaptersMissing"] == ["law"]
+    workers = [p for p in pods if p["name"] not in {e["metadata"]["name"] for e in entries}]
+    assert all("adaptersMissing" not in p for p in workers)

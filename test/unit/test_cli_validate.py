@@ -150,3 +150,19 @@ def test_crds_check_and_write(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert main(["crds", "--stdout"]) == 0
     documents = list(yaml.safe_load_all(capsys.readouterr().out))
     assert [document["kind"] for document in documents] == ["CustomResourceDefinition"] * 5
+
+
+def test_lora_annotations_are_checked_offline(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from kthena_py.vocab.labels import LORA_ADAPTERS, LORA_ENDPOINT
+
+    serving = _base("modelserving-pd")
+    serving["metadata"]["annotations"] = {
+        LORA_ADAPTERS: json.dumps([{"name": "fin", "source": "hf://acme/fin"}]),
+        LORA_ENDPOINT: "engine",
+    }
+    assert main(["validate", "-q", "-f", str(_write(tmp_path, serving))]) == 1
+    [line] = capsys.readouterr().out.splitlines()
+    name = serving["metadata"]["name"]
+    assert line.startswith(f"ModelServing/{name}: metadata.annotations[{LORA_ADAPTERS}][0].source: Invalid value:")
+    serving["metadata"]["annotations"][LORA_ENDPOINT] = "sidecar"
+    assert main(["validate", "-q", "-f", str(_write(tmp_path, serving))]) == 0

@@ -396,6 +396,7 @@ def test_cluster_role_covers_the_controllers(base: list[Doc]) -> None:
         (OWN_GROUP, "modelcaches/status"): {"update", "patch"},
         (OWN_GROUP, "modelcaches/finalizers"): {"update"},
         (OWN_GROUP, "modelpools"): watch,
+        (OWN_GROUP, "modelpools/status"): {"update", "patch"},
         ("batch", "jobs"): watch | {"create", "delete"},
         ("", "persistentvolumeclaims"): watch | {"create"},
         ("apiextensions.k8s.io", "customresourcedefinitions"): watch,
@@ -421,6 +422,7 @@ def test_cluster_objects_are_reachable_only_by_name(base: list[Doc]) -> None:
                 "modelservers.networking.serving.volcano.sh",
                 "modelroutes.networking.serving.volcano.sh",
                 "modelcaches.serving.kthena-py.io",
+                "modelpools.serving.kthena-py.io",
             ], rule
 
 

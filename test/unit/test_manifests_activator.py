@@ -107,7 +107,7 @@ def test_the_prometheus_service_monitor_scrapes_the_activator() -> None:
     assert not monitor["spec"]["selector"]["matchLabels"].items() <= proxy["metadata"]["labels"].items()
 
 
-def test_rbac_writes_only_the_scale_subresource_and_patches_modelservings_for_the_state_annotation() -> None:
+def test_rbac_writes_only_the_scale_subresource_and_patches_modelservings_and_modelpools_annotations() -> None:
     docs = component_objects()
     role = the(docs, "ClusterRole", NAME)
     writes = {
@@ -120,9 +120,12 @@ def test_rbac_writes_only_the_scale_subresource_and_patches_modelservings_for_th
     assert writes == {
         ("workload.serving.volcano.sh", "modelservings/scale"),
         ("workload.serving.volcano.sh", "modelservings"),
+        ("serving.kthena-py.io", "modelpools"),  # the demand annotation on a pool
     }
     patch_only = [r for r in role["rules"] if r["resources"] == ["modelservings"] and "patch" in r["verbs"]]
     assert [r["verbs"] for r in patch_only] == [["patch"]]  # the annotation: no update, no create, no delete
+    pools = [r for r in role["rules"] if "modelpools" in r["resources"]]
+    assert [sorted(r["verbs"]) for r in pools] == [["get", "list", "patch", "watch"]]  # no update, create, delete
     readable = {
         (group, resource)
         for rule in role["rules"]
@@ -132,6 +135,7 @@ def test_rbac_writes_only_the_scale_subresource_and_patches_modelservings_for_th
     }
     wanted = {"modelservings", "autoscalingpolicies", "autoscalingpolicybindings"}
     assert {("workload.serving.volcano.sh", r) for r in wanted} | {("", "pods")} <= readable
+    assert ("serving.kthena-py.io", "modelpools") in readable
     assert all("*" not in rule["verbs"] and "*" not in rule["resources"] for rule in role["rules"])
     assert not [rule for rule in role["rules"] if "secrets" in rule["resources"]]
     binding = the(docs, "ClusterRoleBinding", NAME)

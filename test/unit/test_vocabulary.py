@@ -34,10 +34,11 @@ _KEY = re.compile(
 )
 _VERSION = re.compile(r"^v[0-9]+(?:(?:alpha|beta)[0-9]+)?$")
 
-AMBIGUOUS = frozenset({"Failed", "Pending", "Downloading"})
+AMBIGUOUS = frozenset({"Failed", "Pending", "Downloading", "Loading"})
 """Condition words that are also ordinary words elsewhere: ``Failed`` is a pod phase (vocab.pods) and a phase of
 an in-place update (a ``Literal`` type in plan.modelserving.inplace_state); ``Pending`` and ``Downloading`` are
-ModelCache reasons and also pod / ModelCache phases (``Literal`` types)."""
+ModelCache reasons and also pod / ModelCache phases (``Literal`` types); ``Loading`` is an AdaptersLoaded reason and a
+ModelPool swap step (a ``Literal`` type in api.modelpool)."""
 
 ALLOWED = frozenset(
     {

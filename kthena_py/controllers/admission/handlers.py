@@ -13,6 +13,9 @@ Guarantees:
 * Updates that cannot break a rule are admitted without evaluation: the object is being deleted
   (``deletionTimestamp`` set, e.g. finalizer removal), or ``spec`` is unchanged (metadata-only updates of
   objects admitted under older rules keep working).
+* A ModelServing's LoRA annotations (``serving.kthena-py.io/lora-*``) are checked on CREATE and on any UPDATE
+  that changes them, even a metadata-only one (:func:`kthena_py.plan.adapters.validation.lora_annotation_errors`,
+  errors at ``metadata.annotations[...]`` paths).
 * ModelBooster creates and spec updates carry Kthena's deprecation warning.
 * With a :data:`~kthena_py.controllers.admission.poolguard.Lister`, ModelPool and AutoscalingPolicy writes that
   pass the rules above also get the checks across objects of
@@ -27,11 +30,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kthena_py.api.common import GROUP, MODEL_BOOSTER_KIND
+from kthena_py.api.common import GROUP, MODEL_BOOSTER_KIND, MODEL_SERVING_KIND
 from kthena_py.api.modelbooster import MODEL_BOOSTER_DEPRECATION_WARNING
 from kthena_py.api.modelcache import MODEL_CACHE_GROUP, MODEL_CACHE_KIND
 from kthena_py.api.modelpool import MODEL_POOL_GROUP, MODEL_POOL_KIND
 from kthena_py.api.validation import ErrorType, FieldError, aggregate_message, validate_document
+from kthena_py.plan.adapters.validation import lora_annotation_errors, lora_annotations_of
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse, Handler, StatusCause
 
 from .defaults import autoscaling_policy_patch
@@ -99,11 +103,13 @@ def validator(kind: str, lister: Lister | None = None) -> Handler:
         warnings: tuple[str, ...] = ()
         if kind == MODEL_BOOSTER_KIND and spec_changed:
             warnings = (MODEL_BOOSTER_DEPRECATION_WARNING,)
-        if old is not None and (_deleting(new) or not spec_changed):
+        lora = _lora_errors(kind, new, old)
+        if old is not None and (_deleting(new) or not spec_changed) and not lora:
             return AdmissionResponse.allow(warnings=warnings)
-        errors = validate_document(new, old=old)
+        errors = validate_document(new, old=old) if spec_changed or old is None else []
         if old is not None and any(error.path.startswith("oldObject") for error in errors):
             errors = validate_document(new)
+        errors = [*errors, *lora]
         if not errors and lister is not None and kind in GUARDED_KINDS and isinstance(new, dict):
             stored = old if isinstance(old, dict) else None
             try:
@@ -116,6 +122,15 @@ def validator(kind: str, lister: Lister | None = None) -> Handler:
         return denial(kind, name, errors, warnings)
 
     return validate
+
+
+def _lora_errors(kind: str, new: Any, old: Any) -> list[FieldError]:
+    """The errors of a ModelServing's LoRA annotations, on a CREATE or an UPDATE that changes them."""
+    if kind != MODEL_SERVING_KIND or not isinstance(new, dict) or _deleting(new):
+        return []
+    if isinstance(old, dict) and lora_annotations_of(old) == lora_annotations_of(new):
+        return []
+    return lora_annotation_errors(new)
 
 
 async def mutate_autoscaling_policy(request: AdmissionRequest) -> AdmissionResponse:

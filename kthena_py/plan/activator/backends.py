@@ -4,6 +4,8 @@ Guarantees:
 
 * A backend is an entry pod (label ``modelserving.volcano.sh/entry: "true"``) of the target that is Running and
   Ready, not terminating, and has a pod IP; the port is the target's.
+* :func:`entry_backends` with ``labelled=(key, value)`` keeps only the pods whose label ``key`` is ``value`` (an
+  adapter's pods: ``adapter.kthena-py.io/<name>`` equal to the digest of the source wanted).
 * :func:`choose_backend` picks the backend with the fewest requests in flight; ties go to the first by pod name,
   so equal inputs always pick the same pod. ``exclude`` (pods that just refused a request) are skipped.
 """
@@ -39,12 +41,17 @@ def _dict(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def entry_backends(pods: Iterable[Mapping[str, Any]], port: int) -> list[Backend]:
-    """The Ready entry pods of ``pods`` as backends on ``port``, sorted by pod name."""
+def entry_backends(
+    pods: Iterable[Mapping[str, Any]], port: int, labelled: tuple[str, str] | None = None
+) -> list[Backend]:
+    """The Ready entry pods of ``pods`` (with label ``labelled`` when given) as backends on ``port``, by pod name."""
     found: list[Backend] = []
     for pod in pods:
         md = _dict(pod.get("metadata"))
-        if _dict(md.get("labels")).get(SERVING_ENTRY) != ENTRY_VALUE or is_terminating(pod):
+        labels = _dict(md.get("labels"))
+        if labels.get(SERVING_ENTRY) != ENTRY_VALUE or is_terminating(pod):
+            continue
+        if labelled is not None and labels.get(labelled[0]) != labelled[1]:
             continue
         ip = _dict(pod.get("status")).get("podIP")
         if not ip or not running_and_ready(pod):

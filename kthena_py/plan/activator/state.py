@@ -7,7 +7,8 @@ Guarantees:
 
 * :func:`desired_state` is :data:`SCALED_TO_ZERO` (``scaled to zero (activator)``) exactly when the ModelServing is
   opted in (:func:`~kthena_py.plan.activator.targets.opted_in`: the annotation or an AutoscalingPolicy with
-  ``minReplicas: 0``) and its ``spec.replicas`` is the integer 0; otherwise ``None`` (no annotation). A missing
+  ``minReplicas: 0``), not a ModelPool member (``pooled``: the pool controller, not the activator, brings it
+  back) and its ``spec.replicas`` is the integer 0; otherwise ``None`` (no annotation). A missing
   ``spec.replicas`` counts as 1, the API default.
 * :func:`needs_write` is true only when the annotation differs from :func:`desired_state` and the ModelServing is
   not being deleted: on a converged cluster it is false for every object, so a restart writes nothing, and several
@@ -45,9 +46,9 @@ def _at_zero(ms: Mapping[str, Any]) -> bool:
     return isinstance(replicas, int) and not isinstance(replicas, bool) and replicas == 0
 
 
-def desired_state(ms: Mapping[str, Any], policies: Iterable[Mapping[str, Any]]) -> str | None:
+def desired_state(ms: Mapping[str, Any], policies: Iterable[Mapping[str, Any]], pooled: bool = False) -> str | None:
     """The annotation value ``ms`` should carry, or ``None`` for none (see the module docstring)."""
-    if _at_zero(ms) and opted_in(ms, policies):
+    if not pooled and _at_zero(ms) and opted_in(ms, policies):
         return SCALED_TO_ZERO
     return None
 
@@ -58,11 +59,11 @@ def current_state(ms: Mapping[str, Any]) -> str | None:
     return None if value is None else str(value)
 
 
-def needs_write(ms: Mapping[str, Any], policies: Iterable[Mapping[str, Any]]) -> bool:
+def needs_write(ms: Mapping[str, Any], policies: Iterable[Mapping[str, Any]], pooled: bool = False) -> bool:
     """Whether the annotation of ``ms`` must be written (see the module docstring)."""
     if _metadata(ms).get("deletionTimestamp") or not _metadata(ms).get("name"):
         return False
-    return current_state(ms) != desired_state(ms, policies)
+    return current_state(ms) != desired_state(ms, policies, pooled)
 
 
 def apply_body(ms: Mapping[str, Any], desired: str | None) -> dict[str, Any]:

@@ -12,22 +12,21 @@ Guarantees:
   names its target directly (no separate binding object).
 * Its hold budget is its ``activator.kthena-py.io/hold-budget`` annotation (a Go duration above zero), else the
   default given; an unreadable annotation falls back to the default and is reported in ``problems``.
-* When two ModelServings answer to one model name, the first by (namespace, name) wins, and the clash is reported
-  in ``problems`` (the directory never routes one name to two targets).
-* Kthena's router names (:mod:`.routes`, given when its CRDs are served) are added after: a ModelRoute's
-  ``modelName`` routes to its ModelServing on the ModelServer's port, unless an annotation or a ModelServing name
-  already claims it (then it is reported in ``problems``).
+* A member of a ModelPool (:mod:`.pools`) is held up to its pool's ``swapBudget`` and is never scaled by the
+  activator (the pool controller is the only writer of its replicas): :attr:`Target.holds` is true for it even
+  when it has not opted in, and :attr:`Target.scale_from_zero` is false.
+* Which name routes where (clashes, router names, adapters) is :mod:`.directory`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from typing import Any
 
 from kthena_py.api.autoscaling import target_ref_kind, target_ref_name
 from kthena_py.api.duration import DurationError, parse_duration
-from kthena_py.plan.activator.routes import RouteTarget
+from kthena_py.plan.activator.pools import PoolRef
 from kthena_py.vocab.labels import (
     ACTIVATOR_HOLD_BUDGET,
     ACTIVATOR_MODEL,
@@ -37,14 +36,13 @@ from kthena_py.vocab.labels import (
 
 __all__ = [
     "DEFAULT_PORT",
-    "Directory",
     "Target",
-    "build_directory",
     "hold_budget_of",
     "models_of",
     "opted_in",
     "parse_hold_budget",
     "port_of",
+    "replicas_of",
 ]
 
 DEFAULT_PORT = 8000
@@ -84,27 +82,18 @@ class Target:
     """Seconds a request may be held for it."""
     replicas: int
     """``spec.replicas`` as last seen."""
+    pool: PoolRef | None = None
+    """The ModelPool it is a member of: held up to the pool's swap budget, never scaled by the activator."""
+
+    @property
+    def holds(self) -> bool:
+        """Whether a request may wait for a Ready backend (opted in to scale from zero, or a pool member)."""
+        return self.scale_from_zero or self.pool is not None
 
     @property
     def key(self) -> str:
         """``namespace/name``."""
         return f"{self.namespace}/{self.name}"
-
-
-@dataclass(frozen=True)
-class Directory:
-    """Model names to targets, and what could not be read."""
-
-    by_model: Mapping[str, Target]
-    problems: tuple[str, ...] = field(default=())
-
-    def resolve(self, model: str) -> Target | None:
-        """The target serving ``model``, or ``None``."""
-        return self.by_model.get(model)
-
-    def models(self) -> list[str]:
-        """Every known model name, sorted."""
-        return sorted(self.by_model)
 
 
 def models_of(ms: Mapping[str, Any]) -> tuple[str, ...]:
@@ -187,52 +176,7 @@ def opted_in(ms: Mapping[str, Any], policies: Iterable[Mapping[str, Any]]) -> bo
     return any(_namespace(p) == namespace and _policy_min_zero(p, name) for p in policies)
 
 
-def _replicas(ms: Mapping[str, Any]) -> int:
+def replicas_of(ms: Mapping[str, Any]) -> int:
+    """``spec.replicas`` of ``ms`` (1, the API default, when missing or not an integer)."""
     value = _dict(ms.get("spec")).get("replicas", 1)
     return value if isinstance(value, int) and not isinstance(value, bool) else 1
-
-
-def build_directory(
-    modelservings: Iterable[Mapping[str, Any]],
-    policies: Iterable[Mapping[str, Any]],
-    default_budget: float,
-    routes: Iterable[RouteTarget] = (),
-) -> Directory:
-    """Every model name the ModelServings (and router routes) answer to, with its target (see the module docstring)."""
-    policy_list = list(policies)
-    by_model: dict[str, Target] = {}
-    problems: list[str] = []
-    for ms in sorted(modelservings, key=lambda o: (_namespace(o), _name(o))):
-        if not _name(ms) or _dict(ms.get("metadata")).get("deletionTimestamp"):
-            continue
-        budget, problem = hold_budget_of(ms, default_budget)
-        if problem:
-            problems.append(problem)
-        target = Target(
-            namespace=_namespace(ms),
-            name=_name(ms),
-            models=models_of(ms),
-            port=port_of(ms),
-            scale_from_zero=opted_in(ms, policy_list),
-            hold_budget=budget,
-            replicas=_replicas(ms),
-        )
-        for model in target.models:
-            winner = by_model.get(model)
-            if winner is not None:
-                problems.append(f"model {model!r}: served by {winner.key}; {target.key} also claims it")
-                continue
-            by_model[model] = target
-    by_key = {t.key: t for t in by_model.values()}
-    for route in routes:
-        base = by_key.get(f"{route.namespace}/{route.modelserving}")
-        if base is None:
-            continue
-        claimed = by_model.get(route.model)
-        if claimed is not None:
-            if claimed.key != base.key:
-                problems.append(f"ModelRoute model {route.model!r}: already served by {claimed.key}")
-            continue
-        port = route.port if route.port is not None else base.port
-        by_model[route.model] = replace(base, models=(*base.models, route.model), port=port)
-    return Directory(by_model, tuple(problems))

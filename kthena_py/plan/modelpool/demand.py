@@ -12,25 +12,33 @@ Guarantees:
   :data:`DEMAND_REFRESH_SECONDS` while a request is held, so a held request keeps its demand live with margin.
 * Requests to a resident member are recorded at most every :data:`RESIDENT_RECENCY_SECONDS` (recency for the
   least-recently-used choice, not demand for a swap).
+* The pool controller records when it swapped a member out (``released.modelpool.kthena-py.io/<member>``,
+  :func:`released_of`); :func:`asks_for_swap` counts a member's demand only when it is live *and* later than that:
+  requests seen before the member was swapped out were served by it, so they never swap it back in (without this,
+  two members whose demand is still live would take each other's slot in turn).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from kthena_py.vocab.labels import MODELPOOL_DEMAND_PREFIX
+from kthena_py.vocab.labels import MODELPOOL_DEMAND_PREFIX, MODELPOOL_RELEASED_PREFIX
 
 __all__ = [
     "DEMAND_LIVE_SECONDS",
     "DEMAND_REFRESH_SECONDS",
     "RESIDENT_RECENCY_SECONDS",
+    "asks_for_swap",
     "demand_annotation",
     "demand_of",
     "format_demand_time",
     "is_live",
     "parse_demand_time",
+    "released_annotation",
+    "released_of",
 ]
 
 DEMAND_REFRESH_SECONDS = 10.0
@@ -47,9 +55,9 @@ def demand_annotation(member: str) -> str:
 
 
 def format_demand_time(epoch: float) -> str:
-    """``epoch`` as RFC 3339 UTC with exactly three fraction digits and a ``Z``."""
-    moment = datetime.fromtimestamp(epoch, tz=UTC)
-    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    """``epoch`` as RFC 3339 UTC with exactly three fraction digits (truncated, never rounded up) and a ``Z``."""
+    seconds, millis = divmod(math.floor(epoch * 1000), 1000)
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{millis:03d}Z"
 
 
 def parse_demand_time(text: object) -> float | None:
@@ -68,17 +76,37 @@ def parse_demand_time(text: object) -> float | None:
     return moment.timestamp()
 
 
+def released_annotation(member: str) -> str:
+    """The annotation key carrying the time the pool controller swapped ``member`` out."""
+    return MODELPOOL_RELEASED_PREFIX + member
+
+
 def demand_of(pool: Mapping[str, Any]) -> dict[str, float]:
     """Member name -> epoch seconds of its latest recorded request, from a pool object (a raw dict)."""
+    return _times(pool, MODELPOOL_DEMAND_PREFIX)
+
+
+def released_of(pool: Mapping[str, Any]) -> dict[str, float]:
+    """Member name -> epoch seconds when the pool controller last swapped it out."""
+    return _times(pool, MODELPOOL_RELEASED_PREFIX)
+
+
+def asks_for_swap(member: str, demand: Mapping[str, float], released: Mapping[str, float], now: float) -> bool:
+    """Whether ``member``'s demand is live and was recorded after it was last swapped out."""
+    when = demand.get(member)
+    return is_live(when, now) and (member not in released or (when is not None and when > released[member]))
+
+
+def _times(pool: Mapping[str, Any], prefix: str) -> dict[str, float]:
     metadata = pool.get("metadata")
     annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
     if not isinstance(annotations, Mapping):
         return {}
     demand: dict[str, float] = {}
     for key, raw in annotations.items():
-        if not isinstance(key, str) or not key.startswith(MODELPOOL_DEMAND_PREFIX):
+        if not isinstance(key, str) or not key.startswith(prefix):
             continue
-        member = key[len(MODELPOOL_DEMAND_PREFIX) :]
+        member = key[len(prefix) :]
         when = parse_demand_time(raw)
         if member and when is not None:
             demand[member] = when

@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from kthena_py.activator import Activator, ActivatorOptions
-from kthena_py.activator.resources import AUTOSCALINGPOLICIES, MODELSERVINGS
+from kthena_py.activator.resources import AUTOSCALINGPOLICIES, MODELPOOLS, MODELSERVINGS
 from kthena_py.kube.errors import ServerError
 from kthena_py.plan.activator.state import SCALED_TO_ZERO
 from kthena_py.testing.fake import FakeKube
@@ -168,3 +168,24 @@ async def test_an_annotation_owned_by_someone_else_is_not_rewritten_in_a_loop() 
         await asyncio.sleep(SETTLE)
         assert len(applies(kube)) == 2  # the user's, then one attempt that changed nothing (and raised no event)
         assert state(kube) == SCALED_TO_ZERO
+
+
+async def test_a_pool_member_loses_the_state_annotation_and_never_gets_it() -> None:
+    kube = FakeKube()
+    kube.put(MODELSERVINGS, modelserving("llm"))
+    kube.put(MODELSERVINGS, modelserving("member"))
+    async with running(kube):
+        await eventually(lambda: (state(kube) == SCALED_TO_ZERO and state(kube, "member") == SCALED_TO_ZERO) or None)
+        # The ModelServing joins a pool: the pool controller, not the activator, brings it back from zero.
+        kube.put(
+            MODELPOOLS,
+            {
+                "apiVersion": MODELPOOLS.api_version,
+                "kind": MODELPOOLS.kind,
+                "metadata": {"name": "pool", "namespace": NS},
+                "spec": {"members": [{"modelServingRef": {"name": "member"}}]},
+            },
+        )
+        await eventually(lambda: state(kube, "member") is None or None)
+        await asyncio.sleep(SETTLE)
+        assert state(kube, "member") is None and state(kube) == SCALED_TO_ZERO

@@ -17,7 +17,7 @@ from kthena_py.controllers.selection import CONTROLLERS, parse_controllers
 from kthena_py.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[3]
-ALL = ("modelserving", "modelbooster", "autoscaler", "modelcache")
+ALL = ("modelserving", "modelbooster", "autoscaler", "modelcache", "modelpool")
 
 
 def test_the_known_names_are_kthenas_and_ours() -> None:
@@ -36,10 +36,11 @@ def test_the_known_names_are_kthenas_and_ours() -> None:
         ([" modelserving "], ("modelserving",), False),  # entries are trimmed
         (["modelserving", "autoscaler"], ("modelserving", "autoscaler"), False),
         (["autoscaler", "modelserving"], ("modelserving", "autoscaler"), False),  # canonical order
-        (["*", "-autoscaler"], ("modelserving", "modelbooster", "modelcache"), False),
-        (["-autoscaler", "*"], ("modelserving", "modelbooster", "modelcache"), False),
-        (["*", "-autoscaler", "-modelbooster"], ("modelserving", "modelcache"), False),
-        (["*", "-modelcache"], ("modelserving", "modelbooster", "autoscaler"), False),
+        (["*", "-autoscaler"], ("modelserving", "modelbooster", "modelcache", "modelpool"), False),
+        (["-autoscaler", "*"], ("modelserving", "modelbooster", "modelcache", "modelpool"), False),
+        (["*", "-autoscaler", "-modelbooster"], ("modelserving", "modelcache", "modelpool"), False),
+        (["*", "-modelcache"], ("modelserving", "modelbooster", "autoscaler", "modelpool"), False),
+        (["*", "-modelpool"], ("modelserving", "modelbooster", "autoscaler", "modelcache"), False),
         (["*", "+autoscaler"], ALL, False),
         (["modelbooster", "-autoscaler"], ("modelbooster",), False),  # no '*': only what is named
         (["+autoscaler", "-autoscaler"], ("autoscaler",), False),  # both ways: enabled
@@ -47,7 +48,7 @@ def test_the_known_names_are_kthenas_and_ours() -> None:
         (["*", "-modelserving", "modelserving"], ALL, False),
         # A list that enables nothing enables everything, with a warning (Kthena's fallback):
         (["-autoscaler"], ALL, True),
-        (["*", "-modelserving", "-modelbooster", "-autoscaler", "-modelcache"], ALL, True),
+        (["*", "-modelserving", "-modelbooster", "-autoscaler", "-modelcache", "-modelpool"], ALL, True),
         (["", "-modelserving"], ALL, True),
     ],
 )
@@ -148,10 +149,11 @@ def test_modelserving_alone_never_imports_the_other_controllers() -> None:
         "modelserving-rollout",
         "modelserving-gang",
         "modelserving-modelcache",
+        "modelserving-adapters",
         "eviction-budget",
     ]
     shared = {"servingview", "components", "resources", "selection"}
-    assert _packages(got["loaded"]) == {"modelserving", "eviction"} | shared
+    assert _packages(got["loaded"]) == {"modelserving", "adapters", "eviction"} | shared
     assert "numpy" not in got["loaded"]
 
 
@@ -171,10 +173,12 @@ def test_all_controllers_by_default() -> None:
         "modelserving-rollout",
         "modelserving-gang",
         "modelserving-modelcache",
+        "modelserving-adapters",
         "autoscaling",
         "autoscaling-heterogeneous",
         "modelbooster",
         "modelcache",
+        "modelpool",
     ]
 
 

@@ -67,7 +67,7 @@ from kthena_py.vocab.conditions import (
     SCHEDULED,
     UPDATE_IN_PROGRESS,
 )
-from kthena_py.vocab.labels import VOLCANO_QUEUE
+from kthena_py.vocab.labels import ADAPTER_LABEL_PREFIX, ENTRY_VALUE, SERVING_ENTRY, VOLCANO_QUEUE
 from kthena_py.vocab.owners import controller_uid
 from kthena_py.vocab.pods import CRASH_LOOP, IMAGE_PULL_REASONS, PHASE_PENDING, TERMINAL_PHASES
 from kthena_py.vocab.times import parse_time
@@ -164,8 +164,10 @@ class _Context:
         podgroups: Sequence[KubeObject],
         entries: Mapping[str, TrackerEntry],
         now: float,
+        adapters: Mapping[str, str] | None = None,
     ) -> None:
         status = _dict(ms_obj.get("status"))
+        self.adapters = dict(adapters or {})
         self.state = state
         self.now = now
         self.current = _str(status.get("currentRevision"))
@@ -330,7 +332,23 @@ def _pod_view(ctx: _Context, pod: PodState) -> PodView:
         age=None if pod.created_at is None else max(0.0, ctx.now - pod.created_at),
         terminating=pod.terminating,
         why=_pod_why(ctx, pod, raw),
+        **_pod_adapters(ctx, raw),
     )
+
+
+def _pod_adapters(ctx: _Context, raw: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    labels = _dict(_dict(raw.get("metadata")).get("labels"))
+    loaded = tuple(
+        sorted(
+            name
+            for key, digest in labels.items()
+            if str(key).startswith(ADAPTER_LABEL_PREFIX)
+            and ctx.adapters.get(name := str(key)[len(ADAPTER_LABEL_PREFIX) :], digest) == digest
+        )
+    )
+    entry = labels.get(SERVING_ENTRY) == ENTRY_VALUE
+    missing = tuple(name for name in ctx.adapters if name not in loaded) if entry else ()
+    return {"adapters": loaded, "adapters_missing": missing}
 
 
 # --- instances and groups --------------------------------------------------------------------------------------
@@ -485,6 +503,7 @@ def build_view(
     tracker: Mapping[str, Any] | None = None,
     model_cache: Mapping[str, Any] | None = None,
     scale_from_zero: bool = False,
+    adapters: Mapping[str, str] | None = None,
 ) -> StatusView:
     """Build the status tree of one ModelServing.
 
@@ -501,6 +520,8 @@ def build_view(
             update revision as in the controller, and the view shows the cache).
         scale_from_zero: Whether the activator may wake it from zero (shown as "scaled to zero (activator)" at
             zero replicas).
+        adapters: Its LoRA adapter set, name -> source digest (each pod then shows the adapters it has loaded with
+            the desired source, and an entry pod the ones it misses).
 
     Returns:
         The tree.
@@ -521,7 +542,7 @@ def build_view(
         pods=owned(pods), services=owned(services), podgroups=podgroups, revisions=owned(revisions), model_cache=gate
     )
     state = build_state(ms, ref, observed, PodGroupSupport(crd_served=bool(podgroups)))
-    ctx = _Context(ms_obj, state, podgroups, entries, now)
+    ctx = _Context(ms_obj, state, podgroups, entries, now, adapters)
     status = _dict(ms_obj.get("status"))
     ordinals = sorted(set(state.targets.groups) | set(state.groups.groups))
     conditions = tuple(

@@ -94,6 +94,10 @@ class PodView:
     age: float | None
     terminating: bool
     why: Why | None = None
+    adapters: tuple[str, ...] = ()
+    """The LoRA adapters loaded on the pod (its ``adapter.kthena-py.io/<name>`` labels, with the desired source)."""
+    adapters_missing: tuple[str, ...] = ()
+    """The adapters of the ModelServing's set this entry pod does not have loaded (yet)."""
 
 
 @dataclass(frozen=True)

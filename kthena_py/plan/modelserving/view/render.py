@@ -216,6 +216,10 @@ class _Text:
             cells.append(format_age(pod.age).rjust(age_w))
         if pod.restarts:
             cells.append(f"{pod.restarts} restarts")
+        if pod.adapters:
+            cells.append("adapters: " + ", ".join(pod.adapters))
+        if pod.adapters_missing:
+            cells.append(paint("not loaded: " + ", ".join(pod.adapters_missing), _YELLOW))
         line = head + "  ".join(cells)
         if pod.why is not None:
             line += "  " + paint.why(pod.why, pod.why.text)
@@ -263,6 +267,11 @@ def status_document(view: StatusView) -> dict[str, Any]:
     if not view.scale_from_zero:
         del doc["scaleFromZero"]
     for group, source in zip(doc["groups"], view.groups, strict=True):
+        for instance in group["instances"]:
+            for pod in instance["pods"]:
+                for key in ("adapters", "adaptersMissing"):
+                    if not pod[key]:
+                        del pod[key]  # a pod without LoRA adapters reads exactly as before
         group["roles"] = [{"name": n, "ready": r, "desired": d} for n, r, d in source.roles]
     return doc
 

@@ -10,13 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kthena_py.plan.activator.backends import Backend, choose_backend, entry_backends
+from kthena_py.plan.activator.directory import build_directory
 from kthena_py.plan.activator.errors import read_model
 from kthena_py.plan.activator.reasons import unavailable_reason
 from kthena_py.plan.activator.retry import retry_delay
 from kthena_py.plan.activator.scaling import needs_wake
 from kthena_py.plan.activator.targets import (
     DEFAULT_PORT,
-    build_directory,
     models_of,
     opted_in,
     parse_hold_budget,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kthena_py.plan.activator.directory import build_directory
 from kthena_py.plan.activator.routes import RouteTarget, route_targets
-from kthena_py.plan.activator.targets import build_directory
 from kthena_py.vocab.labels import ACTIVATOR_MODEL, ENTRY_VALUE, SERVING_ENTRY
 
 UID = "workload.serving.volcano.sh/model-uid"

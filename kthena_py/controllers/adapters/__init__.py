@@ -1,0 +1,40 @@
+"""The LoRA adapter reconciler (controller ``modelserving-adapters``, runs with ``--controllers=modelserving``).
+
+It keeps the adapter set of a ModelServing's ``serving.kthena-py.io/lora-adapters`` annotation loaded on its
+Ready entry pods (:mod:`.reconciler`), through Kthena's runtime sidecar or the engine (:mod:`.engine`).
+"""
+
+from __future__ import annotations
+
+from kthena_py.kube.resources import PODS
+from kthena_py.runtime.controller import Controller, pod_state_changed, spec_or_metadata_changed
+from kthena_py.runtime.manager import Manager
+
+from ..components import MODELSERVING
+from ..resources import MODELSERVINGS
+from .engine import HttpAdapterEngine
+from .reconciler import MAX_LOADS_PER_MODELSERVING, AdapterReconciler
+
+__all__ = ["CONTROLLER", "register"]
+
+CONTROLLER = "modelserving-adapters"
+
+
+def register(manager: Manager, *, workers: int, max_loads: int = MAX_LOADS_PER_MODELSERVING) -> Controller:
+    """Add the adapter reconciler to ``manager`` (the ModelServing controller's informers cache the pods)."""
+    engine = HttpAdapterEngine()
+    manager.add_closer(engine.close)
+    controller = (
+        Controller(
+            CONTROLLER,
+            AdapterReconciler(
+                manager.client, manager.cache, manager.recorder_for(MODELSERVING), engine, max_loads=max_loads
+            ),
+            manager.cache,
+            workers=workers,
+        )
+        .for_(MODELSERVINGS, spec_or_metadata_changed)
+        .owns(PODS, MODELSERVINGS, pod_state_changed)
+    )
+    manager.add_controller(controller)
+    return controller

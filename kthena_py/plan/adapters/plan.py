@@ -1,0 +1,211 @@
+"""What to do on one entry pod so that it holds the desired adapter set: load, unload, label, wait or back off.
+
+The state lives on the pod (labels ``adapter.kthena-py.io/<name>`` = source digest, the restart count they were
+written at, the loads under way); the engine's own list of loaded adapters (``/v1/models``, the *inventory*) is
+read only when something would be loaded. Failures and their backoff are the reconciler's memory.
+
+Guarantees (:func:`plan_pod`, pure: the clock is an argument):
+
+* **Only Ready pods get loads and unloads.** A pod that is not Ready gets no engine call; its labels stay unless
+  they are stale.
+* **A restart invalidates the labels**: when the pod's restart count differs from the one recorded with its labels,
+  every adapter label and load under way is dropped (the engine lost them) and the count is recorded again; the
+  set is loaded afresh once the pod is Ready.
+* **Loaded means labelled with the desired source's digest.** A label whose name left the set, or whose digest is
+  not the desired source's, is unloaded (then its label removed); a changed source is unloaded, then loaded.
+* **Never loaded twice**: an adapter the inventory lists with the expected root is labelled without a load
+  (*adopted*: a load whose label write was lost, e.g. the manager was killed); a load recorded as under way and
+  younger than ``load_timeout`` is waited for (re-probed every :data:`INTENT_POLL_SECONDS`), never re-sent.
+  Loads need the inventory: without it (and not yet probed) :attr:`PodPlan.needs_inventory` is set and the plan
+  must be made again with it; a probe that failed leaves the loads to go ahead (waits for loads under way hold).
+* **Backoff**: an adapter whose last load of the same source failed is retried only at
+  :meth:`Failure.retry_at` (:func:`retry_delay`: 1 s doubling up to 5 minutes); a new source starts afresh.
+* :attr:`PodPlan.wake_at` is the earliest time the plan changes on its own (a retry, a wait's poll or expiry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .desired import Adapter
+from .endpoint import LoadEndpoint, expected_root
+from .pods import PodView
+
+__all__ = [
+    "BACKOFF_BASE_SECONDS",
+    "BACKOFF_CAP_SECONDS",
+    "INTENT_POLL_SECONDS",
+    "LOAD_TIMEOUT_SECONDS",
+    "Failure",
+    "PodPlan",
+    "plan_pod",
+    "retry_delay",
+]
+
+LOAD_TIMEOUT_SECONDS = 300.0
+"""How long a load may take (the sidecar downloads first); a load under way for longer is given up and re-sent."""
+INTENT_POLL_SECONDS = 1.0
+"""How often a load under way that this process did not send is looked for in the inventory."""
+BACKOFF_BASE_SECONDS = 1.0
+BACKOFF_CAP_SECONDS = 300.0
+
+
+def retry_delay(attempts: int) -> float:
+    """Seconds to wait after the ``attempts``-th consecutive failure: 1, 2, 4, ... up to 300."""
+    if attempts <= 0:
+        return 0.0
+    return min(BACKOFF_BASE_SECONDS * 2.0 ** min(attempts - 1, 30), BACKOFF_CAP_SECONDS)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """The last failed load (or unload) of an adapter on a pod: of which source, how many in a row, when, why."""
+
+    digest: str
+    attempts: int
+    at: float
+    message: str
+
+    @property
+    def retry_at(self) -> float:
+        """When the next attempt may go."""
+        return self.at + retry_delay(self.attempts)
+
+
+@dataclass(frozen=True)
+class PodPlan:
+    """The actions for one pod, in the order they run: unloads, then loads, then one patch of the pod."""
+
+    pod: str
+    ready: bool
+    unloads: tuple[str, ...] = ()
+    loads: tuple[Adapter, ...] = ()
+    adopt: tuple[Adapter, ...] = ()
+    drop_labels: tuple[str, ...] = ()
+    drop_intents: tuple[str, ...] = ()
+    stale: bool = False
+    loaded: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    waiting: tuple[str, ...] = ()
+    backing_off: tuple[str, ...] = ()
+    needs_inventory: bool = False
+    wake_at: float | None = None
+
+    @property
+    def complete(self) -> bool:
+        """Ready, with every desired adapter loaded."""
+        return self.ready and not self.missing
+
+    @property
+    def writes(self) -> bool:
+        """Whether the pod's labels or annotations change without any engine call."""
+        return bool(self.adopt or self.drop_labels or self.drop_intents or self.stale)
+
+
+def _earliest(*times: float | None) -> float | None:
+    found = [t for t in times if t is not None]
+    return min(found) if found else None
+
+
+def plan_pod(
+    desired: Sequence[Adapter],
+    endpoint: LoadEndpoint,
+    pod: PodView,
+    *,
+    now: float,
+    failures: Mapping[str, Failure] | None = None,
+    inventory: Mapping[str, str] | None = None,
+    probed: bool = False,
+    load_timeout: float = LOAD_TIMEOUT_SECONDS,
+) -> PodPlan:
+    """Plan one pod (see the module docstring).
+
+    Args:
+        desired: The adapter set.
+        endpoint: Where loads go (decides the root an adapter is listed with).
+        pod: The pod.
+        now: The current time (epoch seconds).
+        failures: The last failure per adapter name on this pod.
+        inventory: The engine's loaded adapters (name -> root), when it was read.
+        probed: The inventory was asked for (``inventory`` ``None`` then means the probe failed).
+        load_timeout: How long a load under way is waited for.
+    """
+    failures = failures or {}
+    stale = pod.recorded_restarts is not None and pod.recorded_restarts != pod.restarts
+    labels = {} if stale else dict(pod.labels)
+    intents = {} if stale else dict(pod.intents)
+    drop_labels = sorted(pod.labels) if stale else []
+    drop_intents = sorted(pod.intents) if stale else []
+    wanted = {a.name: a for a in desired}
+    for name in sorted(intents):
+        if name not in wanted or intents[name].digest != wanted[name].digest:
+            drop_intents.append(name)
+    if not pod.ready:
+        missing = tuple(a.name for a in desired)
+        return PodPlan(
+            pod.name,
+            False,
+            drop_labels=tuple(drop_labels),
+            drop_intents=tuple(drop_intents),
+            stale=stale,
+            missing=missing,
+        )
+    unloads = [name for name in sorted(labels) if name not in wanted or labels[name] != wanted[name].digest]
+    loads: list[Adapter] = []
+    adopt: list[Adapter] = []
+    loaded: list[str] = []
+    waiting: list[str] = []
+    backing_off: list[str] = []
+    needs_inventory = False
+    wake: float | None = None
+    for adapter in desired:
+        if labels.get(adapter.name) == adapter.digest:
+            loaded.append(adapter.name)
+            continue
+        if inventory is not None and inventory.get(adapter.name) == expected_root(adapter, endpoint):
+            adopt.append(adapter)
+            if adapter.name in unloads:
+                unloads.remove(adapter.name)
+            if adapter.name in intents:
+                drop_intents.append(adapter.name)
+            continue
+        intent = intents.get(adapter.name)
+        if intent is not None and intent.digest == adapter.digest and now - intent.since < load_timeout:
+            waiting.append(adapter.name)
+            needs_inventory = needs_inventory or (inventory is None and not probed)
+            wake = _earliest(wake, min(now + INTENT_POLL_SECONDS, intent.since + load_timeout))
+            continue
+        if intent is not None and adapter.name not in drop_intents:
+            drop_intents.append(adapter.name)  # given up: the load is sent again (recording a new intent)
+        failure = failures.get(adapter.name)
+        if failure is not None and failure.digest == adapter.digest and now < failure.retry_at:
+            backing_off.append(adapter.name)
+            wake = _earliest(wake, failure.retry_at)
+            continue
+        if inventory is None and not probed:
+            needs_inventory = True
+        if inventory is not None and adapter.name in inventory and adapter.name not in unloads:
+            unloads.append(adapter.name)  # an older source is loaded under this name without our label
+        loads.append(adapter)
+    for name in unloads:
+        failure = failures.get(name)
+        if failure is not None and name not in wanted and now < failure.retry_at:
+            wake = _earliest(wake, failure.retry_at)
+    held = [n for n in unloads if n not in wanted and (f := failures.get(n)) is not None and now < f.retry_at]
+    return PodPlan(
+        pod.name,
+        True,
+        unloads=tuple(n for n in unloads if n not in held),
+        loads=tuple(loads),
+        adopt=tuple(adopt),
+        drop_labels=tuple(drop_labels),
+        drop_intents=tuple(dict.fromkeys(drop_intents)),
+        stale=stale,
+        loaded=tuple(loaded),
+        missing=tuple(a.name for a in desired if a.name not in loaded),
+        waiting=tuple(waiting),
+        backing_off=tuple(backing_off),
+        needs_inventory=needs_inventory,
+        wake_at=wake,
+    )

@@ -1,0 +1,147 @@
+"""The pool reconciler over FakeKube: intent recorded before any replica write, idle checks, status patches."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import pytest
+
+from kthena_py.api.modelpool import CONDITION_SWAP_DEFERRED, REASON_PODS_BUSY, STEP_RELEASING
+from kthena_py.controllers.modelpool.apply import FIELD_MANAGER, status_patch
+from kthena_py.controllers.modelpool.idlecheck import IdleProber, load_of
+from kthena_py.controllers.modelpool.reconciler import PoolReconciler
+from kthena_py.controllers.resources import MODELPOOLS, MODELSERVINGS
+from kthena_py.kube import KubeObject, ServerError
+from kthena_py.kube.resources import PODS
+from kthena_py.plan.modelpool.demand import demand_annotation, format_demand_time, released_annotation
+from kthena_py.plan.modelpool.idle import BUSY, IDLE, IdleResult
+from kthena_py.plan.modelpool.view import PoolSpec
+from kthena_py.runtime.reconcile import Request
+from kthena_py.testing.fake import FakeKube, RecordedEvents
+from kthena_py.testing.fake.faults import refuse
+from kthena_py.vocab.labels import SERVING_ENTRY, SERVING_NAME
+
+NS = "ns"
+
+
+class FixedProber(IdleProber):
+    def __init__(self, verdict: str) -> None:
+        self.verdict_ = verdict
+        self.asked: list[str] = []
+
+    async def verdict(self, spec: PoolSpec, serving: KubeObject, pods: Iterable[KubeObject]) -> IdleResult:
+        self.asked.append(serving["metadata"]["name"])
+        return IdleResult(self.verdict_, "fixed")  # type: ignore[arg-type]
+
+
+def cluster(now: float) -> FakeKube:
+    kube = FakeKube()
+    for name, replicas in (("alpha", 1), ("beta", 0)):
+        kube.put(MODELSERVINGS, {"metadata": {"name": name, "namespace": NS}, "spec": {"replicas": replicas}})
+    kube.put(
+        PODS,
+        {
+            "metadata": {
+                "name": "alpha-0-main-0-0",
+                "namespace": NS,
+                "labels": {SERVING_NAME: "alpha", SERVING_ENTRY: "true"},
+            },
+            "status": {
+                "phase": "Running",
+                "podIP": "127.100.0.9",
+                "conditions": [{"type": "Ready", "status": "True"}],
+            },
+        },
+    )
+    kube.put(
+        MODELPOOLS,
+        {
+            "metadata": {
+                "name": "pool",
+                "namespace": NS,
+                "annotations": {demand_annotation("beta"): format_demand_time(now - 1)},
+            },
+            "spec": {"members": [{"modelServingRef": {"name": "alpha"}}, {"modelServingRef": {"name": "beta"}}]},
+            "status": {"residentMembers": ["alpha"], "residentMember": "alpha"},
+        },
+    )
+    return kube
+
+
+async def test_intent_is_recorded_before_the_victim_is_scaled_down() -> None:
+    now = time.time()
+    kube = cluster(now)
+    events = RecordedEvents()
+    reconciler = PoolReconciler(kube, events, FixedProber(IDLE), clock=lambda: now)
+    await reconciler.reconcile(Request(NS, "pool"))
+    writes = [c for c in kube.calls if c.verb == "patch"]
+    assert [(c.rt, c.subresource, c.name) for c in writes] == [
+        (MODELPOOLS, None, "pool"),
+        (MODELPOOLS, "status", "pool"),
+        (MODELSERVINGS, "scale", "alpha"),
+    ]
+    annotations = kube.peek(MODELPOOLS, "pool", NS)["metadata"]["annotations"]  # type: ignore[index]
+    assert annotations[released_annotation("alpha")] == format_demand_time(now)
+    assert all(c.options.get("field_manager") == FIELD_MANAGER for c in writes)
+    status = kube.peek(MODELPOOLS, "pool", NS)["status"]  # type: ignore[index]
+    assert status["swap"]["step"] == STEP_RELEASING and status["swap"]["from"] == "alpha"
+    assert status["residentMembers"] == [] and status["pendingMember"] == "beta"
+    assert kube.peek(MODELSERVINGS, "alpha", NS)["spec"]["replicas"] == 0  # type: ignore[index]
+    assert "MemberReleased" in [e.reason for e in events.events]
+
+
+async def test_a_failed_status_write_makes_no_replica_write() -> None:
+    now = time.time()
+    kube = cluster(now)
+    kube.intercept(refuse(ServerError(500, "InternalError", "boom"), "patch", MODELPOOLS, subresource="status"))
+    reconciler = PoolReconciler(kube, RecordedEvents(), FixedProber(IDLE), clock=lambda: now)
+    with pytest.raises(ServerError):
+        await reconciler.reconcile(Request(NS, "pool"))
+    assert not [c for c in kube.calls if c.verb == "patch" and c.subresource == "scale"]
+    assert kube.peek(MODELSERVINGS, "alpha", NS)["spec"]["replicas"] == 1  # type: ignore[index]
+
+
+async def test_a_busy_resident_defers_without_replica_writes() -> None:
+    now = time.time()
+    kube = cluster(now)
+    prober = FixedProber(BUSY)
+    result = await PoolReconciler(kube, RecordedEvents(), prober, clock=lambda: now).reconcile(Request(NS, "pool"))
+    assert prober.asked == ["alpha"]
+    assert not [c for c in kube.calls if c.verb == "patch" and c.subresource == "scale"]
+    status = kube.peek(MODELPOOLS, "pool", NS)["status"]  # type: ignore[index]
+    deferred = next(c for c in status["conditions"] if c["type"] == CONDITION_SWAP_DEFERRED)
+    assert deferred["status"] == "True" and deferred["reason"] == REASON_PODS_BUSY
+    assert result is not None and result.requeue_after is not None and result.requeue_after <= 2
+
+
+def test_status_patch_clears_what_is_gone_at_top_level_and_in_the_swap() -> None:
+    current: dict[str, Any] = {
+        "phase": "Swapping",
+        "pendingMember": "b",
+        "swap": {"to": "b", "from": "a", "step": "Releasing", "drained": "t"},
+    }
+    new: dict[str, Any] = {"phase": "Swapping", "swap": {"to": "c", "step": "Loading"}}
+    assert status_patch(current, new) == {
+        "pendingMember": None,
+        "phase": "Swapping",
+        "swap": {"from": None, "drained": None, "to": "c", "step": "Loading"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ('# TYPE a gauge\na 2\n# TYPE b gauge\nb{x="1"} 1\nb{x="2"} 1\n', 4.0),
+        ("# TYPE a gauge\na 0\n# TYPE b gauge\nb 0\n", 0.0),
+        ("# TYPE a gauge\na 0\n", "metric b not exposed"),
+        ("a{ 1\n", "unparsable"),
+    ],
+)
+def test_load_of_sums_the_gauges_and_reports_what_is_missing(text: str, expected: float | str) -> None:
+    got = load_of(text, ["a", "b"])
+    if isinstance(expected, float):
+        assert got == expected
+    else:
+        assert isinstance(got, str) and expected in got
