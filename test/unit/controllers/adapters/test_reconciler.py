@@ -197,3 +197,42 @@ async def test_an_adapter_loaded_without_its_label_is_adopted_and_a_removed_one_
     await scene.reconciler.reconcile(REQUEST)
     assert scene.engine.calls == [("10.0.0.1", "unload", "fin")] and scene.labels("a") == {}
     assert scene.condition() is None
+
+
+class SlowEngine(FakeEngine):
+    """Loads that take a while, counting how many are in flight at once (per pod and in all)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight: dict[str, int] = {}
+        self.most_per_pod = 0
+        self.most = 0
+
+    async def load(self, ip: str, endpoint: LoadEndpoint, adapter: Adapter) -> None:
+        import asyncio
+
+        self.in_flight[ip] = self.in_flight.get(ip, 0) + 1
+        self.most_per_pod = max(self.most_per_pod, self.in_flight[ip])
+        self.most = max(self.most, sum(self.in_flight.values()))
+        await asyncio.sleep(0.01)
+        self.in_flight[ip] -= 1
+        await super().load(ip, endpoint, adapter)
+
+
+async def test_loads_are_bounded_per_pod_and_per_modelserving_and_counted() -> None:
+    from kthena_py.runtime.metrics import REGISTRY
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, {"namespace": "ns", "modelserving": "llm", **labels}) or 0.0
+
+    adapters = [Adapter(f"a{i}", f"/models/a{i}") for i in range(3)]
+    scene = Scene(adapters, [pod_doc(f"p{i}", f"10.0.0.{i}") for i in range(5)])
+    engine = SlowEngine()
+    scene.reconciler.engine = engine
+    scene.reconciler.max_loads = 2
+    before = sample("kthena_adapter_calls_total", call="load", result="ok")
+    await scene.reconciler.reconcile(REQUEST)
+    assert len(engine.calls) == 15
+    assert engine.most_per_pod == 1 and engine.most == 2
+    assert sample("kthena_adapter_calls_total", call="load", result="ok") - before == 15
+    assert sample("kthena_adapter_pods", state="loaded") == 5 and sample("kthena_adapter_pods", state="pending") == 0
