@@ -37,6 +37,7 @@ class FakeEngine:
         self.calls: list[tuple[str, str, str]] = []
         self.refuse: dict[str, str] = {}
         self.probes = 0
+        self.refuse_unload: set[str] = set()
         self.kube: FakeKube | None = None
         self.loading_seen: list[str | None] = []
 
@@ -51,6 +52,8 @@ class FakeEngine:
 
     async def unload(self, ip: str, endpoint: LoadEndpoint, name: str) -> None:
         self.calls.append((ip, "unload", name))
+        if name in self.refuse_unload:
+            raise EngineCallFailed(f"{name} is busy")
         self.loaded.get(ip, {}).pop(name, None)
 
     async def inventory(self, ip: str, port: int) -> dict[str, str] | None:
@@ -236,3 +239,24 @@ async def test_loads_are_bounded_per_pod_and_per_modelserving_and_counted() -> N
     assert engine.most_per_pod == 1 and engine.most == 2
     assert sample("kthena_adapter_calls_total", call="load", result="ok") - before == 15
     assert sample("kthena_adapter_pods", state="loaded") == 5 and sample("kthena_adapter_pods", state="pending") == 0
+
+
+async def test_a_changed_source_is_unloaded_then_loaded_and_not_loaded_over_a_failed_unload() -> None:
+    scene = Scene([FIN], [pod_doc("a", "10.0.0.1")])
+    await scene.reconciler.reconcile(REQUEST)
+    fin2 = Adapter("fin", "/models/fin-v2")
+    scene.kube.put(MODELSERVINGS, ms_doc([fin2]))
+    scene.engine.refuse_unload.add("fin")
+    await scene.reconciler.reconcile(REQUEST)
+    assert [c[1:] for c in scene.engine.calls] == [("load", "fin"), ("unload", "fin")]
+    assert scene.events.events[-1].reason == "AdapterUnloadFailed" and "fin is busy" in scene.events.events[-1].message
+    assert scene.labels("a") == {adapter_label("fin"): FIN.digest}  # still the old source, as the engine has it
+    scene.engine.refuse_unload.clear()
+    await scene.reconciler.reconcile(REQUEST)  # within the backoff: nothing
+    assert len(scene.engine.calls) == 2
+    scene.now += 1.0
+    await scene.reconciler.reconcile(REQUEST)
+    assert [c[1:] for c in scene.engine.calls][2:] == [("unload", "fin"), ("load", "fin")]
+    assert scene.labels("a") == {adapter_label("fin"): fin2.digest} and scene.engine.loaded["10.0.0.1"] == {
+        "fin": fin2.source
+    }
