@@ -396,6 +396,27 @@ async def test_update_is_checked_against_the_stored_object(admission: Admission)
     )
 
 
+async def test_lora_annotations_are_checked_on_create_and_on_a_metadata_only_update(admission: Admission) -> None:
+    import json
+
+    from kthena_py.vocab.labels import LORA_ADAPTERS
+
+    path = f"metadata.annotations[{LORA_ADAPTERS}]"
+    document = _place(corpus.load_base("modelserving-role-rolling"), admission.namespace, "lora")
+    document["metadata"]["annotations"] = {LORA_ADAPTERS: json.dumps([{"name": "-fin", "source": "hf://a/fin"}])}
+    with pytest.raises(Invalid) as caught:
+        await _create(admission.client, MODELSERVINGS, document, admission.namespace)
+    assert _matches(caught.value, f"{path}[0].name", "is not a valid adapter name"), _describe(caught.value)
+    document["metadata"]["annotations"] = {LORA_ADAPTERS: json.dumps([{"name": "fin", "source": "hf://a/fin"}])}
+    await _create(admission.client, MODELSERVINGS, document, admission.namespace)
+    twice = json.dumps([{"name": "fin", "source": "hf://a/fin"}, {"name": "fin", "source": "hf://a/fin2"}])
+    with pytest.raises(Invalid) as caught:
+        await admission.client.patch(
+            MODELSERVINGS, "lora", {"metadata": {"annotations": {LORA_ADAPTERS: twice}}}, admission.namespace
+        )
+    assert _matches(caught.value, f"{path}[1].name", "is listed twice"), _describe(caught.value)
+
+
 # -- hypothesis: what the models accept round-trips, changed only by defaults ---------------------------
 
 ROLE_NAMES = ["prefill", "decode", "router", "cache"]

@@ -217,12 +217,14 @@ class AdapterReconciler:
             log.info(
                 "adapter found loaded, labelled", namespace=namespace, name=name, pod=view.name, adapter=adapter.name
             )
+        still_loaded: set[str] = set()
         for unload in plan.unloads:
             digest = view.labels.get(unload, "")
             try:
                 await self.engine.unload(view.ip, endpoint, unload)
             except EngineCallFailed as exc:
                 self._failed(obj, work, held, unload, digest, str(exc), endpoint, REASON_ADAPTER_UNLOAD_FAILED)
+                still_loaded.add(unload)  # a new source of this name cannot be loaded over it
                 continue
             CALLS.labels(namespace, name, "unload", "ok").inc()
             held.pop(unload, None)
@@ -231,6 +233,8 @@ class AdapterReconciler:
         if (work.labels or plan.writes or _unrecorded(view)) and not await self._patch(view, work):
             return work
         for adapter in plan.loads:
+            if adapter.name in still_loaded:
+                continue
             work.intents[adapter.name] = LoadIntent(adapter.digest, self._now())
             if not await self._patch(view, work):
                 return work
@@ -350,5 +354,5 @@ def _name(view: PodView) -> str:
 
 
 def _unrecorded(view: PodView) -> bool:
-    """A Ready-or-not pod that holds labels without a recorded restart count (labelled by an older writer)."""
+    """Whether the pod holds adapter labels without the restart count they were written at (to be recorded)."""
     return bool(view.labels) and view.recorded_restarts is None

@@ -19,7 +19,9 @@ Guarantees (:func:`plan_pod`, pure: the clock is an argument):
   Loads need the inventory: without it (and not yet probed) :attr:`PodPlan.needs_inventory` is set and the plan
   must be made again with it; a probe that failed leaves the loads to go ahead (waits for loads under way hold).
 * **Backoff**: an adapter whose last load of the same source failed is retried only at
-  :meth:`Failure.retry_at` (:func:`retry_delay`: 1 s doubling up to 5 minutes); a new source starts afresh.
+  :meth:`Failure.retry_at` (:func:`retry_delay`: 1 s doubling up to 5 minutes); a new source starts afresh. An
+  unload that failed (recorded with the digest of the label it removes) is held the same way, and so is the load of
+  a new source under that name.
 * :attr:`PodPlan.wake_at` is the earliest time the plan changes on its own (a retry, a wait's poll or expiry).
 """
 
@@ -188,11 +190,16 @@ def plan_pod(
         if inventory is not None and adapter.name in inventory and adapter.name not in unloads:
             unloads.append(adapter.name)  # an older source is loaded under this name without our label
         loads.append(adapter)
-    for name in unloads:
-        failure = failures.get(name)
-        if failure is not None and name not in wanted and now < failure.retry_at:
-            wake = _earliest(wake, failure.retry_at)
-    held = [n for n in unloads if n not in wanted and (f := failures.get(n)) is not None and now < f.retry_at]
+    held = [
+        name
+        for name in unloads
+        if (f := failures.get(name)) is not None and f.digest == labels.get(name, "") and now < f.retry_at
+    ]
+    for name in held:
+        wake = _earliest(wake, failures[name].retry_at)
+    blocked = [a for a in loads if a.name in held]  # a new source cannot be loaded over the old one
+    loads = [a for a in loads if a.name not in held]
+    backing_off.extend(a.name for a in blocked)
     return PodPlan(
         pod.name,
         True,

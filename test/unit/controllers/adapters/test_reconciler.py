@@ -37,6 +37,7 @@ class FakeEngine:
         self.calls: list[tuple[str, str, str]] = []
         self.refuse: dict[str, str] = {}
         self.probes = 0
+        self.refuse_unload: set[str] = set()
         self.kube: FakeKube | None = None
         self.loading_seen: list[str | None] = []
 
@@ -51,6 +52,8 @@ class FakeEngine:
 
     async def unload(self, ip: str, endpoint: LoadEndpoint, name: str) -> None:
         self.calls.append((ip, "unload", name))
+        if name in self.refuse_unload:
+            raise EngineCallFailed(f"{name} is busy")
         self.loaded.get(ip, {}).pop(name, None)
 
     async def inventory(self, ip: str, port: int) -> dict[str, str] | None:
@@ -197,3 +200,63 @@ async def test_an_adapter_loaded_without_its_label_is_adopted_and_a_removed_one_
     await scene.reconciler.reconcile(REQUEST)
     assert scene.engine.calls == [("10.0.0.1", "unload", "fin")] and scene.labels("a") == {}
     assert scene.condition() is None
+
+
+class SlowEngine(FakeEngine):
+    """Loads that take a while, counting how many are in flight at once (per pod and in all)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight: dict[str, int] = {}
+        self.most_per_pod = 0
+        self.most = 0
+
+    async def load(self, ip: str, endpoint: LoadEndpoint, adapter: Adapter) -> None:
+        import asyncio
+
+        self.in_flight[ip] = self.in_flight.get(ip, 0) + 1
+        self.most_per_pod = max(self.most_per_pod, self.in_flight[ip])
+        self.most = max(self.most, sum(self.in_flight.values()))
+        await asyncio.sleep(0.01)
+        self.in_flight[ip] -= 1
+        await super().load(ip, endpoint, adapter)
+
+
+async def test_loads_are_bounded_per_pod_and_per_modelserving_and_counted() -> None:
+    from kthena_py.runtime.metrics import REGISTRY
+
+    def sample(name: str, **labels: str) -> float:
+        return REGISTRY.get_sample_value(name, {"namespace": "ns", "modelserving": "llm", **labels}) or 0.0
+
+    adapters = [Adapter(f"a{i}", f"/models/a{i}") for i in range(3)]
+    scene = Scene(adapters, [pod_doc(f"p{i}", f"10.0.0.{i}") for i in range(5)])
+    engine = SlowEngine()
+    scene.reconciler.engine = engine
+    scene.reconciler.max_loads = 2
+    before = sample("kthena_adapter_calls_total", call="load", result="ok")
+    await scene.reconciler.reconcile(REQUEST)
+    assert len(engine.calls) == 15
+    assert engine.most_per_pod == 1 and engine.most == 2
+    assert sample("kthena_adapter_calls_total", call="load", result="ok") - before == 15
+    assert sample("kthena_adapter_pods", state="loaded") == 5 and sample("kthena_adapter_pods", state="pending") == 0
+
+
+async def test_a_changed_source_is_unloaded_then_loaded_and_not_loaded_over_a_failed_unload() -> None:
+    scene = Scene([FIN], [pod_doc("a", "10.0.0.1")])
+    await scene.reconciler.reconcile(REQUEST)
+    fin2 = Adapter("fin", "/models/fin-v2")
+    scene.kube.put(MODELSERVINGS, ms_doc([fin2]))
+    scene.engine.refuse_unload.add("fin")
+    await scene.reconciler.reconcile(REQUEST)
+    assert [c[1:] for c in scene.engine.calls] == [("load", "fin"), ("unload", "fin")]
+    assert scene.events.events[-1].reason == "AdapterUnloadFailed" and "fin is busy" in scene.events.events[-1].message
+    assert scene.labels("a") == {adapter_label("fin"): FIN.digest}  # still the old source, as the engine has it
+    scene.engine.refuse_unload.clear()
+    await scene.reconciler.reconcile(REQUEST)  # within the backoff: nothing
+    assert len(scene.engine.calls) == 2
+    scene.now += 1.0
+    await scene.reconciler.reconcile(REQUEST)
+    assert [c[1:] for c in scene.engine.calls][2:] == [("unload", "fin"), ("load", "fin")]
+    assert scene.labels("a") == {adapter_label("fin"): fin2.digest} and scene.engine.loaded["10.0.0.1"] == {
+        "fin": fin2.source
+    }

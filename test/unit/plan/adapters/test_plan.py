@@ -196,3 +196,12 @@ def test_properties(
     # Loads go only with the inventory read (or its read failed).
     if plan.loads:
         assert inventory is not None or probed or plan.needs_inventory
+
+
+def test_a_failed_unload_of_an_old_source_holds_the_new_load() -> None:
+    failures = {"fin": Failure(FIN.digest, 2, NOW, "busy")}
+    view = pod(labels={"fin": FIN.digest})
+    plan = plan_pod([FIN2], SIDE, view, now=NOW, failures=failures, inventory={}, probed=True)
+    assert plan.unloads == () and plan.loads == () and plan.backing_off == ("fin",) and plan.wake_at == NOW + 2.0
+    later = plan_pod([FIN2], SIDE, view, now=NOW + 2, failures=failures, inventory={}, probed=True)
+    assert later.unloads == ("fin",) and later.loads == (FIN2,)
