@@ -189,4 +189,13 @@ DIFFERENCES: tuple[Difference, ...] = (
         'list types" below); every other list is atomic.',
         "A ModelServing (or ModelBooster) should be accepted whenever the pods it describes would be.",
     ),
+    Difference(
+        "autoscaling-pool-members",
+        "AutoscalingPolicy targets",
+        "Admits a policy on any ModelServing.",
+        "Refuses a policy whose homogeneous, heterogeneous or disaggregated target is a member of a ModelPool (a kind "
+        "of kthena_py's own group), naming the pool.",
+        "A pool's controller is the only writer of its members' replicas; an autoscaler scaling a member up would put "
+        "two models on one GPU slot.",
+    ),
 )

@@ -114,7 +114,7 @@ async def test_the_eviction_tracker_is_read(kube: KubeClient, kubeconfig: Path, 
 async def test_a_missing_modelserving_fails_with_one_line(kubeconfig: Path, namespace: str) -> None:
     code, out, err = await _run(kubeconfig, "nope", "-n", namespace)
     assert (code, out) == (1, "")
-    assert err == f'kthena-py: error: modelserving "nope" not found in namespace {namespace}\n'
+    assert err == f'kthena-py: error: neither a modelserving nor a modelpool "nope" in namespace {namespace}\n'
 
 
 async def _read_until(stream: asyncio.StreamReader, text: str, seen: list[str]) -> str:

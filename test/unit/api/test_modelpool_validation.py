@@ -18,6 +18,7 @@ from kthena_py.api.modelpool import (
     idle_path,
     member_names,
 )
+from kthena_py.api.structural import apply_defaults, kind_schema_of
 from kthena_py.api.validation import validate_document
 
 
@@ -137,3 +138,71 @@ def test_exactly_the_repeated_listings_and_a_foreign_default_are_refused(
     repeated = [f"spec.members[{i}].modelServingRef.name" for i, name in enumerate(members) if name in members[:i]]
     foreign = ["spec.default"] if default is not None and default not in members else []
     assert paths == repeated + foreign
+
+
+_TIMES = st.sampled_from(["2026-12-03T11:00:00Z", "2026-12-03T11:00:01.500Z", "2026-12-03T11:02:00+01:00"])
+_SPEC_FIELDS = {
+    "default": _NAMES,
+    "gpu": st.integers(0, 8),
+    "nodeSelector": st.dictionaries(st.sampled_from(["gpu-pool", "zone"]), _NAMES, max_size=2),
+    "swapPolicy": st.just("sticky"),
+    "swapBudget": st.sampled_from(["300s", "2m", "1.5h", "90s"]),
+    "slots": st.integers(1, 4),
+    "idleCheck": st.fixed_dictionaries(
+        {},
+        optional={
+            "port": st.integers(1, 65535),
+            "path": st.sampled_from(["/metrics", "/stats"]),
+            "metrics": st.lists(st.sampled_from(["vllm:num_requests_running", "sglang:queue"]), min_size=1),
+        },
+    ),
+}
+_SWAP = st.fixed_dictionaries(
+    {"to": _NAMES, "step": st.sampled_from(["Draining", "Releasing", "Loading"])},
+    optional={"from": _NAMES, "started": _TIMES, "drained": _TIMES, "released": _TIMES},
+)
+_LAST_SWAP = st.fixed_dictionaries(
+    {"to": _NAMES},
+    optional={"from": _NAMES, "ready": _TIMES, "durationSeconds": st.floats(0, 1e4, allow_nan=False)},
+)
+_MEMBER_STATUS = st.fixed_dictionaries(
+    {"name": _NAMES},
+    optional={
+        "phase": st.sampled_from(["Ready", "Scaling", "Stopped", "Failed", "Missing"]),
+        "resident": st.booleans(),
+        "replicas": st.integers(0, 2),
+        "lastRequestTime": _TIMES,
+    },
+)
+_STATUS = st.fixed_dictionaries(
+    {},
+    optional={
+        "observedGeneration": st.integers(0, 9),
+        "phase": st.sampled_from(["Pending", "Ready", "Swapping", "Degraded"]),
+        "residentMember": _NAMES,
+        "residentMembers": st.lists(_NAMES, max_size=3),
+        "pendingMember": _NAMES,
+        "evictingMember": _NAMES,
+        "swap": _SWAP,
+        "lastSwap": _LAST_SWAP,
+        "members": st.lists(_MEMBER_STATUS, max_size=3),
+    },
+)
+
+
+@given(
+    members=st.lists(_NAMES, min_size=1, max_size=4, unique=True),
+    spec=st.fixed_dictionaries({}, optional=_SPEC_FIELDS),
+    status=st.none() | _STATUS,
+)
+def test_any_schema_valid_pool_round_trips_and_the_crd_defaults_are_the_models(
+    members: list[str], spec: dict[str, Any], status: dict[str, Any] | None
+) -> None:
+    doc = _pool(*members, **spec)
+    if status is not None:
+        doc["status"] = status
+    pool = ModelPool.model_validate(copy.deepcopy(doc))
+    assert to_dict(pool, with_defaults=False) == doc
+    schema = kind_schema_of("ModelPool")
+    assert schema is not None
+    assert apply_defaults(schema, doc) == to_dict(pool)

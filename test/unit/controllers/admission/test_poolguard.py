@@ -9,6 +9,7 @@ from kthena_py.controllers.admission.handlers import validator
 from kthena_py.controllers.admission.poolguard import client_lister
 from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELPOOLS
 from kthena_py.kube import ApiError, NotFound, ResourceType
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.webhook import AdmissionRequest, AdmissionResponse
 
 
@@ -144,3 +145,20 @@ async def test_the_client_lister_reads_a_missing_crd_as_no_objects() -> None:
     lister = client_lister(cast(Any, _Client({"autoscalingpolicies": [_policy("p", "a")]})))
     assert await lister(MODELPOOLS, "team") == []
     assert [p["metadata"]["name"] for p in await lister(AUTOSCALINGPOLICIES, "team")] == ["p"]
+
+
+def _count(kind: str, result: str) -> float:
+    return REGISTRY.get_sample_value("kthena_admission_pool_guard_total", {"kind": kind, "result": result}) or 0.0
+
+
+async def test_each_checked_write_is_counted_by_result_and_unchecked_ones_are_not() -> None:
+    before = {r: _count("ModelPool", r) for r in ("admitted", "refused", "unavailable")}
+    neighbours = Neighbours(modelpools=[_pool("other", "b")])
+    handler = validator("ModelPool", neighbours)
+    await handler(_request(_pool("gpu", "a")))
+    await handler(_request(_pool("gpu", "b")))
+    await handler(_request(_pool("gpu", "a", slots=2), _pool("gpu", "a")))  # adds no member: not checked
+    neighbours.failure = ApiError(500, "InternalError", "etcd is away")
+    await handler(_request(_pool("gpu", "c")))
+    after = {r: _count("ModelPool", r) for r in ("admitted", "refused", "unavailable")}
+    assert {r: after[r] - before[r] for r in after} == {"admitted": 1, "refused": 1, "unavailable": 1}
