@@ -45,6 +45,7 @@ from kthena_py.controllers.resources import MODELPOOLS, MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import EVENTS, PODS
 from kthena_py.plan.modelpool.demand import DEMAND_LIVE_SECONDS, parse_demand_time
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane import ClusterTier, FakeNode
 from kthena_py.testing.controlplane.cluster import HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
 from kthena_py.testing.wait import eventually
@@ -211,6 +212,9 @@ async def test_a_held_request_swaps_the_idle_resident_out(
         first_beta = min(i for i, up in enumerate(ups) if "beta" in up)
         assert last_alpha < first_beta and ups[first_beta - 1] == frozenset(), ups
         await has_events(kube, namespace, {"SwapStarted", "MemberReleased", "MemberLoading", "SwapCompleted"})
+        # the cold pool's warm-up and the swap, each counted once
+        labels = {"namespace": namespace, "pool": POOL, "result": "completed"}
+        assert REGISTRY.get_sample_value("kthena_modelpool_swaps_total", labels) == 2
 
 
 async def test_a_busy_resident_defers_the_swap_until_idle(

@@ -18,6 +18,7 @@ from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelpool.demand import demand_annotation, format_demand_time, released_annotation
 from kthena_py.plan.modelpool.idle import BUSY, IDLE, IdleResult
 from kthena_py.plan.modelpool.view import PoolSpec
+from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request
 from kthena_py.testing.fake import FakeKube, RecordedEvents
 from kthena_py.testing.fake.faults import refuse
@@ -145,3 +146,44 @@ def test_load_of_sums_the_gauges_and_reports_what_is_missing(text: str, expected
         assert got == expected
     else:
         assert isinstance(got, str) and expected in got
+
+
+async def test_a_completed_swap_is_counted_once_with_its_steps() -> None:
+    now = time.time()
+    kube = cluster(now)
+    pool = kube.peek(MODELPOOLS, "pool", NS)
+    assert pool is not None
+    kube.put(
+        MODELPOOLS,
+        {
+            **pool,
+            "metadata": {
+                **pool["metadata"],
+                "annotations": {
+                    demand_annotation("beta"): format_demand_time(now - 10),  # served before beta was released
+                    released_annotation("beta"): format_demand_time(now - 8),
+                },
+            },
+            "status": {
+                "residentMembers": [],
+                "swap": {
+                    "from": "beta",
+                    "to": "alpha",
+                    "step": "Loading",
+                    "started": format_demand_time(now - 9),
+                    "drained": format_demand_time(now - 8),
+                    "released": format_demand_time(now - 5),
+                },
+            },
+        },
+    )
+    labels = {"namespace": NS, "pool": "pool", "result": "completed"}
+    before = REGISTRY.get_sample_value("kthena_modelpool_swaps_total", labels) or 0.0
+    loading = REGISTRY.get_sample_value("kthena_modelpool_swap_seconds_count", {"step": "loading"}) or 0.0
+    reconciler = PoolReconciler(kube, RecordedEvents(), FixedProber(IDLE), clock=lambda: now)
+    await reconciler.reconcile(Request(NS, "pool"))
+    await reconciler.reconcile(Request(NS, "pool"))
+    assert REGISTRY.get_sample_value("kthena_modelpool_swaps_total", labels) == before + 1
+    assert REGISTRY.get_sample_value("kthena_modelpool_swap_seconds_count", {"step": "loading"}) == loading + 1
+    status = kube.peek(MODELPOOLS, "pool", NS)["status"]  # type: ignore[index]
+    assert status["residentMembers"] == ["alpha"] and status["lastSwap"]["durationSeconds"] == 9.0
