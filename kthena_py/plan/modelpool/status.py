@@ -11,8 +11,10 @@ Guarantees:
   are still up: that entry is how the controller remembers to count them in its slot guard.
 * ``phase``: ``Degraded`` when the swap's target has been ``Loading`` for the pool's ``swapBudget`` or longer
   (:func:`loading_stalled`; the controller keeps waiting and never scales the old member back);
-  else ``Swapping`` while a swap is in progress; else ``Degraded`` when a member has no ModelServing or a
-  resident fails; else ``Pending`` when no member is resident or a resident is not Ready; else ``Ready``.
+  else ``Swapping`` while a swap is in progress; else ``Degraded`` when a member has no ModelServing, another
+  pool lists it or an AutoscalingPolicy targets it (:mod:`.conflicts`), or a resident fails; else ``Pending``
+  when no member is resident or a resident is not Ready; else ``Ready``. ``Ready`` (the condition) stays True
+  while a conflict degrades the phase but every resident serves.
 * Four conditions, each with the pool's generation: ``SlotAllocated``, ``MembersValid``, ``SwapDeferred``,
   ``Ready``. ``MembersValid`` is False for the first of: a member without ModelServing (``MemberMissing``), a
   member another pool also lists (``MemberInAnotherPool``, naming the pool and which one keeps it), a member an
@@ -98,7 +100,11 @@ def member_phase(member: Member | None) -> MemberPhase:
 
 
 def pool_phase(
-    spec: PoolSpec, state: PoolState, members: Mapping[str, Member], now: float | None = None
+    spec: PoolSpec,
+    state: PoolState,
+    members: Mapping[str, Member],
+    now: float | None = None,
+    conflicts: MemberConflicts = _NO_CONFLICTS,
 ) -> ModelPoolPhase:
     """The pool's phase (see the module docstring); without ``now`` a swap is never taken as stalled."""
     residents = state.residents or ()
@@ -106,8 +112,10 @@ def pool_phase(
         return PHASE_DEGRADED
     if state.swap is not None:
         return PHASE_SWAPPING
-    if any(member_phase(members.get(n)) == MEMBER_MISSING for n in spec.members) or any(
-        member_phase(members.get(r)) == MEMBER_FAILED for r in residents
+    if (
+        not conflicts.empty
+        or any(member_phase(members.get(n)) == MEMBER_MISSING for n in spec.members)
+        or any(member_phase(members.get(r)) == MEMBER_FAILED for r in residents)
     ):
         return PHASE_DEGRADED
     if not residents or any(member_phase(members.get(r)) != MEMBER_READY for r in residents):
@@ -199,7 +207,8 @@ def _conditions(
         deferred = (True, state.deferred_reason, state.deferred_message)
     else:
         deferred = (False, REASON_NOT_DEFERRED, "no swap is waiting")
-    if phase == PHASE_READY:
+    serving = bool(residents) and all(member_phase(members.get(r)) == MEMBER_READY for r in residents)
+    if phase == PHASE_READY or (phase == PHASE_DEGRADED and serving and swap is None and not missing):
         ready = (True, REASON_MEMBER_RESIDENT, f"{', '.join(residents)} Ready")
     elif swap is not None and stalled is not None:
         target = members.get(swap.to)
@@ -258,7 +267,7 @@ def render_status(
     """
     residents: Sequence[str] = state.residents or ()
     swap = state.swap
-    phase = pool_phase(spec, state, members, now)
+    phase = pool_phase(spec, state, members, now, conflicts)
     stalled = loading_stalled(spec, state, now)
     old_conditions = {
         c.get("type"): c for c in previous.get("conditions") or [] if isinstance(c, Mapping) and c.get("type")

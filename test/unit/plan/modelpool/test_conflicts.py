@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kthena_py.api.modelpool import CONDITION_MEMBERS_VALID, REASON_MEMBER_MISSING, STEP_LOADING
+from kthena_py.api.modelpool import (
+    CONDITION_MEMBERS_VALID,
+    CONDITION_READY,
+    PHASE_DEGRADED,
+    PHASE_READY,
+    REASON_MEMBER_MISSING,
+    STEP_LOADING,
+)
 from kthena_py.plan.modelpool.conflicts import MemberConflicts, managed_spec, member_conflicts
 from kthena_py.plan.modelpool.status import render_status
 from kthena_py.plan.modelpool.swap import plan
@@ -178,3 +185,26 @@ def test_every_member_is_managed_by_exactly_one_pool(pools: dict[str, tuple[str 
     listed = {m for _, members in pools.values() for m in members}
     assert set(managers) == listed
     assert all(len(owners) == 1 for owners in managers.values())
+
+
+def test_a_conflict_degrades_the_phase_but_a_ready_resident_stays_ready() -> None:
+    members = {"a": Member("a", replicas=1, pods=1, ready_pods=1), "b": Member("b")}
+    for conflicts, phase in (
+        (MemberConflicts(), PHASE_READY),
+        (MemberConflicts(kept={"b": ("young",)}), PHASE_DEGRADED),
+        (MemberConflicts(autoscaled={"a": ("hpa",)}), PHASE_DEGRADED),
+    ):
+        status = render_status(
+            spec=SPEC,
+            state=PoolState(residents=("a",)),
+            members=members,
+            demand={},
+            previous={},
+            completed=None,
+            generation=1,
+            namespace="ns",
+            now=NOW,
+            conflicts=conflicts,
+        )
+        ready = next(c for c in status["conditions"] if c["type"] == CONDITION_READY)
+        assert status["phase"] == phase and ready["status"] == "True", (conflicts, ready)
