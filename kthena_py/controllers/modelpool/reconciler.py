@@ -17,7 +17,8 @@ Guarantees:
   AutoscalingPolicy CRD there is no policy. Conflicts are re-read at least every :data:`RESYNC_SECONDS`.
 * Members removed from ``spec.members`` stay observed while the status lists them and they are up
   (:func:`~kthena_py.plan.modelpool.view.former_members`): counted in the slot guard, never scaled.
-* A swap turning stalled (``Ready`` reason ``SwapStalled``) records one Warning Event ``SwapStalled``.
+* A swap turning stalled (``Ready`` reason ``SwapStalled``), and ``MembersValid`` turning to
+  ``MemberInAnotherPool`` or ``MemberAutoscaled``, each record one Warning Event of that reason.
 """
 
 from __future__ import annotations
@@ -29,7 +30,12 @@ from typing import Any
 
 import structlog
 
-from kthena_py.api.modelpool import CONDITION_READY
+from kthena_py.api.modelpool import (
+    CONDITION_MEMBERS_VALID,
+    CONDITION_READY,
+    REASON_MEMBER_AUTOSCALED,
+    REASON_MEMBER_IN_ANOTHER_POOL,
+)
 from kthena_py.kube import KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.plan.modelpool.conflicts import MemberConflicts, managed_spec, member_conflicts
@@ -52,6 +58,13 @@ from .observe import Observed, observe
 __all__ = ["RESYNC_SECONDS", "PoolReconciler"]
 
 log = structlog.get_logger("kthena_py.modelpool")
+
+_WARNED = (
+    (CONDITION_READY, REASON_SWAP_STALLED),
+    (CONDITION_MEMBERS_VALID, REASON_MEMBER_IN_ANOTHER_POOL),
+    (CONDITION_MEMBERS_VALID, REASON_MEMBER_AUTOSCALED),
+)
+"""Condition reasons announced by a Warning Event of the same reason when they appear."""
 
 RESYNC_SECONDS = 30.0
 """A pool is looked at again at least this often (drift missed by a watch, demand that expired)."""
@@ -133,14 +146,17 @@ class PoolReconciler:
             await scale_member(self.client, request.namespace, name, replicas)
             log.info("scaled pool member", pool=str(request), member=name, replicas=replicas)
         self._report(pool, request, state.deferred_reason, decision)
-        stalled = _ready_condition(status)
-        if (
-            stalled.get("reason") == REASON_SWAP_STALLED
-            and _ready_condition(pool.get("status") or {}).get("reason") != REASON_SWAP_STALLED
-        ):
-            self.recorder.event(pool, "Warning", REASON_SWAP_STALLED, str(stalled.get("message")))
-            log.warning("pool swap stalled", pool=str(request), message=stalled.get("message"))
+        self._warn_on_turn(pool, request, status)
         return Result(requeue_after=min(decision.requeue_after or RESYNC_SECONDS, RESYNC_SECONDS))
+
+    def _warn_on_turn(self, pool: KubeObject, request: Request, status: Mapping[str, Any]) -> None:
+        """One Warning Event when a condition turns to a reason a user must act on (not once per pass)."""
+        before = pool.get("status") or {}
+        for kind, reason in _WARNED:
+            now = _condition(status, kind)
+            if now.get("reason") == reason and _condition(before, kind).get("reason") != reason:
+                self.recorder.event(pool, "Warning", reason, str(now.get("message")))
+                log.warning("pool needs attention", pool=str(request), reason=reason, message=now.get("message"))
 
     def _report(self, pool: KubeObject, request: Request, deferred_before: str | None, decision: Decision) -> None:
         labels: tuple[Any, ...] = (request.namespace, request.name)
@@ -157,8 +173,8 @@ class PoolReconciler:
             metrics.SWAPS.labels(*labels, "deferred").inc()
 
 
-def _ready_condition(status: Mapping[str, Any]) -> Mapping[str, Any]:
+def _condition(status: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
     for condition in status.get("conditions") or []:
-        if isinstance(condition, Mapping) and condition.get("type") == CONDITION_READY:
+        if isinstance(condition, Mapping) and condition.get("type") == kind:
             return condition
     return {}

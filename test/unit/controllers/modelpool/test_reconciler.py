@@ -249,11 +249,14 @@ async def test_a_policy_on_a_member_is_reported_and_the_pool_keeps_writing() -> 
             "spec": {"homogeneousTarget": {"target": {"targetRef": {"kind": "ModelServing", "name": "alpha"}}}},
         },
     )
-    prober = FixedProber(BUSY)
-    await PoolReconciler(kube, RecordedEvents(), prober, clock=lambda: now).reconcile(Request(NS, "pool"))
+    events = RecordedEvents()
+    reconciler = PoolReconciler(kube, events, FixedProber(BUSY), clock=lambda: now)
+    await reconciler.reconcile(Request(NS, "pool"))
+    await reconciler.reconcile(Request(NS, "pool"))
     status = kube.peek(MODELPOOLS, "pool", NS)["status"]  # type: ignore[index]
     valid = _condition(status, CONDITION_MEMBERS_VALID)
     assert valid["reason"] == REASON_MEMBER_AUTOSCALED and "hpa" in valid["message"] and "alpha" in valid["message"]
+    assert [e.reason for e in events.events].count(REASON_MEMBER_AUTOSCALED) == 1
     assert kube.peek(MODELSERVINGS, "alpha", NS)["spec"]["replicas"] == 1  # type: ignore[index]
 
 
