@@ -122,6 +122,7 @@ __all__ = [
     "REASON_STORAGE_UNAVAILABLE",
     "REASON_SUFFICIENT_READY",
     "REASON_SWAP_IN_PROGRESS",
+    "REASON_SWAP_STALLED",
     "REASON_TARGET_INVALID",
     "REASON_TARGET_NOT_FOUND",
     "REASON_UNSCHEDULABLE",
@@ -383,6 +384,8 @@ REASON_DEMAND_EXPIRED = "DemandExpired"
 """SwapDeferred True: the target's demand expired before its victim was drained; the swap was abandoned."""
 REASON_NOT_DEFERRED = "NotDeferred"
 """SwapDeferred False: no swap is waiting."""
+REASON_SWAP_STALLED = "SwapStalled"
+"""Ready False (phase Degraded): a swap's target has been Loading longer than the pool's ``swapBudget``."""
 # Reasons of AdaptersLoaded (AdapterLoadFailed also names the Warning Event of a refused load).
 REASON_ADAPTERS_LOADED = "AllLoaded"
 """Every Ready entry pod has every adapter of the set loaded."""
@@ -485,6 +488,7 @@ CONDITION_REASONS = (
     REASON_IDLE_CHECK_FAILED,
     REASON_DEMAND_EXPIRED,
     REASON_NOT_DEFERRED,
+    REASON_SWAP_STALLED,
     REASON_ADAPTERS_LOADED,
     REASON_ADAPTERS_LOADING,
     REASON_ADAPTER_LOAD_FAILED,

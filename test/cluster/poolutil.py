@@ -70,7 +70,13 @@ def serving_manifest(name: str, slot: str, replicas: int = 0) -> KubeObject:
 
 
 def pool_manifest(
-    name: str, members: Iterable[str], *, slot: str, default: str | None = None, slots: int = 1
+    name: str,
+    members: Iterable[str],
+    *,
+    slot: str,
+    default: str | None = None,
+    slots: int = 1,
+    swap_budget: str | None = None,
 ) -> KubeObject:
     spec: dict[str, Any] = {
         "members": [{"modelServingRef": {"name": m}} for m in members],
@@ -80,6 +86,8 @@ def pool_manifest(
     }
     if default:
         spec["default"] = default
+    if swap_budget:
+        spec["swapBudget"] = swap_budget
     return {"apiVersion": MODELPOOLS.api_version, "kind": MODELPOOLS.kind, "metadata": {"name": name}, "spec": spec}
 
 

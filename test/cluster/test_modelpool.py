@@ -16,7 +16,10 @@ What it shows:
 * sticky: requests for the resident, and demand that has expired, never swap;
 * two slots, three members: the free slot is used first, then the least recently used idle resident goes;
 * the manager killed with SIGKILL at each step of a swap (Draining, Releasing, Loading) resumes from the pool's
-  status and never runs both members at once.
+  status and never runs both members at once;
+* a target that never gets Ready degrades the pool past its ``swapBudget`` (``Ready/SwapStalled`` naming the
+  target's pod, one ``SwapStalled`` Warning) while the controller keeps waiting: the old member stays at 0, and
+  the swap completes once the target is Ready.
 """
 
 from __future__ import annotations
@@ -32,7 +35,9 @@ import pytest
 
 from kthena_py.api.crdgen import build_crds
 from kthena_py.api.modelpool import (
+    CONDITION_READY,
     CONDITION_SWAP_DEFERRED,
+    PHASE_DEGRADED,
     PHASE_READY,
     PHASE_SWAPPING,
     REASON_IDLE_CHECK_FAILED,
@@ -49,6 +54,7 @@ from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane import ClusterTier, FakeNode
 from kthena_py.testing.controlplane.cluster import HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
 from kthena_py.testing.wait import eventually
+from kthena_py.vocab.conditions import REASON_SWAP_STALLED
 from kthena_py.vocab.labels import SERVING_NAME
 
 from .poolutil import (
@@ -128,6 +134,7 @@ async def create_pool(
     *,
     slots: int = 1,
     held: tuple[str, ...] = (),
+    swap_budget: str | None = None,
 ) -> None:
     """Members at 0 replicas (those in ``held`` start not Ready), then the pool; wait until its default is Ready."""
     for member in members:
@@ -136,7 +143,11 @@ async def create_pool(
             entry = manifest["spec"]["template"]["roles"][0]["entryTemplate"]
             entry["metadata"] = {"annotations": {HOLD_READY_ANNOTATION: HOLD_READY}}
         await kube.create(MODELSERVINGS, manifest, namespace)
-    await kube.create(MODELPOOLS, pool_manifest(POOL, members, slot=slot, default=members[0], slots=slots), namespace)
+    await kube.create(
+        MODELPOOLS,
+        pool_manifest(POOL, members, slot=slot, default=members[0], slots=slots, swap_budget=swap_budget),
+        namespace,
+    )
 
     async def default_ready() -> bool:
         status = await pool_status(kube, namespace, POOL)
@@ -387,3 +398,44 @@ async def test_manager_killed_at_each_swap_step_resumes_from_the_status(
         if proc.returncode is None:
             proc.send_signal(signal.SIGKILL)
             await proc.wait()
+
+
+async def test_a_target_never_ready_degrades_the_pool_past_its_swap_budget(
+    kube: KubeClient, namespace: str, kubeconfig: Path, slot: str
+) -> None:
+    async with (
+        PoolEngines(kube, namespace, ["alpha", "beta"]),
+        PodTimeline(kube, namespace) as timeline,
+        manager(kubeconfig, namespace),
+    ):
+        await create_pool(kube, namespace, slot, held=("beta",), swap_budget="3s")
+        async with HeldDemand(kube, namespace, POOL, "beta"):
+
+            async def stalled() -> bool:
+                status = await pool_status(kube, namespace, POOL)
+                return status.get("phase") == PHASE_DEGRADED
+
+            await eventually(stalled, timeout=120, interval=0.2, description="pool Degraded by a stalled swap")
+            status = await pool_status(kube, namespace, POOL)
+            ready = condition(status, CONDITION_READY)
+            (beta_pod,) = await pods_of(kube, namespace, "beta")
+            assert ready["status"] == "False" and ready["reason"] == REASON_SWAP_STALLED, ready
+            assert beta_pod["metadata"]["name"] in ready["message"] and "3s" in ready["message"], ready
+            assert status["swap"]["to"] == "beta" and status["swap"]["step"] == STEP_LOADING
+            # still waiting: nothing brings alpha back
+            await stays(kube, namespace, {"alpha": 0, "beta": 1})
+            assert (await pool_status(kube, namespace, POOL))["phase"] == PHASE_DEGRADED
+            await has_events(kube, namespace, {REASON_SWAP_STALLED})
+            stalled_events = [
+                e for e in (await kube.list(EVENTS, namespace)).items if e.get("reason") == REASON_SWAP_STALLED
+            ]
+            assert len(stalled_events) == 1 and int(stalled_events[0].get("count") or 1) == 1, stalled_events
+            await kube.patch(
+                PODS,
+                beta_pod["metadata"]["name"],
+                {"metadata": {"annotations": {HOLD_READY_ANNOTATION: RELEASED}}},
+                namespace,
+            )
+            await wait_resident(kube, namespace, "beta", [])
+        assert await replicas(kube, namespace) == {"alpha": 0, "beta": 1}
+        assert timeline.overlaps == [], timeline.overlaps

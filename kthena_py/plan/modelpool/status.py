@@ -7,10 +7,20 @@ Guarantees:
 * ``swap``, ``pendingMember`` and ``evictingMember`` are present only while a swap is in progress
   (``evictingMember`` only while its victim is Draining or Releasing); ``lastSwap`` is kept until the next swap
   completes. Times are RFC 3339 UTC with milliseconds.
-* ``phase``: ``Swapping`` while a swap is in progress; else ``Degraded`` when a member has no ModelServing or a
-  resident fails; else ``Pending`` when no member is resident or a resident is not Ready; else ``Ready``.
+* ``members`` lists ``spec.members`` in order, then former members (no longer in ``spec.members``) while they
+  are still up: that entry is how the controller remembers to count them in its slot guard.
+* ``phase``: ``Degraded`` when the swap's target has been ``Loading`` for the pool's ``swapBudget`` or longer
+  (:func:`loading_stalled`; the controller keeps waiting and never scales the old member back);
+  else ``Swapping`` while a swap is in progress; else ``Degraded`` when a member has no ModelServing, another
+  pool lists it or an AutoscalingPolicy targets it (:mod:`.conflicts`), or a resident fails; else ``Pending``
+  when no member is resident or a resident is not Ready; else ``Ready``. ``Ready`` (the condition) stays True
+  while a conflict degrades the phase but every resident serves.
 * Four conditions, each with the pool's generation: ``SlotAllocated``, ``MembersValid``, ``SwapDeferred``,
-  ``Ready``. A condition keeps its ``lastTransitionTime`` while its status does not change.
+  ``Ready``. ``MembersValid`` is False for the first of: a member without ModelServing (``MemberMissing``), a
+  member another pool also lists (``MemberInAnotherPool``, naming the pool and which one keeps it), a member an
+  AutoscalingPolicy targets (``MemberAutoscaled``, naming the policy), a member not selecting the pool's nodes
+  (``NodeSelectorMismatch``). ``Ready`` is False/``SwapStalled`` while a swap is stalled, naming the target and
+  what its pods wait for when known. A condition keeps its ``lastTransitionTime`` while its status does not change.
 """
 
 from __future__ import annotations
@@ -42,15 +52,38 @@ from kthena_py.api.modelpool import (
     REASON_RESIDENT_NOT_READY,
     REASON_SWAP_IN_PROGRESS,
     STEP_DRAINING,
+    STEP_LOADING,
     STEP_RELEASING,
     MemberPhase,
     ModelPoolPhase,
 )
+from kthena_py.plan.modelpool.conflicts import MemberConflicts
 from kthena_py.plan.modelpool.demand import format_demand_time
 from kthena_py.plan.modelpool.swap import CompletedSwap
 from kthena_py.plan.modelpool.view import Member, PoolSpec, PoolState
+from kthena_py.vocab.conditions import (
+    REASON_MEMBER_AUTOSCALED,
+    REASON_MEMBER_IN_ANOTHER_POOL,
+    REASON_SWAP_STALLED,
+)
 
-__all__ = ["member_phase", "pool_phase", "render_status"]
+__all__ = ["loading_stalled", "member_phase", "pool_phase", "render_status"]
+
+_NO_CONFLICTS = MemberConflicts()
+
+
+def loading_stalled(spec: PoolSpec, state: PoolState, now: float | None) -> float | None:
+    """Seconds the swap's target has been ``Loading`` when that reached ``swapBudget``, else ``None``.
+
+    Loading starts when the victim's pods were gone (``released``), or at the swap's start for a free slot.
+    """
+    swap = state.swap
+    if now is None or swap is None or swap.step != STEP_LOADING:
+        return None
+    since = swap.released if swap.released is not None else swap.started
+    if since is None or now - since < spec.swap_budget:
+        return None
+    return now - since
 
 
 def member_phase(member: Member | None) -> MemberPhase:
@@ -66,13 +99,23 @@ def member_phase(member: Member | None) -> MemberPhase:
     return MEMBER_SCALING
 
 
-def pool_phase(spec: PoolSpec, state: PoolState, members: Mapping[str, Member]) -> ModelPoolPhase:
-    """The pool's phase (see the module docstring)."""
+def pool_phase(
+    spec: PoolSpec,
+    state: PoolState,
+    members: Mapping[str, Member],
+    now: float | None = None,
+    conflicts: MemberConflicts = _NO_CONFLICTS,
+) -> ModelPoolPhase:
+    """The pool's phase (see the module docstring); without ``now`` a swap is never taken as stalled."""
     residents = state.residents or ()
+    if loading_stalled(spec, state, now) is not None:
+        return PHASE_DEGRADED
     if state.swap is not None:
         return PHASE_SWAPPING
-    if any(member_phase(members.get(n)) == MEMBER_MISSING for n in spec.members) or any(
-        member_phase(members.get(r)) == MEMBER_FAILED for r in residents
+    if (
+        not conflicts.empty
+        or any(member_phase(members.get(n)) == MEMBER_MISSING for n in spec.members)
+        or any(member_phase(members.get(r)) == MEMBER_FAILED for r in residents)
     ):
         return PHASE_DEGRADED
     if not residents or any(member_phase(members.get(r)) != MEMBER_READY for r in residents):
@@ -113,6 +156,8 @@ def _conditions(
     members: Mapping[str, Member],
     phase: ModelPoolPhase,
     namespace: str,
+    conflicts: MemberConflicts,
+    stalled: float | None,
 ) -> list[tuple[str, bool, str, str]]:
     residents = list(state.residents or ())
     swap = state.swap
@@ -130,6 +175,25 @@ def _conditions(
     unselected = [n for n in spec.members if n in members and not members[n].selects_pool_nodes]
     if missing:
         valid = (False, REASON_MEMBER_MISSING, f"no ModelServing {', '.join(missing)} in namespace {namespace}")
+    elif conflicts.yielded or conflicts.kept:
+        shared = [
+            f"{m} is also listed by ModelPool {other}, which is older and manages it (this pool leaves it alone)"
+            for m, other in sorted(conflicts.yielded.items())
+        ] + [
+            f"{m} is also listed by ModelPool {', '.join(others)}, which is younger (this pool manages it)"
+            for m, others in sorted(conflicts.kept.items())
+        ]
+        valid = (False, REASON_MEMBER_IN_ANOTHER_POOL, "; ".join(shared) + ": a ModelServing belongs to one pool")
+    elif conflicts.autoscaled:
+        fights = "; ".join(
+            f"{m} is the target of AutoscalingPolicy {', '.join(p)}" for m, p in sorted(conflicts.autoscaled.items())
+        )
+        valid = (
+            False,
+            REASON_MEMBER_AUTOSCALED,
+            f"{fights}: the policy and this pool both write its replicas (the pool keeps writing them); "
+            "delete the policy or leave the ModelServing out of the pool",
+        )
     elif unselected:
         labels = ", ".join(f"{k}={v}" for k, v in spec.node_selector)
         valid = (
@@ -143,8 +207,18 @@ def _conditions(
         deferred = (True, state.deferred_reason, state.deferred_message)
     else:
         deferred = (False, REASON_NOT_DEFERRED, "no swap is waiting")
-    if phase == PHASE_READY:
+    serving = bool(residents) and all(member_phase(members.get(r)) == MEMBER_READY for r in residents)
+    if phase == PHASE_READY or (phase == PHASE_DEGRADED and serving and swap is None and not missing):
         ready = (True, REASON_MEMBER_RESIDENT, f"{', '.join(residents)} Ready")
+    elif swap is not None and stalled is not None:
+        target = members.get(swap.to)
+        waits = f": {target.waiting}" if target is not None and target.waiting else ""
+        ready = (
+            False,
+            REASON_SWAP_STALLED,
+            f"{swap.to} has been Loading for {stalled:.0f}s, over the swapBudget of {spec.swap_budget:g}s, and is "
+            f"not Ready{waits}; still waiting (the previous member is not brought back)",
+        )
     elif swap is not None:
         ready = (False, REASON_SWAP_IN_PROGRESS, f"swapping in {swap.to} (step {swap.step})")
     elif not residents:
@@ -173,16 +247,33 @@ def render_status(
     generation: int | None,
     namespace: str,
     now: float,
+    conflicts: MemberConflicts = _NO_CONFLICTS,
+    former: Sequence[str] = (),
 ) -> dict[str, Any]:
-    """The pool's whole status after a decision (``previous``: the status as read, for times kept)."""
+    """The pool's whole status after a decision.
+
+    Args:
+        spec: The pool's spec (all its members, those an older pool keeps included).
+        state: The intent decided.
+        members: What is observed of its members (and former members).
+        demand: Member -> epoch seconds of its latest request.
+        previous: The status as read, for times kept.
+        completed: The swap completed by this decision, if one was.
+        generation: The pool's ``metadata.generation``.
+        namespace: The pool's namespace (for messages).
+        now: The current time, epoch seconds.
+        conflicts: Other writers of its members (:mod:`.conflicts`).
+        former: Members no longer in ``spec.members`` (listed while still up).
+    """
     residents: Sequence[str] = state.residents or ()
     swap = state.swap
-    phase = pool_phase(spec, state, members)
+    phase = pool_phase(spec, state, members, now, conflicts)
+    stalled = loading_stalled(spec, state, now)
     old_conditions = {
         c.get("type"): c for c in previous.get("conditions") or [] if isinstance(c, Mapping) and c.get("type")
     }
     conditions = []
-    for kind, ok, reason, message in _conditions(spec, state, members, phase, namespace):
+    for kind, ok, reason, message in _conditions(spec, state, members, phase, namespace, conflicts, stalled):
         status = "True" if ok else "False"
         old = old_conditions.get(kind)
         since = old.get("lastTransitionTime") if old and old.get("status") == status else None
@@ -206,7 +297,7 @@ def render_status(
                 "lastRequestTime": _time(demand.get(name)),
             }
         )
-        for name in spec.members
+        for name in (*spec.members, *(f for f in former if f not in spec.members and f in members and members[f].up))
     ]
     last = last_swap_of(completed) if completed is not None else previous.get("lastSwap")
     return _compact(

@@ -30,7 +30,9 @@ Invariants (property-tested):
 
 * Members wanted up = residents + the target while ``Loading``; never more than ``slots``.
 * A scale-up is held back (the member stays at 0 this pass) while ``slots`` other members are still up (replicas
-  or pods present), so no pass raises a member while that would put more than ``slots`` members up.
+  or pods present), so no pass raises a member while that would put more than ``slots`` members up. Every
+  member in ``members`` counts, listed in ``spec.members`` or not (a member removed from the spec, or one an
+  older pool keeps, :mod:`.conflicts`); only members of ``spec.members`` are ever written.
 * Every member whose replicas differ from the wanted value (1 up, 0 down) gets a replica write; a write that
   repairs someone else's change (not part of a step taken now or of the swap in progress) comes with a
   ``ReplicasRestored`` Warning Event.

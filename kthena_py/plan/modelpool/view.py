@@ -8,6 +8,10 @@ Guarantees:
 * :func:`parse_state` reads the intent the controller recorded in ``status``: the resident members in the order
   they became resident, the swap in progress (times as epoch seconds) and a standing ``SwapDeferred``.
   ``residents`` is ``None`` when the status never recorded any (a pool the controller has not yet adopted).
+* ``swap_budget`` is ``spec.swapBudget`` in seconds (unreadable or not above zero: the API default, 300s).
+* :func:`former_members` names the members the status still tracks (listed in ``status.members``, resident, or
+  in the swap) that ``spec.members`` no longer lists: the controller keeps observing them (and counting them in
+  its slot guard) until their pods are gone, but no longer writes their replicas.
 * A :class:`Member` is *up* when it has replicas or pods (terminating pods included: a device plugin may free the
   GPU before the process exits, so only a member with no pods left holds no slot).
 """
@@ -18,11 +22,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kthena_py.api.duration import DurationError, parse_duration
 from kthena_py.api.modelpool import (
     CONDITION_SWAP_DEFERRED,
     DEFAULT_IDLE_METRICS,
     DEFAULT_IDLE_PATH,
     DEFAULT_SLOTS,
+    DEFAULT_SWAP_BUDGET,
     STEP_DRAINING,
     STEP_LOADING,
     STEP_RELEASING,
@@ -30,7 +36,7 @@ from kthena_py.api.modelpool import (
 )
 from kthena_py.plan.modelpool.demand import parse_demand_time
 
-__all__ = ["Member", "PoolSpec", "PoolState", "Swap", "parse_spec", "parse_state"]
+__all__ = ["Member", "PoolSpec", "PoolState", "Swap", "former_members", "parse_spec", "parse_state"]
 
 _STEPS: dict[str, SwapStep] = {STEP_DRAINING: STEP_DRAINING, STEP_RELEASING: STEP_RELEASING, STEP_LOADING: STEP_LOADING}
 
@@ -46,6 +52,8 @@ class PoolSpec:
     idle_port: int | None = None
     idle_path: str = DEFAULT_IDLE_PATH
     idle_metrics: tuple[str, ...] = DEFAULT_IDLE_METRICS
+    swap_budget: float = parse_duration(DEFAULT_SWAP_BUDGET) / 1e9
+    """Seconds a target may stay Loading before the pool reports the swap stalled."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,7 @@ class Member:
         ready_pods: Its entry pods Running and Ready (not terminating).
         failed: One of its pods failed (phase Failed, or a container waiting in a crash loop or on an image).
         selects_pool_nodes: Its entry template selects the pool's ``nodeSelector`` labels.
+        waiting: What its not-Ready pods wait for, when known (one line, for messages).
     """
 
     name: str
@@ -91,6 +100,7 @@ class Member:
     ready_pods: int = 0
     failed: bool = False
     selects_pool_nodes: bool = True
+    waiting: str = ""
 
     @property
     def up(self) -> bool:
@@ -130,7 +140,26 @@ def parse_spec(pool: Mapping[str, Any]) -> PoolSpec:
         idle_port=port if isinstance(port, int) and 0 < port < 65536 else None,
         idle_path=path if isinstance(path, str) and path.startswith("/") else DEFAULT_IDLE_PATH,
         idle_metrics=tuple(metrics) or DEFAULT_IDLE_METRICS,
+        swap_budget=_seconds(spec.get("swapBudget")),
     )
+
+
+def _seconds(raw: Any) -> float:
+    try:
+        nanos = parse_duration(str(raw).strip()) if raw is not None else 0
+    except DurationError:
+        nanos = 0
+    return nanos / 1e9 if nanos > 0 else PoolSpec.swap_budget
+
+
+def former_members(pool: Mapping[str, Any], spec: PoolSpec) -> tuple[str, ...]:
+    """Members the status tracks that ``spec.members`` no longer lists (see the module docstring)."""
+    status = _dict(pool.get("status"))
+    names = [_dict(m).get("name") for m in status.get("members") or []]
+    names += list(status.get("residentMembers") or [])
+    swap = _dict(status.get("swap"))
+    names += [swap.get("to"), swap.get("from")]
+    return tuple(dict.fromkeys(n for n in names if isinstance(n, str) and n and n not in spec.members))
 
 
 def _swap(raw: Mapping[str, Any]) -> Swap | None:
