@@ -260,6 +260,7 @@ class Proxy:
             if adapter is None and self._catalog.backends(target):
                 return True
             self._waker.wake(target)  # at zero again (scaled down meanwhile): wake it again; never a pool member
+            self._demand.hold_continues(target)  # a pool member released meanwhile asks again at once
             return False
 
         try:
