@@ -415,3 +415,28 @@ async def test_an_adapter_never_loaded_is_503_naming_it(replicas: int) -> None:
         else:
             assert "scaled to zero" in message and "adapter 'fin' is loaded once an entry pod is Ready" in message
         assert engines.seen == [] and scale_writes(kube) == []
+
+
+async def test_models_lists_adapters_under_their_base_model_and_pool_members() -> None:
+    kube = FakeKube()
+    kube.put(MODELSERVINGS, modelserving("llm", 8000, replicas=1, **adapters_annotation()))
+    kube.put(MODELSERVINGS, modelserving("a", 8000, replicas=1))
+    kube.put(MODELSERVINGS, modelserving("b", 8000, replicas=0))
+    kube.put(MODELPOOLS, modelpool(["a", "b"]))
+    async with (
+        activator(kube) as url,
+        aiohttp.ClientSession() as http,
+        http.get(url.replace("/v1/chat/completions", "/v1/models")) as answer,
+    ):
+        assert answer.status == 200
+        listing = await answer.json()
+    assert listing["object"] == "list"
+    cards = {c["id"]: (c["owned_by"], c["parent"], c.get("modelpool")) for c in listing["data"]}
+    assert cards == {
+        "a": ("ns/a", None, "ns/pool"),
+        "b": ("ns/b", None, "ns/pool"),  # not resident: listed all the same (a request swaps it in)
+        "fin": ("ns/llm", "llm", None),
+        "llm": ("ns/llm", None, None),
+        "llm_fin": ("ns/llm", "llm", None),
+    }
+    assert [c["id"] for c in listing["data"]] == sorted(cards)
