@@ -10,6 +10,11 @@ Guarantees:
   request for the member is held (it stops with the last one), and a request served by a resident member records
   at most every ``RESIDENT_RECENCY_SECONDS``. The latest record is the later of the cached pool's annotation (any
   activator's write) and this process's own last write.
+* A member the pool controller swapped out (its ``released.modelpool.kthena-py.io/<member>`` annotation) does not
+  count records made at or before that time: a held request whose latest record is not after the release writes
+  at once, and the time written is after the release. The proxy re-checks this for its held requests on every
+  cached change (:meth:`DemandWriter.hold_continues`), so a release while requests wait is answered at once,
+  not at the next refresh.
 * At most one write per member is under way in this process; a request never waits for a write (writes run in
   their own task) and a failed write never fails a request: it is counted
   (``kthena_activator_demand_writes_total{result}``), logged, and forgotten, so the next request or refresh tries
@@ -37,9 +42,10 @@ from kthena_py.plan.activator.demand import (
     demand_due_in,
     demand_patch,
     latest_record,
+    record_time,
 )
 from kthena_py.plan.activator.targets import Target
-from kthena_py.plan.modelpool.demand import DEMAND_REFRESH_SECONDS, demand_of
+from kthena_py.plan.modelpool.demand import DEMAND_REFRESH_SECONDS, demand_of, parse_demand_time, released_annotation
 from kthena_py.vocab.labels import ACTIVATOR_FIELD_MANAGER
 
 from . import metrics
@@ -96,6 +102,12 @@ class DemandWriter:
         if key not in self._refreshers:
             self._refreshers[key] = asyncio.create_task(self._refresh(key), name=f"activator-demand:{'/'.join(key)}")
 
+    def hold_continues(self, target: Target) -> None:
+        """Requests for ``target`` are still held after a change: record demand if due (e.g. it was released)."""
+        key = self._key(target)
+        if key is not None and key in self._held:
+            self._maybe_write(key, REFRESH)
+
     def hold_ended(self, target: Target) -> None:
         """A request for ``target`` stopped waiting (served, timed out or gone)."""
         key = self._key(target)
@@ -126,22 +138,29 @@ class DemandWriter:
             self._known[key] = latest
         return latest
 
+    def _released(self, key: Key) -> float | None:
+        pool = self._catalog.pool_at(key[0], key[1])
+        annotations = pool.get("metadata", {}).get("annotations") if pool is not None else None
+        return parse_demand_time(annotations.get(released_annotation(key[2]))) if annotations else None
+
     def _maybe_write(self, key: Key, kind: DemandKind) -> None:
         if key in self._writing:
             return
         now = self._clock()
+        released = None if kind == RESIDENT else self._released(key)
         known = self._known.get(key)
-        if known is not None and demand_due_in(known, now, kind) > 0:
+        if known is not None and demand_due_in(known, now, kind, released) > 0:
             return  # the fast path: a recent record this process knows of
-        if demand_due_in(self._latest(key), now, kind) > 0:
+        if demand_due_in(self._latest(key), now, kind, released) > 0:
             return
-        task = asyncio.create_task(self._write(key, now, kind), name=f"activator-demand-write:{'/'.join(key)}")
+        when = record_time(now, released)
+        task = asyncio.create_task(self._write(key, when, kind), name=f"activator-demand-write:{'/'.join(key)}")
         self._writing[key] = task
         task.add_done_callback(lambda _: self._writing.pop(key, None))
 
     async def _refresh(self, key: Key) -> None:
         while True:
-            delay = demand_due_in(self._latest(key), self._clock(), REFRESH)
+            delay = demand_due_in(self._latest(key), self._clock(), REFRESH, self._released(key))
             if delay <= 0:
                 self._maybe_write(key, REFRESH)
                 delay = DEMAND_REFRESH_SECONDS

@@ -2,10 +2,12 @@
 
 Guarantees:
 
-* Routing: ``GET /v1/models`` lists the models the catalog knows. Any other request must carry a JSON object
-  body with a ``model`` (``/v1/chat/completions``, ``/v1/completions``, ``/v1/embeddings``, and any other path,
-  which is passed through to the same path of the model's backend); a request without one is answered 400 (413
-  above the body limit, 404 for an unknown model or a path without a body) with an OpenAI-style error.
+* Routing: ``GET /v1/models`` lists every name the catalog routes: models (ModelPool members included) and LoRA
+  adapter names (their own and ``<model>_<adapter>``, with ``parent`` the base model). Any other request must
+  carry a JSON object body with a ``model`` (``/v1/chat/completions``, ``/v1/completions``, ``/v1/embeddings``,
+  and any other path, which is passed through to the same path of the model's backend); a request without one is
+  answered 400 (413 above the body limit, 404 for an unknown model or a path without a body) with an OpenAI-style
+  error.
 * Backends: the Ready entry pods of the model's ModelServing, least requests in flight first.
 * Hold: with no Ready backend, an opted-in target is held: a 0 -> 1 scale write is started (one per wake-up,
   :mod:`.waker`) and the request waits for informer events, up to the target's hold budget; a target being
@@ -130,13 +132,8 @@ class Proxy:
         app.router.add_route("*", "/{tail:.*}", self.handle)
 
     async def models(self, _: web.Request) -> web.Response:
-        """``GET /v1/models``: every model the activator routes."""
-        directory = self._catalog.directory()
-        data = [
-            {"id": model, "object": "model", "created": 0, "owned_by": target.key}
-            for model, target in sorted(directory.by_model.items())
-        ]
-        return web.json_response({"object": "list", "data": data})
+        """``GET /v1/models``: every model and adapter name the activator routes (adapters with their ``parent``)."""
+        return web.json_response({"object": "list", "data": self._catalog.directory().model_cards()})
 
     async def _read_body(self, request: web.Request) -> bytes | RequestError:
         if request.content_length is not None and request.content_length > self._max_body:
@@ -260,6 +257,7 @@ class Proxy:
             if adapter is None and self._catalog.backends(target):
                 return True
             self._waker.wake(target)  # at zero again (scaled down meanwhile): wake it again; never a pool member
+            self._demand.hold_continues(target)  # a pool member released meanwhile asks again at once
             return False
 
         try:

@@ -7,8 +7,9 @@ again every :data:`POOL_POLL_SECONDS` and printed when what it shows changed, un
 
 What it reads, in one namespace: the ModelServing, its pods, headless Services, PodGroups (when Volcano's CRD is
 served) and ControllerRevisions (label ``modelserving.volcano.sh/name=NAME``), and its eviction tracker ConfigMap
-if there is one. The tree and its rendering are the pure functions of :mod:`kthena_py.plan.modelserving.view`; this
-module only reads and prints.
+if there is one, and the namespace's ModelPools (when their CRD is served: a member at zero replicas is shown
+as not resident in its pool, not as scaled to zero by the activator). The tree and its rendering are the pure
+functions of :mod:`kthena_py.plan.modelserving.view`; this module only reads and prints.
 
 Guarantees:
 
@@ -45,6 +46,7 @@ from kthena_py.api.validation.poolmembers import pool_members
 from kthena_py.controllers.resources import AUTOSCALINGPOLICIES, MODELCACHES, MODELPOOLS, MODELSERVINGS
 from kthena_py.kube import ApiError, ApiUnavailable, Gone, KubeApi, KubeObject, NotFound, WatchApi, WatchEvent
 from kthena_py.kube.resources import CONFIGMAPS, CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
+from kthena_py.plan.activator.pools import member_names
 from kthena_py.plan.activator.targets import opted_in
 from kthena_py.plan.adapters.desired import adapters_of
 from kthena_py.plan.modelserving.core import naming
@@ -98,6 +100,8 @@ class Snapshot:
     """The name of the ModelCache the annotation names (``None``: it names none), found or not."""
     policies: tuple[KubeObject, ...] = ()
     """The namespace's AutoscalingPolicies, read only for a ModelServing at zero replicas."""
+    model_pools: tuple[str, ...] = ()
+    """The names of the namespace's ModelPools listing the ModelServing as a member (none when the CRD is absent)."""
 
 
 async def _optional_list(client: KubeApi, rt: ResourceType, namespace: str, selector: str) -> list[KubeObject] | None:
@@ -137,7 +141,11 @@ async def read_snapshot(client: KubeApi, name: str, namespace: str) -> Snapshot:
     policies: list[KubeObject] | None = None
     if (ms.get("spec") or {}).get("replicas") == 0:
         policies = await _optional_list(client, AUTOSCALINGPOLICIES, namespace, "")
+    pools = await _optional_list(client, MODELPOOLS, namespace, "")
     return Snapshot(
+        model_pools=tuple(
+            str((p.get("metadata") or {}).get("name") or "") for p in pools or () if name in member_names(p)
+        ),
         policies=tuple(policies or ()),
         model_cache=model_cache,
         model_cache_name=cache_name,
@@ -170,6 +178,7 @@ def view_of(snapshot: Snapshot, now: float) -> StatusView:
             model_cache=snapshot.model_cache,
             scale_from_zero=opted_in(snapshot.ms, snapshot.policies),
             adapters={a.name: a.digest for a in adapters_of(snapshot.ms)},
+            model_pools=snapshot.model_pools,
         )
     except ValueError as err:
         first = str(err).splitlines()

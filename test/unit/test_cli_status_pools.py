@@ -15,6 +15,7 @@ from kthena_py.kube.resources import PODS
 from kthena_py.main import main
 from kthena_py.plan.modelpool.demand import demand_annotation, format_demand_time
 from kthena_py.testing.fake import FakeKube
+from kthena_py.vocab.labels import ACTIVATOR_SCALE_FROM_ZERO
 
 NS = "team"
 NOW = 1_800_000_000.0
@@ -114,6 +115,28 @@ async def test_one_pool_shows_its_swap_steps_and_each_members_live_state() -> No
         "  CONDITION     STATUS  REASON       MESSAGE",
         "  SwapDeferred  False   NotDeferred  no swap is waiting",
     ]
+
+
+def _servable(name: str) -> dict[str, Any]:
+    """A ModelServing at zero that ``kthena-py status`` can read, opted in to the activator's scale from zero."""
+    role = {"name": "r", "replicas": 1, "workerReplicas": 0, "entryTemplate": {"spec": {"containers": [{"name": "e"}]}}}
+    obj = _ms(name, 0)
+    obj["metadata"]["annotations"] = {ACTIVATOR_SCALE_FROM_ZERO: "true"}
+    obj["spec"]["template"]["roles"] = [role]
+    return obj
+
+
+async def test_a_member_at_zero_is_not_resident_in_its_pool_not_scaled_to_zero_by_the_activator() -> None:
+    kube = _cluster(_pool())
+    # qwen opted in to scale from zero: as a pool member the activator ignores that, and so does its status.
+    kube.put(MODELSERVINGS, _servable("qwen"))
+    kube.put(MODELSERVINGS, _servable("solo"))
+    member = (await status.status_text(kube, "qwen", NS, now=NOW)).splitlines()[0]
+    assert "not resident in ModelPool gpu0" in member and "activator" not in member
+    assert json.loads(await status.status_text(kube, "qwen", NS, output="json", now=NOW))["modelPools"] == ["gpu0"]
+    solo = (await status.status_text(kube, "solo", NS, now=NOW)).splitlines()[0]
+    assert "scaled to zero (activator)" in solo and "ModelPool" not in solo
+    assert "modelPools" not in json.loads(await status.status_text(kube, "solo", NS, output="json", now=NOW))
 
 
 async def test_the_phase_the_controller_reports_for_a_member_wins_over_the_derived_one() -> None:

@@ -15,6 +15,11 @@ Guarantees:
   name (router names included, on the route's port) of its ModelServing. A name already claimed by a model name or
   an earlier adapter route (ModelServings in (namespace, name) order) stays with it, and the clash is reported.
   :meth:`Directory.resolve` answers model names only, so a request for a plain model never pays for adapters.
+* :meth:`Directory.model_cards` (``GET /v1/models``) lists every name a request may carry, each once, sorted: model
+  names (ModelPool members included, resident or not) with ``parent`` null, and adapter names (the adapter's own and
+  ``<model>_<adapter>``) with ``parent`` the base model name and ``root`` the adapter, as vLLM lists LoRA
+  adapters; ``owned_by`` is the ModelServing (``namespace/name``), and a pool member's names carry ``modelpool``
+  (``namespace/name`` of its pool).
 * Pure: no I/O, no clock; inputs are not changed.
 """
 
@@ -50,6 +55,9 @@ class AdapterRoute:
     """The digest of the source the ModelServing asks for: the value the pod label must have."""
     rewrite: bool
     """Whether the body's ``model`` is set to :attr:`adapter` before forwarding (KubeAI's ``<model>_<adapter>``)."""
+    parent: str = ""
+    """The base model name it is listed under (``GET /v1/models``): ``<model>`` of ``<model>_<adapter>``, and for
+    the adapter's own name the first model name of its ModelServing."""
 
     @property
     def requirement(self) -> tuple[str, str]:
@@ -76,6 +84,23 @@ class Directory:
     def models(self) -> list[str]:
         """Every known model name, sorted (adapter names are not models)."""
         return sorted(self.by_model)
+
+    def model_cards(self) -> list[dict[str, Any]]:
+        """The ``data`` of ``GET /v1/models``: every model and adapter name, sorted by name (see the docstring)."""
+        cards: list[dict[str, Any]] = []
+        for model, target in self.by_model.items():
+            card: dict[str, Any] = {"id": model, "object": "model", "created": 0, "owned_by": target.key}
+            card["root"], card["parent"] = model, None
+            if target.pool is not None:
+                card["modelpool"] = target.pool.key
+            cards.append(card)
+        for name, route in self.by_adapter.items():
+            card = {"id": name, "object": "model", "created": 0, "owned_by": route.target.key}
+            card["root"], card["parent"] = route.adapter, route.parent
+            if route.target.pool is not None:
+                card["modelpool"] = route.target.pool.key
+            cards.append(card)
+        return sorted(cards, key=lambda c: str(c["id"]))
 
 
 def _md(obj: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -160,12 +185,12 @@ def _adapter_routes(
         named.setdefault(target.key, []).append((model, target))
     found: dict[str, AdapterRoute] = {}
     for base, adapters in bases:
+        names = named.get(base.key, [])
+        first = names[0][0] if names else (base.models[0] if base.models else base.name)
         for adapter in adapters:
-            candidates = [(adapter.name, base, False)]
-            candidates += [
-                (kubeai_name(model, adapter.name), target, True) for model, target in named.get(base.key, [])
-            ]
-            for name, target, rewrite in candidates:
+            candidates = [(adapter.name, base, False, first)]
+            candidates += [(kubeai_name(model, adapter.name), target, True, model) for model, target in names]
+            for name, target, rewrite, parent in candidates:
                 if name in by_model:
                     problems.append(
                         f"adapter {adapter.name!r} of {base.key}: {name!r} is a model name of {by_model[name].key}, "
@@ -176,5 +201,5 @@ def _adapter_routes(
                         f"adapter {adapter.name!r} of {base.key}: {name!r} already routes to {found[name].target.key}"
                     )
                 else:
-                    found[name] = AdapterRoute(target, adapter.name, adapter.digest, rewrite)
+                    found[name] = AdapterRoute(target, adapter.name, adapter.digest, rewrite, parent)
     return found

@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import itertools
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,7 +23,13 @@ from kthena_py.activator.demand import DemandWriter
 from kthena_py.activator.resources import MODELPOOLS, MODELSERVINGS, PODS
 from kthena_py.api.modelpool import CONDITION_SWAP_DEFERRED, PHASE_SWAPPING, REASON_PODS_BUSY, STEP_DRAINING
 from kthena_py.plan.adapters.desired import adapter_label, source_digest
-from kthena_py.plan.modelpool.demand import DEMAND_REFRESH_SECONDS, demand_annotation, parse_demand_time
+from kthena_py.plan.modelpool.demand import (
+    DEMAND_REFRESH_SECONDS,
+    demand_annotation,
+    format_demand_time,
+    parse_demand_time,
+    released_annotation,
+)
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.fake import FakeKube
 from kthena_py.testing.wait import eventually
@@ -187,6 +194,56 @@ async def test_a_request_to_the_resident_records_recency_once() -> None:
             await asyncio.sleep(0.2)
         writes = demand_writes(kube)
         assert [list(w.body["metadata"]["annotations"]) for w in writes] == [[demand_annotation("a")]]
+
+
+def written_times(kube: FakeKube, member: str) -> list[float]:
+    key = demand_annotation(member)
+    found = [parse_demand_time(w.body["metadata"]["annotations"][key]) for w in demand_writes(kube)]
+    assert all(t is not None for t in found)
+    return [t for t in found if t is not None]
+
+
+def release(kube: FakeKube, member: str, demand: float | None, released: float) -> None:
+    """The pool controller swapped ``member`` out at ``released`` (its demand, if any, recorded at ``demand``)."""
+    pool = kube.store.get(MODELPOOLS, "pool", NS)
+    annotations = dict(pool["metadata"].get("annotations") or {})
+    if demand is not None:
+        annotations[demand_annotation(member)] = format_demand_time(demand)
+    annotations[released_annotation(member)] = format_demand_time(released)
+    kube.put(MODELPOOLS, {**pool, "metadata": {**pool["metadata"], "annotations": annotations}})
+
+
+async def test_a_held_request_for_a_member_released_after_its_record_writes_demand_at_once() -> None:
+    """b's latest record (0.5 s old) was made before b was swapped out (0.2 s ago): the pool controller no longer
+    counts it, so a request held for b records demand at once (not after the 1 s limit, nor the 10 s refresh)."""
+    kube = FakeKube()
+    async with Engines() as engines:
+        kube.put(MODELSERVINGS, modelserving("a", engines.port, replicas=1))
+        kube.put(MODELSERVINGS, modelserving("b", engines.port, replicas=0))
+        kube.put(MODELPOOLS, modelpool(["a", "b"], budget="30s"))
+        kube.put(PODS, entry_pod("a", "a-0", IPS[0]))
+        now = time.time()
+        release(kube, "b", demand=now - 0.5, released=now - 0.2)
+        released = parse_demand_time(format_demand_time(now - 0.2))
+        assert released is not None
+        async with activator(kube) as url, aiohttp.ClientSession() as http:
+            call = asyncio.create_task(http.post(url, json={"model": "b"}))
+            await wait_for(lambda: demand_writes(kube), timeout=0.9)  # sooner than the 1 s limit would allow
+            (first,) = written_times(kube, "b")
+            assert first > released
+            # Still held, the pool controller swaps b out again (another member won the slot): demand again, at once.
+            await asyncio.sleep(0.1)
+            again = time.time() + 0.05
+            release(kube, "b", demand=None, released=again)
+            await wait_for(lambda: len(demand_writes(kube)) >= 2, timeout=3.0)  # not the 10 s refresh
+            second = written_times(kube, "b")[1]
+            assert second > (parse_demand_time(format_demand_time(again)) or again)
+            await asyncio.sleep(0.2)
+            assert len(demand_writes(kube)) == 2  # recorded after the release: the plain limits again
+            kube.put(PODS, entry_pod("b", "b-0", IPS[1]))
+            async with await call as answer:
+                assert answer.status == 200
+        assert scale_writes(kube) == []
 
 
 async def test_budget_spent_is_503_naming_the_pools_state() -> None:
@@ -358,3 +415,28 @@ async def test_an_adapter_never_loaded_is_503_naming_it(replicas: int) -> None:
         else:
             assert "scaled to zero" in message and "adapter 'fin' is loaded once an entry pod is Ready" in message
         assert engines.seen == [] and scale_writes(kube) == []
+
+
+async def test_models_lists_adapters_under_their_base_model_and_pool_members() -> None:
+    kube = FakeKube()
+    kube.put(MODELSERVINGS, modelserving("llm", 8000, replicas=1, **adapters_annotation()))
+    kube.put(MODELSERVINGS, modelserving("a", 8000, replicas=1))
+    kube.put(MODELSERVINGS, modelserving("b", 8000, replicas=0))
+    kube.put(MODELPOOLS, modelpool(["a", "b"]))
+    async with (
+        activator(kube) as url,
+        aiohttp.ClientSession() as http,
+        http.get(url.replace("/v1/chat/completions", "/v1/models")) as answer,
+    ):
+        assert answer.status == 200
+        listing = await answer.json()
+    assert listing["object"] == "list"
+    cards = {c["id"]: (c["owned_by"], c["parent"], c.get("modelpool")) for c in listing["data"]}
+    assert cards == {
+        "a": ("ns/a", None, "ns/pool"),
+        "b": ("ns/b", None, "ns/pool"),  # not resident: listed all the same (a request swaps it in)
+        "fin": ("ns/llm", "llm", None),
+        "llm": ("ns/llm", None, None),
+        "llm_fin": ("ns/llm", "llm", None),
+    }
+    assert [c["id"] for c in listing["data"]] == sorted(cards)

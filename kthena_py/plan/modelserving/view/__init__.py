@@ -7,7 +7,7 @@ not running); :mod:`.build` builds it from the objects a client read (no I/O, no
 
 from .build import build_view, queue_position, scheduling_kind
 from .model import ConditionView, GroupView, InstanceView, PodView, StatusView, Why
-from .render import format_age, render_json, render_text, status_document
+from .render import format_age, not_resident_words, render_json, render_text, status_document
 
 __all__ = [
     "ConditionView",
@@ -18,6 +18,7 @@ __all__ = [
     "Why",
     "build_view",
     "format_age",
+    "not_resident_words",
     "queue_position",
     "render_json",
     "render_text",

@@ -504,6 +504,7 @@ def build_view(
     model_cache: Mapping[str, Any] | None = None,
     scale_from_zero: bool = False,
     adapters: Mapping[str, str] | None = None,
+    model_pools: Sequence[str] = (),
 ) -> StatusView:
     """Build the status tree of one ModelServing.
 
@@ -522,6 +523,9 @@ def build_view(
             zero replicas).
         adapters: Its LoRA adapter set, name -> source digest (each pod then shows the adapters it has loaded with
             the desired source, and an entry pod the ones it misses).
+        model_pools: The names of the ModelPools (its namespace's) that list it as a member. A member at zero
+            replicas is shown as not resident in its pool, never as scaled to zero by the activator
+            (``scale_from_zero`` is then ignored: the pool controller, not the activator, brings a member up).
 
     Returns:
         The tree.
@@ -571,7 +575,8 @@ def build_view(
         partition=state.targets.budget.partition,
         queue=ctx.queue,
         model_cache=_cache_view(gate, model_cache),
-        scale_from_zero=scale_from_zero,
+        scale_from_zero=scale_from_zero and not model_pools,
+        model_pools=tuple(sorted(set(model_pools))),
     )
 
 

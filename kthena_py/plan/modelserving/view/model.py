@@ -177,4 +177,7 @@ class StatusView:
     model_cache: ModelCacheView | None = None
     """The ModelCache it names (``None``: it names none; the JSON document then has no ``modelCache`` key)."""
     scale_from_zero: bool = False
-    """Opted in to the activator's scale from zero (shown at zero replicas; the JSON key only when true)."""
+    """Opted in to the activator's scale from zero (shown at zero replicas; the JSON key only when true). Never
+    true for a ModelPool member: its pool, not the activator, brings it up."""
+    model_pools: tuple[str, ...] = ()
+    """The ModelPools listing it as a member (normally at most one; the JSON key only when any)."""

@@ -10,6 +10,9 @@ Guarantees:
   ``UpdateInProgress`` are left out. A terminating pod's phase reads ``Terminating`` (as in ``kubectl get``). A
   pod's reason follows it on its line; the underlying message (the scheduler's, the kubelet's) on the next line,
   shortened, unless the line above already showed the same one.
+* A ModelServing at zero replicas says ``scaled to zero (activator)`` only when the activator would wake it; a
+  ModelPool member at zero says ``not resident in ModelPool <name>`` instead (:func:`not_resident_words`): its
+  pool swaps it in, the activator never does.
 * :func:`render_json` holds every field of the tree (messages in full, ages in seconds) under camelCase keys.
 """
 
@@ -35,7 +38,7 @@ from kthena_py.vocab.pods import PHASE_RUNNING
 
 from .model import BAD_KINDS, ConditionView, GroupView, InstanceView, PodView, StatusView, Why
 
-__all__ = ["format_age", "render_json", "render_text", "status_document"]
+__all__ = ["format_age", "not_resident_words", "render_json", "render_text", "status_document"]
 
 _ORDER = (AVAILABLE, PROGRESSING, SCHEDULED, UPDATE_IN_PROGRESS, COORDINATION_BLOCKED, DISRUPTION_ALLOWED)
 _ALWAYS = frozenset({AVAILABLE, PROGRESSING, SCHEDULED, UPDATE_IN_PROGRESS})
@@ -46,6 +49,13 @@ _TERMINATING = "Terminating"
 _SPACE = re.compile(r"\s+")
 
 _RED, _GREEN, _YELLOW, _DIM, _BOLD = "31", "32", "33", "2", "1"
+
+
+def not_resident_words(pools: tuple[str, ...]) -> str:
+    """What the header says of a ModelPool member at zero replicas (``pools``: the pools listing it, not empty)."""
+    if len(pools) == 1:
+        return f"not resident in ModelPool {pools[0]}"
+    return f"not resident in ModelPools {', '.join(pools)}"
 
 
 def format_age(seconds: float | None) -> str:
@@ -118,7 +128,9 @@ class _Text:
         v, paint = self.view, self.paint
         ready = paint(f"{v.ready}/{v.desired} ready", _GREEN if v.ready >= v.desired else _YELLOW)
         parts = [f"{paint('ModelServing', _BOLD)} {v.namespace}/{v.name}: {ready}"]
-        if v.desired == 0 and v.scale_from_zero:
+        if v.desired == 0 and v.model_pools:
+            parts.append(paint(not_resident_words(v.model_pools), _GREEN))
+        elif v.desired == 0 and v.scale_from_zero:
             parts.append(paint(ACTIVATOR_SCALED_TO_ZERO, _GREEN))
         if v.current_revision and v.current_revision != v.update_revision:
             parts.append(f"{v.updated}/{v.desired} updated")
@@ -266,6 +278,8 @@ def status_document(view: StatusView) -> dict[str, Any]:
         del doc["modelCache"]  # a ModelServing without a cache reads exactly as before
     if not view.scale_from_zero:
         del doc["scaleFromZero"]
+    if not view.model_pools:
+        del doc["modelPools"]  # a ModelServing in no pool reads exactly as before
     for group, source in zip(doc["groups"], view.groups, strict=True):
         for instance in group["instances"]:
             for pod in instance["pods"]:

@@ -194,3 +194,52 @@ def test_no_name_routes_two_ways_and_model_names_are_never_shadowed(
         assert route.adapter in adapters
         assert route.requirement == (adapter_label(route.adapter), source_digest(f"s3://{index}/{route.adapter}"))
         assert name == route.adapter if not route.rewrite else name in {f"{m}_{route.adapter}" for m in models}
+    # GET /v1/models lists every routable name once; an adapter name under its base model, which is routable too.
+    cards = directory.model_cards()
+    assert [c["id"] for c in cards] == sorted(set(directory.by_model) | set(directory.by_adapter))
+    for card in cards:
+        route = directory.by_adapter.get(card["id"])
+        if route is None:
+            assert card["parent"] is None and card["owned_by"] == directory.by_model[card["id"]].key
+        else:
+            assert card["root"] == route.adapter and card["owned_by"] == route.target.key
+            owned = [m for m, t in directory.by_model.items() if t.key == route.target.key]
+            if owned:  # its ModelServing still answers to a name: the parent is one of them
+                assert card["parent"] in owned
+            if route.rewrite:
+                assert card["id"] == f"{card['parent']}_{route.adapter}"
+
+
+def test_models_list_adapter_and_kubeai_names_under_their_parent_and_pool_members() -> None:
+    pool = {
+        "metadata": {"name": "gpu0", "namespace": NS},
+        "spec": {"members": [{"modelServingRef": {"name": "member"}}], "swapBudget": "30s"},
+    }
+    directory = build_directory(
+        [
+            ms("base", [{"name": "fin", "source": FIN}], models="llama,llama-8b"),
+            ms("member", [{"name": "legal", "url": LEGAL}]),
+            ms("solo"),
+        ],
+        [],
+        120.0,
+        [RouteTarget("router-llama", NS, "base", 9000)],
+        [pool],
+    )
+    rows = [
+        (c["id"], c["object"], c["owned_by"], c["root"], c["parent"], c.get("modelpool"))
+        for c in directory.model_cards()
+    ]
+    assert rows == [
+        ("fin", "model", "ns/base", "fin", "llama", None),
+        ("legal", "model", "ns/member", "legal", "member", "ns/gpu0"),
+        ("llama", "model", "ns/base", "llama", None, None),
+        ("llama-8b", "model", "ns/base", "llama-8b", None, None),
+        ("llama-8b_fin", "model", "ns/base", "fin", "llama-8b", None),
+        ("llama_fin", "model", "ns/base", "fin", "llama", None),
+        ("member", "model", "ns/member", "member", None, "ns/gpu0"),
+        ("member_legal", "model", "ns/member", "legal", "member", "ns/gpu0"),
+        ("router-llama", "model", "ns/base", "router-llama", None, None),
+        ("router-llama_fin", "model", "ns/base", "fin", "router-llama", None),
+        ("solo", "model", "ns/solo", "solo", None, None),
+    ]

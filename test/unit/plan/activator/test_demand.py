@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from kthena_py.plan.activator.demand import (
@@ -18,11 +18,14 @@ from kthena_py.plan.activator.demand import (
     demand_patch,
     latest_record,
     min_age,
+    record_time,
+    stale_after_release,
 )
 from kthena_py.plan.modelpool.demand import (
     DEMAND_LIVE_SECONDS,
     DEMAND_REFRESH_SECONDS,
     RESIDENT_RECENCY_SECONDS,
+    asks_for_swap,
     demand_of,
     format_demand_time,
     parse_demand_time,
@@ -125,3 +128,69 @@ def test_the_patch_is_one_annotation_the_pool_controller_reads_back(epoch: float
     read = demand_of({"metadata": {"annotations": annotations}})
     assert list(read) == [member] and abs(read[member] - epoch) < 0.001
     assert parse_demand_time(annotations[MODELPOOL_DEMAND_PREFIX + member]) == read[member]
+
+
+# -- members the pool controller swapped out (released.modelpool.kthena-py.io/<member>) ----------
+
+
+@pytest.mark.parametrize(
+    ("age", "released_ago", "kind", "due"),
+    [
+        (0.5, 0.2, HELD, True),  # recorded 0.5 s ago, released 0.2 s ago: the record no longer counts
+        (0.5, 0.5, HELD, True),  # recorded at the release: "at or before" does not count
+        (0.2, 0.5, HELD, False),  # recorded after the release: the 1 s limit applies
+        (3.0, 1.0, REFRESH, True),  # a refresh does not wait its 10 s either
+        (3.0, 5.0, REFRESH, False),
+        (None, 5.0, HELD, True),
+        (0.5, None, HELD, False),  # never released: the plain limits
+        (5.0, 1.0, RESIDENT, False),  # a resident member's recency keeps its 30 s limit
+        (-5.0, -10.0, HELD, True),  # a record from a clock ahead, yet not after a release further ahead
+        (-5.0, 1.0, HELD, False),  # a record from a clock ahead, after the release: waits as before
+    ],
+)
+def test_due_after_a_release(age: float | None, released_ago: float | None, kind: DemandKind, due: bool) -> None:
+    latest = None if age is None else NOW - age
+    released = None if released_ago is None else NOW - released_ago
+    assert (demand_due_in(latest, NOW, kind, released) == 0.0) is due
+    assert stale_after_release(latest, released) is (released is not None and (latest is None or latest <= released))
+
+
+@pytest.mark.parametrize(
+    ("now", "released", "written"),
+    [
+        (NOW, None, format_demand_time(NOW)),
+        (NOW + 2.0, NOW, format_demand_time(NOW + 2.0)),  # the clock is ahead of the release: now
+        (NOW, NOW, format_demand_time(NOW + 0.001)),  # same millisecond: one past it
+        (NOW + 0.0004, NOW, format_demand_time(NOW + 0.001)),  # truncation would write the release's millisecond
+        (NOW - 3.0, NOW, format_demand_time(NOW + 0.001)),  # this clock behind the controller's
+    ],
+)
+def test_record_time(now: float, released: float | None, written: str) -> None:
+    assert format_demand_time(record_time(now, released)) == written
+
+
+ms_times = st.integers(min_value=int(NOW - 1000) * 1000, max_value=int(NOW + 1000) * 1000).map(
+    lambda ms: parse_demand_time(format_demand_time(ms / 1000)) or 0.0
+)
+
+
+@given(
+    latest=st.none() | times | ms_times,
+    now=times,
+    released=times | ms_times,
+    kind=st.sampled_from([HELD, REFRESH]),
+)
+def test_a_held_request_for_a_released_member_always_writes_after_the_release(
+    latest: float | None, now: float, released: float, kind: DemandKind
+) -> None:
+    """Whatever the ages: a held request whose member was released since its last record writes, and the record
+    the pool controller reads back is later than the release, so it asks for a swap."""
+    assume(latest is None or latest <= released)  # a record after the release: the plain limits (tested above)
+    assert demand_due_in(latest, now, kind, released) == 0.0
+    annotations = demand_patch("m", record_time(now, released))["metadata"]["annotations"]
+    read = demand_of({"metadata": {"annotations": annotations}})["m"]
+    assert read > released
+    assert read >= now - 0.001
+    assert asks_for_swap("m", {"m": read}, {"m": released}, now)
+    # and once written, the plain limits hold again
+    assert not stale_after_release(read, released)

@@ -34,3 +34,30 @@ def test_scaled_to_zero_by_the_activator(replicas: int, annotations: dict[str, s
     view = build_view(obj, [], now=0.0, scale_from_zero=opted_in(obj, []))
     assert ("scaled to zero (activator)" in render_text(view).splitlines()[0]) is shown
     assert ("scaleFromZero" in status_document(view)) is opted_in(obj, [])
+
+
+@pytest.mark.parametrize(
+    ("replicas", "annotations", "pools", "words"),
+    [
+        (0, {ACTIVATOR_SCALE_FROM_ZERO: "true"}, ["big"], "not resident in ModelPool big"),  # the opt-in is ignored
+        (0, {}, ["big"], "not resident in ModelPool big"),
+        (0, {}, ["b", "a", "b"], "not resident in ModelPools a, b"),  # a conflict the webhook missed: both named
+        (0, {ACTIVATOR_SCALE_FROM_ZERO: "true"}, [], "scaled to zero (activator)"),
+        (1, {}, ["big"], None),  # resident: the header says nothing of the pool
+    ],
+)
+def test_a_pool_member_at_zero_is_not_resident_in_its_pool(
+    replicas: int, annotations: dict[str, str], pools: list[str], words: str | None
+) -> None:
+    obj = ms(replicas, annotations)
+    view = build_view(obj, [], now=0.0, scale_from_zero=opted_in(obj, []), model_pools=pools)
+    header = render_text(view).splitlines()[0]
+    assert ("not resident" in header or "scaled to zero" in header) is (words is not None)
+    if words is not None:
+        assert words in header
+    if pools:
+        assert "scaled to zero (activator)" not in header
+        assert "scaleFromZero" not in status_document(view)  # its pool wakes it, not the activator
+        assert status_document(view)["modelPools"] == sorted(set(pools))
+    else:
+        assert "modelPools" not in status_document(view)
