@@ -223,6 +223,19 @@ class AdapterReconciler:
             log.info(
                 "adapter found loaded, labelled", namespace=namespace, name=name, pod=view.name, adapter=adapter.name
             )
+        adopted = {a.name for a in plan.adopt}
+        for dropped in plan.drop_intents:
+            if dropped not in adopted and not plan.stale and (intent := view.intents.get(dropped)) is not None:
+                log.info(
+                    "adapter load in doubt given up: the engine does not list it",
+                    namespace=namespace,
+                    name=name,
+                    pod=view.name,
+                    adapter=dropped,
+                    written_by=intent.owner or "unknown",
+                    age=round(now - intent.since, 3),
+                    sent_again=dropped in {a.name for a in plan.loads},
+                )
         still_loaded: set[str] = set()
         wanted = {a.name: a.digest for a in desired}
         for unload in plan.unloads:
