@@ -179,6 +179,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="N",
         help="at most N ModelCache source revalidations (metadata requests) at a time, across all caches (default: 4)",
     )
+    m.add_argument(
+        "--adapter-load-timeout",
+        type=_ttl,
+        default=300.0,
+        metavar="SECONDS",
+        help="how long one LoRA adapter load may take (seconds or a duration: 300, 5m; the sidecar downloads first), "
+        "and how long a manager waits for a load under way it started itself "
+        "(default: 300)",
+    )
+    m.add_argument(
+        "--adapter-max-concurrent-loads",
+        type=positive_int,
+        default=4,
+        metavar="N",
+        help="at most N LoRA adapter loads in flight per ModelServing (one at a time per pod; default: 4)",
+    )
     m.add_argument("--namespace", default=None, help="only watch this namespace (default: all)")
     m.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     m.add_argument("--log-format", choices=("json", "console"), default="json")
@@ -287,6 +303,8 @@ async def _run_manager(args: argparse.Namespace) -> int:
             modelbooster_settings=booster_settings,
             eviction_budget=args.enable_eviction_webhook,
             modelcache_settings=cache_settings,
+            adapter_load_timeout=args.adapter_load_timeout,
+            adapter_max_loads=args.adapter_max_concurrent_loads,
         )
         try:
             server = admission.register(

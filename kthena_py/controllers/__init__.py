@@ -8,7 +8,7 @@ ModelServing controller never loads the autoscaler or the ModelBooster code (nor
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .selection import AUTOSCALER, CONTROLLERS, MODELBOOSTER, MODELCACHE, MODELPOOL, MODELSERVING
 
@@ -28,6 +28,8 @@ def register_all(
     modelbooster_settings: ModelBoosterSettings | None = None,
     eviction_budget: bool = False,
     modelcache_settings: ModelCacheSettings | None = None,
+    adapter_load_timeout: float | None = None,
+    adapter_max_loads: int | None = None,
 ) -> list[str]:
     """Register the enabled controllers with ``manager``; return the names of what was registered.
 
@@ -42,6 +44,8 @@ def register_all(
             runs only with it.
         modelcache_settings: Downloader image, scheduler and cleanup bound of the ModelCache controller
             (None: defaults).
+        adapter_load_timeout: Seconds one LoRA adapter load may take (None: the adapter reconciler's default, 300).
+        adapter_max_loads: LoRA adapter loads in flight per ModelServing (None: the default, 4).
 
     Raises:
         ValueError: ``controllers`` names an unknown controller.
@@ -55,7 +59,12 @@ def register_all(
         modelserving.register(manager, workers=workers, eviction_budget=eviction_budget)
         from . import adapters  # LoRA adapters on the ModelServings' pods (ours)
 
-        adapters.register(manager, workers=workers)
+        bounds: dict[str, Any] = {}
+        if adapter_load_timeout is not None:
+            bounds["load_timeout"] = adapter_load_timeout
+        if adapter_max_loads is not None:
+            bounds["max_loads"] = adapter_max_loads
+        adapters.register(manager, workers=workers, **bounds)
     if AUTOSCALER in controllers:
         from . import autoscaling
 

@@ -12,6 +12,7 @@ import itertools
 import json
 import signal
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.adapters.desired import adapter_label, source_digest
 from kthena_py.plan.adapters.endpoint import ADAPTER_DIR
+from kthena_py.plan.adapters.plan import INTENT_GRACE_SECONDS
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.cluster import HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
 from kthena_py.testing.wait import eventually
@@ -32,7 +34,7 @@ from kthena_py.vocab.conditions import (
     REASON_ADAPTER_LOAD_FAILED,
     REASON_ADAPTERS_LOADED,
 )
-from kthena_py.vocab.labels import ADAPTER_LABEL_PREFIX, LORA_ADAPTERS, LORA_PORT
+from kthena_py.vocab.labels import ADAPTER_LABEL_PREFIX, LORA_ADAPTERS, LORA_LOADING, LORA_PORT
 from kthena_py.vocab.times import parse_time
 
 from .adapterutil import FakeAdapters, adapter_farm, events_of, labels_of_pods
@@ -247,6 +249,47 @@ async def test_kill_9_mid_load_never_loads_twice(
     pairs = [(pod, name) for pod, name in fake.started]
     assert len(pairs) == len(set(pairs)) == 4, fake.started
     assert fake.loads(ok=False) == []
+
+
+async def test_kill_9_after_the_intent_before_the_request_sends_once_after_the_grace(
+    crds: None, kube: KubeClient, kubeconfig: Path, namespace: str
+) -> None:
+    """A manager killed right after writing its intents: the request for ``fin`` never left; the one for ``law``
+    did and landed, and ``law`` left the set meanwhile. The intents are written here, as that manager left them
+    (the moment between the intent and the request cannot be hit by a signal reliably)."""
+    fake = FakeAdapters(namespace, delay=0.1)
+    await kube.create(MODELSERVINGS, lora_modelserving("llm", [], replicas=2), namespace)
+    async with adapter_farm(kube, namespace, fake):
+        async with manager_process(kubeconfig, namespace) as proc:
+            await wait_available(kube, namespace, "llm", 2)
+            proc.send_signal(signal.SIGKILL)
+            await proc.wait()
+        first, second = sorted(await live_pods(kube, namespace, "llm"))
+        since = time.time()
+        intent_fin = {"digest": source_digest(fin(namespace)["source"]), "since": since, "owner": "killed"}
+        intent_law = {"digest": source_digest(law(namespace)["source"]), "since": since, "owner": "killed"}
+        for pod, intents in ((first, {"fin": intent_fin}), (second, {"fin": intent_fin, "law": intent_law})):
+            body = {"metadata": {"annotations": {LORA_LOADING: json.dumps(intents)}}}
+            await kube.patch(PODS, pod, body, namespace)
+        law_dir = f"{ADAPTER_DIR}/law-{source_digest(law(namespace)['source'])}"
+        fake.loaded[second] = {"law": law_dir}  # the killed manager's law request landed
+        await set_adapters(kube, namespace, "llm", [fin(namespace)])
+        async with manager_process(kubeconfig, namespace):
+            await labelled(kube, namespace, expected(fin(namespace)), 2)
+            await condition_is(kube, namespace, "llm", "True", REASON_ADAPTERS_LOADED)
+
+            async def intents_gone() -> bool:
+                pods = await live_pods(kube, namespace, "llm")
+                return all(LORA_LOADING not in (p["metadata"].get("annotations") or {}) for p in pods.values())
+
+            await eventually(intents_gone, timeout=60, description="the intents removed")
+    # fin sent once per pod, and only once the 30 s grace of the killed manager's intent was over.
+    assert sorted(fake.started) == [(first, "fin"), (second, "fin")], fake.started
+    assert all(c.at >= since + INTENT_GRACE_SECONDS for c in fake.loads()), fake.calls
+    assert fake.loads(ok=False) == []
+    # law, loaded in doubt and no longer wanted, was unloaded, never labelled.
+    assert [(c.pod, c.name) for c in fake.unloads()] == [(second, "law")]
+    assert {p: set(v) for p, v in fake.loaded.items()} == {first: {"fin"}, second: {"fin"}}
 
 
 @contextlib.asynccontextmanager

@@ -7,6 +7,7 @@ Ready entry pods (:mod:`.reconciler`), through Kthena's runtime sidecar or the e
 from __future__ import annotations
 
 from kthena_py.kube.resources import PODS
+from kthena_py.plan.adapters.plan import LOAD_TIMEOUT_SECONDS
 from kthena_py.runtime.controller import Controller, pod_state_changed, spec_or_metadata_changed
 from kthena_py.runtime.manager import Manager
 
@@ -20,15 +21,31 @@ __all__ = ["CONTROLLER", "register"]
 CONTROLLER = "modelserving-adapters"
 
 
-def register(manager: Manager, *, workers: int, max_loads: int = MAX_LOADS_PER_MODELSERVING) -> Controller:
-    """Add the adapter reconciler to ``manager`` (the ModelServing controller's informers cache the pods)."""
-    engine = HttpAdapterEngine()
+def register(
+    manager: Manager,
+    *,
+    workers: int,
+    max_loads: int = MAX_LOADS_PER_MODELSERVING,
+    load_timeout: float = LOAD_TIMEOUT_SECONDS,
+) -> Controller:
+    """Add the adapter reconciler to ``manager`` (the ModelServing controller's informers cache the pods).
+
+    ``max_loads`` bounds the loads in flight per ModelServing (``--adapter-max-concurrent-loads``); ``load_timeout``
+    is how long one load may take, both as the HTTP call's bound and as the wait for a load under way
+    (``--adapter-load-timeout``).
+    """
+    engine = HttpAdapterEngine(load_timeout=load_timeout)
     manager.add_closer(engine.close)
     controller = (
         Controller(
             CONTROLLER,
             AdapterReconciler(
-                manager.client, manager.cache, manager.recorder_for(MODELSERVING), engine, max_loads=max_loads
+                manager.client,
+                manager.cache,
+                manager.recorder_for(MODELSERVING),
+                engine,
+                max_loads=max_loads,
+                load_timeout=load_timeout,
             ),
             manager.cache,
             workers=workers,

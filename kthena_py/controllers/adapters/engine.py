@@ -82,6 +82,8 @@ class HttpAdapterEngine:
     """Calls the pods' load endpoints over HTTP (see the module docstring)."""
 
     def __init__(self, *, load_timeout: float = 300.0, call_timeout: float = 10.0) -> None:
+        self.load_timeout = load_timeout
+        """Seconds a load may take (the sidecar downloads first)."""
         self._load_timeout = aiohttp.ClientTimeout(total=load_timeout)
         self._call_timeout = aiohttp.ClientTimeout(total=call_timeout)
         self._session: aiohttp.ClientSession | None = None

@@ -10,10 +10,13 @@ Guarantees:
   digest, written (merge patch, field manager ``kthena-py-adapters``, UID-guarded) right after the load answered;
   with every write the pod's restart count is recorded (``serving.kthena-py.io/lora-restarts``), so a restart is
   noticed and the set reloaded. A restarted manager resumes from the pods alone.
-* **No double load after a crash**: before a load is sent its intent is written on the pod
-  (``serving.kthena-py.io/lora-loading``); a manager that finds an intent it did not finish waits for it (watching
-  the engine's ``/v1/models``) until the load timeout, and an adapter the engine lists with the expected root is
-  labelled without a load.
+* **No double load after a crash**: before a load is sent its intent (digest, time, this process's
+  ``identity``) is written on the pod (``serving.kthena-py.io/lora-loading``); a manager that finds an intent
+  watches the engine's ``/v1/models``: an adapter listed with the expected root is labelled without a load; an
+  intent another process wrote that is still not listed ``intent_grace`` after it was written is sent again (its
+  writer died before sending it), one of its own is waited for up to the load timeout.
+* **Nothing in doubt is left behind**: an adapter whose load was in doubt and that left the set meanwhile is
+  unloaded once the engine lists it (its intent is kept until then, or until it is known lost).
 * **Bounded**: loads on one pod go one at a time; at most ``max_loads`` loads of one ModelServing are in flight
   (the work queue already runs one reconcile per ModelServing at a time).
 * **Failures back off** (1 s doubling to 5 min, per pod, adapter and source, kept in memory: a restarted manager
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -43,7 +47,14 @@ from kthena_py.plan.activator.targets import port_of
 from kthena_py.plan.adapters.condition import PodOutcome, adapters_condition
 from kthena_py.plan.adapters.desired import Adapter, adapter_label, adapters_of
 from kthena_py.plan.adapters.endpoint import LoadEndpoint, endpoint_of
-from kthena_py.plan.adapters.plan import LOAD_TIMEOUT_SECONDS, Failure, PodPlan, plan_pod, retry_delay
+from kthena_py.plan.adapters.plan import (
+    INTENT_GRACE_SECONDS,
+    LOAD_TIMEOUT_SECONDS,
+    Failure,
+    PodPlan,
+    plan_pod,
+    retry_delay,
+)
 from kthena_py.plan.adapters.pods import LoadIntent, PodView, format_intents, pod_view
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
@@ -117,6 +128,8 @@ class AdapterReconciler:
         *,
         max_loads: int = MAX_LOADS_PER_MODELSERVING,
         load_timeout: float = LOAD_TIMEOUT_SECONDS,
+        intent_grace: float = INTENT_GRACE_SECONDS,
+        identity: str | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.client = client
@@ -125,6 +138,9 @@ class AdapterReconciler:
         self.engine = engine
         self.max_loads = max(1, max_loads)
         self.load_timeout = load_timeout
+        self.intent_grace = intent_grace
+        self.identity = identity or uuid.uuid4().hex[:16]
+        """Written as the owner of this process's intents (a new one per process: a restart is another writer)."""
         self.writer = StatusWriter(client, MODELSERVINGS, ADAPTERS_FIELD_MANAGER)
         self._now = wall_clock
         self._failures: dict[_Key, dict[str, dict[str, Failure]]] = {}
@@ -197,19 +213,9 @@ class AdapterReconciler:
     ) -> _PodWork:
         failures = self._failures.setdefault((str(meta(obj).get("namespace")), str(meta(obj).get("name"))), {})
         held = failures.setdefault(view.uid, {})
-        plan = plan_pod(desired, endpoint, view, now=now, failures=held, load_timeout=self.load_timeout)
+        plan = self._plan(desired, endpoint, view, now, held)
         if plan.needs_inventory:
-            inventory = await self.engine.inventory(view.ip, engine_port)
-            plan = plan_pod(
-                desired,
-                endpoint,
-                view,
-                now=now,
-                failures=held,
-                inventory=inventory,
-                probed=True,
-                load_timeout=self.load_timeout,
-            )
+            plan = self._plan(desired, endpoint, view, now, held, await self.engine.inventory(view.ip, engine_port))
         namespace, name = str(meta(obj).get("namespace")), str(meta(obj).get("name"))
         work = _PodWork(namespace, view, plan)
         for adapter in plan.adopt:
@@ -217,9 +223,26 @@ class AdapterReconciler:
             log.info(
                 "adapter found loaded, labelled", namespace=namespace, name=name, pod=view.name, adapter=adapter.name
             )
+        adopted = {a.name for a in plan.adopt}
+        for dropped in plan.drop_intents:
+            if dropped not in adopted and not plan.stale and (intent := view.intents.get(dropped)) is not None:
+                log.info(
+                    "adapter load in doubt given up: the engine does not list it",
+                    namespace=namespace,
+                    name=name,
+                    pod=view.name,
+                    adapter=dropped,
+                    written_by=intent.owner or "unknown",
+                    age=round(now - intent.since, 3),
+                    sent_again=dropped in {a.name for a in plan.loads},
+                )
         still_loaded: set[str] = set()
+        wanted = {a.name: a.digest for a in desired}
         for unload in plan.unloads:
-            digest = view.labels.get(unload, "")
+            orphan = view.intents.get(unload)
+            if orphan is not None and wanted.get(unload) == orphan.digest:
+                orphan = None
+            digest = view.labels.get(unload) or (orphan.digest if orphan is not None else "")
             try:
                 await self.engine.unload(view.ip, endpoint, unload)
             except EngineCallFailed as exc:
@@ -228,6 +251,9 @@ class AdapterReconciler:
                 continue
             CALLS.labels(namespace, name, "unload", "ok").inc()
             held.pop(unload, None)
+            if orphan is not None:
+                work.intents.pop(unload, None)  # the load in doubt landed and is undone
+                log.info("adapter loaded in doubt and no longer wanted, unloaded", pod=view.name, adapter=unload)
             work.labels[adapter_label(unload)] = None
             work.loaded.discard(unload)
         if (work.labels or plan.writes or _unrecorded(view)) and not await self._patch(view, work):
@@ -235,7 +261,7 @@ class AdapterReconciler:
         for adapter in plan.loads:
             if adapter.name in still_loaded:
                 continue
-            work.intents[adapter.name] = LoadIntent(adapter.digest, self._now())
+            work.intents[adapter.name] = LoadIntent(adapter.digest, self._now(), self.identity)
             if not await self._patch(view, work):
                 return work
             async with slots:
@@ -247,6 +273,29 @@ class AdapterReconciler:
             if not await self._patch(view, work):
                 return work
         return work
+
+    def _plan(
+        self,
+        desired: Sequence[Adapter],
+        endpoint: LoadEndpoint,
+        view: PodView,
+        now: float,
+        held: Mapping[str, Failure],
+        *inventory: dict[str, str] | None,
+    ) -> PodPlan:
+        """The pod's plan, without the inventory or (one argument more) with what the probe read."""
+        return plan_pod(
+            desired,
+            endpoint,
+            view,
+            now=now,
+            failures=held,
+            inventory=inventory[0] if inventory else None,
+            probed=bool(inventory),
+            load_timeout=self.load_timeout,
+            intent_grace=self.intent_grace,
+            me=self.identity,
+        )
 
     async def _load(
         self, obj: KubeObject, work: _PodWork, held: dict[str, Failure], adapter: Adapter, endpoint: LoadEndpoint

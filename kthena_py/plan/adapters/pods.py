@@ -30,10 +30,15 @@ __all__ = ["LoadIntent", "PodView", "format_intents", "parse_intents", "pod_view
 
 @dataclass(frozen=True)
 class LoadIntent:
-    """A load the reconciler started on a pod: which source (digest) and when (epoch seconds)."""
+    """A load the reconciler started on a pod: which source (digest), when (epoch seconds), by which process.
+
+    ``owner`` is the identity of the manager process that wrote it (``""`` in an intent written before owners were
+    recorded: treated as another process's).
+    """
 
     digest: str
     since: float
+    owner: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,8 +80,9 @@ def parse_intents(text: str | None) -> dict[str, LoadIntent]:
     found: dict[str, LoadIntent] = {}
     for name, entry in _dict(raw).items():
         digest, since = _dict(entry).get("digest"), _dict(entry).get("since")
+        owner = _dict(entry).get("owner")
         if isinstance(digest, str) and isinstance(since, (int, float)) and not isinstance(since, bool):
-            found[str(name)] = LoadIntent(digest, float(since))
+            found[str(name)] = LoadIntent(digest, float(since), owner if isinstance(owner, str) else "")
     return found
 
 
@@ -84,7 +90,10 @@ def format_intents(intents: Mapping[str, LoadIntent]) -> str | None:
     """The annotation value of ``intents`` (``None``: remove the annotation)."""
     if not intents:
         return None
-    body = {name: {"digest": i.digest, "since": round(i.since, 3)} for name, i in sorted(intents.items())}
+    body = {
+        name: {"digest": i.digest, "since": round(i.since, 3)} | ({"owner": i.owner} if i.owner else {})
+        for name, i in sorted(intents.items())
+    }
     return json.dumps(body, separators=(",", ":"), sort_keys=True)
 
 

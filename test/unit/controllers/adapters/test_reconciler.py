@@ -260,3 +260,82 @@ async def test_a_changed_source_is_unloaded_then_loaded_and_not_loaded_over_a_fa
     assert scene.labels("a") == {adapter_label("fin"): fin2.digest} and scene.engine.loaded["10.0.0.1"] == {
         "fin": fin2.source
     }
+
+
+def with_intents(pod: dict[str, Any], intents: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    pod["metadata"]["annotations"] = {LORA_LOADING: json.dumps(intents), LORA_RESTARTS: "0"}
+    return pod
+
+
+async def test_the_intent_names_this_process_as_its_writer() -> None:
+    scene = Scene([FIN], [pod_doc("a", "10.0.0.1")])
+    scene.engine.kube = scene.kube
+    await scene.reconciler.reconcile(REQUEST)
+    [seen] = scene.engine.loading_seen
+    assert json.loads(seen or "{}") == {
+        "fin": {"digest": FIN.digest, "since": 1000.0, "owner": scene.reconciler.identity}
+    }
+    assert scene.reconciler.identity != AdapterReconciler(scene.kube, scene.cache, scene.events, scene.engine).identity
+
+
+async def test_a_dead_managers_intent_is_waited_for_within_the_grace_then_sent_once() -> None:
+    intent = {"fin": {"digest": FIN.digest, "since": 1000.0 - 5, "owner": "dead"}}
+    scene = Scene([FIN], [with_intents(pod_doc("a", "10.0.0.1"), intent)])
+    result = await scene.reconciler.reconcile(REQUEST)
+    assert scene.engine.calls == [] and scene.engine.probes == 1
+    assert result is not None and result.requeue_after == 1.0  # the engine is asked again in a second
+    scene.now = 1000.0 - 5 + 30  # the grace is over and the engine still does not list it: never sent
+    await scene.reconciler.reconcile(REQUEST)
+    assert scene.engine.calls == [("10.0.0.1", "load", "fin")]
+    assert scene.labels("a") == {adapter_label("fin"): FIN.digest} and LORA_LOADING not in scene.annotations("a")
+    await scene.reconciler.reconcile(REQUEST)
+    assert len(scene.engine.calls) == 1
+
+
+async def test_a_dead_managers_intent_that_landed_is_labelled_without_a_load() -> None:
+    intent = {"fin": {"digest": FIN.digest, "since": 1000.0 - 200, "owner": "dead"}}
+    scene = Scene([FIN], [with_intents(pod_doc("a", "10.0.0.1"), intent)])
+    scene.engine.loaded["10.0.0.1"] = {"fin": FIN.source}
+    await scene.reconciler.reconcile(REQUEST)
+    assert scene.engine.calls == [] and scene.labels("a") == {adapter_label("fin"): FIN.digest}
+    assert LORA_LOADING not in scene.annotations("a")
+
+
+async def test_an_adapter_removed_while_its_load_was_in_doubt_is_unloaded_once_it_shows_up() -> None:
+    intent = {"law": {"digest": LAW.digest, "since": 1000.0 - 2, "owner": "dead"}}
+    scene = Scene([FIN], [with_intents(pod_doc("a", "10.0.0.1"), intent)])
+    await scene.reconciler.reconcile(REQUEST)  # law left the set; its load is in doubt: kept, not unloaded yet
+    assert scene.engine.calls == [("10.0.0.1", "load", "fin")]
+    assert set(json.loads(scene.annotations("a")[LORA_LOADING])) == {"law"}
+    scene.engine.loaded["10.0.0.1"]["law"] = LAW.source  # the dead manager's load lands
+    scene.now += 1.0
+    await scene.reconciler.reconcile(REQUEST)
+    assert scene.engine.calls[1:] == [("10.0.0.1", "unload", "law")]
+    assert scene.engine.loaded["10.0.0.1"] == {"fin": FIN.source}
+    assert scene.labels("a") == {adapter_label("fin"): FIN.digest} and LORA_LOADING not in scene.annotations("a")
+    await scene.reconciler.reconcile(REQUEST)
+    assert len(scene.engine.calls) == 2
+
+
+async def test_an_in_doubt_load_of_a_removed_adapter_that_never_lands_is_forgotten() -> None:
+    intent = {"law": {"digest": LAW.digest, "since": 1000.0 - 2, "owner": "dead"}}
+    scene = Scene([], [with_intents(pod_doc("a", "10.0.0.1"), intent)])
+    await scene.reconciler.reconcile(REQUEST)
+    assert scene.engine.calls == [] and LORA_LOADING in scene.annotations("a")
+    scene.now += 30.0
+    await scene.reconciler.reconcile(REQUEST)
+    assert scene.engine.calls == [] and LORA_LOADING not in scene.annotations("a")
+
+
+async def test_a_refused_unload_of_a_landed_orphan_keeps_its_intent_and_retries() -> None:
+    intent = {"law": {"digest": LAW.digest, "since": 1000.0 - 2, "owner": "dead"}}
+    scene = Scene([], [with_intents(pod_doc("a", "10.0.0.1"), intent)])
+    scene.engine.loaded["10.0.0.1"] = {"law": LAW.source}
+    scene.engine.refuse_unload.add("law")
+    await scene.reconciler.reconcile(REQUEST)
+    assert scene.engine.calls == [("10.0.0.1", "unload", "law")] and LORA_LOADING in scene.annotations("a")
+    assert scene.events.events[-1].reason == "AdapterUnloadFailed"
+    scene.engine.refuse_unload.clear()
+    scene.now += 1.0
+    await scene.reconciler.reconcile(REQUEST)
+    assert scene.engine.calls[1:] == [("10.0.0.1", "unload", "law")] and LORA_LOADING not in scene.annotations("a")
