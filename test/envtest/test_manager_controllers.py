@@ -90,7 +90,7 @@ async def test_modelserving_only(kubeconfig: Path, namespace: str) -> None:
         "modelserving-modelcache",
         "modelserving-adapters",
     ]
-    assert start["disabled"] == ["modelbooster", "autoscaler", "modelcache"]
+    assert start["disabled"] == ["modelbooster", "autoscaler", "modelcache", "modelpool"]
 
 
 async def test_all_but_the_autoscaler(kubeconfig: Path, namespace: str) -> None:
@@ -103,4 +103,5 @@ async def test_all_but_the_autoscaler(kubeconfig: Path, namespace: str) -> None:
         "modelserving-adapters",
         "modelbooster",
         "modelcache",
+        "modelpool",
     }

@@ -11,9 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ENGINES", "PORT", "EngineLaunch", "engine_container"]
+from kthena_py.plan.modelbooster.types import DEFAULT_RUNTIME_IMAGE
+
+__all__ = ["ENGINES", "PORT", "RUNTIME_PORT", "EngineLaunch", "engine_container", "runtime_sidecar"]
 
 PORT = 8000
+RUNTIME_PORT = 8100
+"""Kthena's runtime sidecar port (its ``RUNTIME_PORT`` default), the LoRA endpoint of an imported model."""
 ENGINES: tuple[str, ...] = ("VLLM", "OLlama", "FasterWhisper", "Infinity")
 
 
@@ -78,3 +82,35 @@ def engine_container(launch: EngineLaunch) -> dict[str, Any]:
         "failureThreshold": 3,
     }
     return container
+
+
+def runtime_sidecar(served_name: str) -> dict[str, Any]:
+    """Kthena's runtime sidecar (as a ModelBooster renders it) beside a vLLM entry container: the LoRA load endpoint.
+
+    KubeAI downloads an adapter inside the pod and loads it into vLLM; kthena_py's adapter reconciler asks this
+    sidecar (``POST /v1/load_lora_adapter`` on :data:`RUNTIME_PORT`), which downloads the adapter's url with
+    Kthena's downloader and loads it into the engine on ``localhost``.
+    """
+    return {
+        "name": "runtime",
+        "image": DEFAULT_RUNTIME_IMAGE,
+        "args": [
+            "--port",
+            str(RUNTIME_PORT),
+            "--engine",
+            "vllm",
+            "--engine-base-url",
+            f"http://localhost:{PORT}",
+            "--engine-metrics-path",
+            "/metrics",
+            "--pod",
+            "$(POD_NAME).$(NAMESPACE)",
+            "--model",
+            served_name,
+        ],
+        "env": [
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        ],
+        "ports": [{"name": "runtime", "containerPort": RUNTIME_PORT, "protocol": "TCP"}],
+    }

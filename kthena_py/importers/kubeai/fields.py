@@ -27,9 +27,10 @@ MODEL_FIELDS: tuple[FieldRule, ...] = (
     ),
     FieldRule(
         "spec.adapters[].name",
-        "mapped",
+        "approximated",
         "ModelServing annotation serving.kthena-py.io/lora-adapters (name)",
-        "loaded through vLLM's runtime LoRA endpoint (lora-endpoint: engine)",
+        "KubeAI downloads the adapter in the pod and loads it into vLLM; here Kthena's runtime sidecar (added to "
+        "the entry pod, port 8100, lora-endpoint: sidecar) downloads the url and loads it into vLLM",
     ),
     FieldRule(
         "spec.adapters[].url",

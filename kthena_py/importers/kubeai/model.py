@@ -31,7 +31,7 @@ from kthena_py.importers.documents import (
     string_list,
     string_map,
 )
-from kthena_py.importers.kubeai.engines import ENGINES, EngineLaunch, engine_container
+from kthena_py.importers.kubeai.engines import ENGINES, EngineLaunch, engine_container, runtime_sidecar
 from kthena_py.importers.kubeai.fields import MODEL_FIELDS
 from kthena_py.importers.kubeai.profiles import DEFAULT_RESOURCE_PROFILES, engine_image, scaled
 from kthena_py.importers.metadata import carried_metadata
@@ -272,7 +272,8 @@ def translate_model(doc: ImportDocument, context: ImportContext) -> tuple[list[d
     annotations: dict[str, str] = metadata["annotations"]
     if adapters:
         annotations[LORA_ADAPTERS] = json.dumps(adapters, separators=(",", ":"))
-        annotations[LORA_ENDPOINT] = "engine"
+        annotations[LORA_ENDPOINT] = "sidecar"
+        pod_spec["containers"].append(runtime_sidecar(doc.name))
     objects: list[dict[str, Any]] = []
     if cache_profile:
         annotations[MODEL_CACHE] = doc.name
