@@ -128,8 +128,9 @@ async def test_a_cached_scale_from_zero_model_is_gated_then_woken_and_answers(
     await _claim(kube, namespace, make_hostpath_volume)
     async with ArtifactServer() as server:
         repo = server.add_repo(three_file_repo("acme/qwen-tiny"))
-        # Slow weights (512 KiB at 16 KiB/s): the request below arrives while the cache is still downloading.
-        throttle(server, repo, "model.safetensors", 16 * 1024)
+        # Slow weights (512 KiB at 8 KiB/s, about a minute): the request below is woken and gated while the cache
+        # is still downloading, with room to spare on a loaded 2-core machine.
+        throttle(server, repo, "model.safetensors", 8 * 1024)
         await hub_secret(kube, namespace, server)
         # What the report asks the user for: the source's Secret; here also where the download may run.
         cache["spec"]["sourceSecretRef"] = {"name": HUB_SECRET}
