@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from kthena_py.controllers import register_all
@@ -76,6 +78,30 @@ async def running_manager(
         stop.set()
         await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 60)
         await client.close()
+
+
+async def start_manager_process(kubeconfig: Path, namespace: str, *flags: str) -> asyncio.subprocess.Process:
+    """``kthena-py manager`` as a subprocess (output discarded) watching ``namespace``, with no probe, metrics or
+    webhook port (so several may run), and any further ``flags`` (e.g. ``--controllers``); tests kill -9 it."""
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kthena_py",
+        "manager",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--namespace",
+        namespace,
+        "--health-probe-bind-address",
+        "0",
+        "--metrics-bind-address",
+        "0",
+        "--webhook-port",
+        "0",
+        *flags,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
 
 
 async def pods(kube: KubeClient, namespace: str, ms: str) -> list[KubeObject]:

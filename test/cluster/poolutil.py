@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
@@ -35,6 +34,7 @@ from kthena_py.testing.wait import eventually
 from kthena_py.vocab.labels import SERVING_NAME
 
 from .engineutil import ENGINE_PORT, EngineFarm
+from .msutil import start_manager_process as spawn_manager
 
 POOL_LABEL = "pool.test.kthena-py.io/slot"
 
@@ -234,26 +234,7 @@ async def manager(kubeconfig: Path, namespace: str) -> AsyncIterator[Manager]:
 
 async def start_manager_process(kubeconfig: Path, namespace: str) -> asyncio.subprocess.Process:
     """``kthena-py manager`` with the ModelServing and ModelPool controllers, as a subprocess."""
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "kthena_py",
-        "manager",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--namespace",
-        namespace,
-        "--controllers",
-        "modelserving,modelpool",
-        "--health-probe-bind-address",
-        "0",
-        "--metrics-bind-address",
-        "0",
-        "--webhook-port",
-        "0",
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    return await spawn_manager(kubeconfig, namespace, "--controllers", "modelserving,modelpool")
 
 
 async def pool_status(kube: KubeClient, namespace: str, name: str) -> dict[str, Any]:

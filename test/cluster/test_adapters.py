@@ -11,7 +11,6 @@ import contextlib
 import itertools
 import json
 import signal
-import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -39,7 +38,7 @@ from kthena_py.vocab.times import parse_time
 
 from .adapterutil import FakeAdapters, adapter_farm, events_of, labels_of_pods
 from .engineutil import ENGINE_PORT
-from .msutil import container, live_pods, modelserving, running_manager, wait_available
+from .msutil import container, live_pods, modelserving, running_manager, start_manager_process, wait_available
 
 pytestmark = pytest.mark.cluster
 
@@ -294,24 +293,7 @@ async def test_kill_9_after_the_intent_before_the_request_sends_once_after_the_g
 
 @contextlib.asynccontextmanager
 async def manager_process(kubeconfig: Path, namespace: str) -> AsyncIterator[asyncio.subprocess.Process]:
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "kthena_py",
-        "manager",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--namespace",
-        namespace,
-        "--health-probe-bind-address",
-        "0",
-        "--metrics-bind-address",
-        "0",
-        "--webhook-port",
-        "0",
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    proc = await start_manager_process(kubeconfig, namespace)
     try:
         yield proc
     finally:

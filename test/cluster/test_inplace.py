@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import json
 import signal
-import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,16 @@ from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX
 from kthena_py.testing.wait import eventually
 
-from .msutil import is_ready, live_pods, modelserving, pods, role, running_manager, wait_available
+from .msutil import (
+    is_ready,
+    live_pods,
+    modelserving,
+    pods,
+    role,
+    running_manager,
+    start_manager_process,
+    wait_available,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -328,24 +336,7 @@ async def test_never_ready_on_the_new_image_is_handled_by_recovery_policy(
 
 
 async def _start_manager(kubeconfig: Path, namespace: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "kthena_py",
-        "manager",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--namespace",
-        namespace,
-        "--health-probe-bind-address",
-        "0",
-        "--metrics-bind-address",
-        "0",
-        "--webhook-port",
-        "0",
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    return await start_manager_process(kubeconfig, namespace)
 
 
 async def test_manager_killed_mid_in_place_update_resumes_without_double_patch(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import sys
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +27,16 @@ from kthena_py.kube.resources import PODS
 from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX
 from kthena_py.testing.wait import eventually
 
-from .msutil import is_ready, live_pods, modelserving, pods, role, running_manager, wait_available
+from .msutil import (
+    is_ready,
+    live_pods,
+    modelserving,
+    pods,
+    role,
+    running_manager,
+    start_manager_process,
+    wait_available,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -294,24 +302,7 @@ async def test_role_max_unavailable_with_bad_image_and_role_partition(
 
 
 async def _start_manager(kubeconfig: Path, namespace: str) -> asyncio.subprocess.Process:
-    return await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "kthena_py",
-        "manager",
-        "--kubeconfig",
-        str(kubeconfig),
-        "--namespace",
-        namespace,
-        "--health-probe-bind-address",
-        "0",
-        "--metrics-bind-address",
-        "0",
-        "--webhook-port",
-        "0",
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
-    )
+    return await start_manager_process(kubeconfig, namespace)
 
 
 async def test_manager_killed_at_several_points_of_a_rollout(
