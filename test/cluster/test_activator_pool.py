@@ -48,10 +48,13 @@ def crds(cluster: ClusterTier) -> None:
 
 @pytest.fixture
 def slot(cluster: ClusterTier, namespace: str) -> Iterator[str]:
-    """A node with one GPU, labelled for this test's pool; removed afterwards."""
+    """A node with one GPU, labelled for this test's pool; removed afterwards with its pods (kwok stops serving a
+    deleted node, so a pod left on it would stay Terminating and keep its GPU in Volcano's books for later tests)."""
     node = cluster.add_node(FakeNode(f"slot-{namespace}"[:60], gpus=1, labels={POOL_LABEL: namespace}))
-    yield namespace
-    cluster.client.delete(f"/api/v1/nodes/{node.name}")
+    try:
+        yield namespace
+    finally:
+        cluster.remove_node(node.name)
 
 
 class Engines(PoolEngines):
