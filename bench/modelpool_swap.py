@@ -376,7 +376,7 @@ SWAP_STEPS = [
     ("loading (target pod Ready)", "released", "pod ready"),
     ("pod Ready -> answered", "pod ready", "answered"),
     ("held -> answered", "t0", "answered"),
-    ("lastSwap.durationSeconds", "started", "ready"),
+    ("swap started -> Ready (lastSwap)", "started", "ready"),
 ]
 COLD_STEPS = [
     ("request -> pod Ready", "t0", "pod ready"),
