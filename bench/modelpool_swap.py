@@ -25,8 +25,9 @@ The engines are fake: this script serves an aiohttp app on the IP kwok gives eac
 All times are this machine's wall clock (the manager's status times are RFC 3339 with milliseconds), so the
 milestones of the script and of the controller line up to about a millisecond. It prints p50/min/max of each step
 over the measured swaps and cold starts, and the ratio swap/cold of the medians of held -> answered: what a
-swap adds beyond what any scale from zero costs (on kwok, both are dominated by Volcano's 1 s scheduling period;
-on real hardware by the engine loading weights, and a swap adds the incumbent's graceful shutdown).
+swap adds beyond what any scale from zero costs (on kwok, loading is the ModelServing controller, Volcano and kwok,
+well under the cold start's ~1 s; on real hardware both are dominated by the engine loading weights, and a swap adds
+the incumbent's graceful shutdown).
 ``--warmup`` unmeasured rounds (one swap and one cold start each) come first.
 
 Usage: python bench/modelpool_swap.py [--swaps 5] [--warmup 1]
@@ -220,6 +221,7 @@ class Observed:
         name = pod["metadata"]["name"]
         if kind == "DELETED":
             self.pods.pop(name, None)
+            self.ready_at.pop(name, None)  # a member's next pod may take the same name
         else:
             self.pods[name] = pod
             if is_ready(pod) and not pod["metadata"].get("deletionTimestamp"):
