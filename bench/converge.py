@@ -32,7 +32,8 @@ converging, with the ratio of kthena-py's to kthena-go's (target <= 1.2, issue 3
 Targets are printed beside the figures (issues 15 and 33), not asserted.
 
 Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
-                                [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops] [--after-restart SECONDS]
+                                [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops]
+                                [--after-restart SECONDS]
 """
 
 from __future__ import annotations
@@ -582,13 +583,33 @@ def requests_report(before: dict[str, float], after: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:.0f}" for v, k in top)
 
 
-async def event_report(client: KubeClient) -> str:
-    """Events in the benchmark namespace, by source component and reason."""
+async def event_counts(client: KubeClient) -> dict[str, int]:
+    """Events stored in the benchmark namespace, by ``source component/reason``."""
     counts: dict[str, int] = {}
     for e in (await client.list_all(EVENTS, "bench")).items:
         key = f"{(e.get('source') or {}).get('component') or e.get('reportingComponent')}/{e.get('reason')}"
         counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def counts_report(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+async def event_report(client: KubeClient) -> str:
+    """Events in the benchmark namespace, by source component and reason."""
+    return counts_report(await event_counts(client))
+
+
+MANAGER_EVENT_REASONS = frozenset(
+    {"RoleCreating", "RoleRunning", "RoleDeleting", "ServingGroupCreating", "ServingGroupRunning"}
+)
+"""The reasons of the managers' own Events in a converge (Kthena's three role reasons and kthena-py's two
+ServingGroup ones); the scheduler's and kwok's Events are the same on every side."""
+
+
+def manager_events(counts: dict[str, int]) -> int:
+    return sum(n for key, n in counts.items() if key.rsplit("/", 1)[-1] in MANAGER_EVENT_REASONS)
 
 
 def manager_counter(metrics_port: int, metric: str, label: str) -> dict[str, float]:
@@ -670,6 +691,8 @@ class SideRun:
     """CPU seconds the manager used to converge (from the fleet's creation to the last Available)."""
     manager_idle: float
     """The manager's CPU over the :data:`STEADY_AFTER` seconds after converging, as a share of one core."""
+    manager_events: tuple[int, int]
+    """The manager's own Events stored when converged and :data:`STEADY_AFTER` seconds later."""
     available_after_ready: list[float] = field(default_factory=list)
     stored_after_ready: list[float] = field(default_factory=list)
 
@@ -820,7 +843,8 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 f"    {side.name} workload writes to converge (all writers): {converge_writes:.0f}: "
                 f"{converge_breakdown}"
             )
-            print(f"    {side.name} events: {await event_report(client)}")
+            events_converged = await event_counts(client)
+            print(f"    {side.name} events: {counts_report(events_converged)}")
             manager_writes = manager_event_writes = None
             if side.metrics_port is not None:
                 made = requests_made(side.metrics_port)
@@ -834,6 +858,14 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 print(f"    {side.name} reconciles until Available: {done}")
                 print(f"    {side.name} log warnings until Available: {warnings_report(log)}")
             await asyncio.sleep(max(0.0, STEADY_AFTER - (time.monotonic() - converged_at)))  # steady state
+            events_settled = await event_counts(client)
+            print(
+                f"    {side.name} events {STEADY_AFTER:.0f} s after converging (a writer that fell behind has caught "
+                f"up): {counts_report(events_settled)}"
+            )
+            if side.metrics_port is None:  # Kthena's recorder logs every Event it is handed ("Event occurred")
+                emitted = log.read_text(errors="replace").count("Event occurred")
+                print(f"    {side.name} Events handed to its recorder (its log's 'Event occurred' lines): {emitted}")
             rss, cpu = proc_stats(proc.pid)
             manager_idle = (cpu - cpu_converged) / max(1e-9, time.monotonic() - converged_at)
             pods = len((await client.list_all(PODS, "bench")).items)
@@ -865,6 +897,7 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 sum(used.values()),
                 used["manager"],
                 manager_idle,
+                (manager_events(events_converged), manager_events(events_settled)),
                 timeline.available_after_ready(),
                 timeline.stored_after_ready(),
             )
@@ -907,6 +940,18 @@ def manager_cpu_report(n: int, runs: dict[str, list[SideRun]]) -> list[str]:
         f"{100 * med([r.manager_idle for r in runs[name]]):.2f} % of a core (target < 0.5 % at 500)"
         for name, c in cpu.items()
     ]
+    for name, rs in runs.items():
+        at_converge = med([r.manager_events[0] for r in rs])
+        settled = med([r.manager_events[1] for r in rs])
+        lines.append(
+            f"  {name} own Events stored (medians): {at_converge:.0f} when converged, {settled:.0f} "
+            f"{STEADY_AFTER:.0f} s later"
+        )
+    if "kthena-go" in runs:
+        go_settled = med([r.manager_events[1] for r in runs["kthena-go"]])
+        ours_settled = med([r.manager_events[1] for r in runs["kthena-py"]])
+        ratio = f"{ours_settled / go_settled:.2f}" if go_settled else "n/a"
+        lines.append(f"  own Events stored once settled, kthena-py / kthena-go: {ratio} (target <= 1.5)")
     ours = cpu["kthena-py"]
     for peer, target in (("kthena-go", " (target <= 1.2)"), ("kthena-py/asyncio", "")):
         if peer in cpu and cpu[peer] > 0:
