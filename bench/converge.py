@@ -10,7 +10,9 @@ fresh tier of the same shape, in the same run:
 * ``kthena-py``: the manager, until every ModelServing reports Available;
 * ``kthena-go`` (with ``--compare-kthena GO_BINARY``): Kthena's own Go controller-manager, built by
   ``hack/build-kthena.sh``, with its own CRDs (``crds/`` beside the binary, or ``--kthena-crds``) and
-  raised client limits (64 workers, 1000 QPS, burst 2000); skipped with a message when the binary is absent.
+  raised client limits (64 workers, 1000 QPS, burst 2000); skipped with a message when the binary is absent;
+* ``kthena-py/asyncio`` (with ``--compare-loops``): the same manager on asyncio's own event loop
+  (``--event-loop=asyncio``), against ``kthena-py`` on its default (uvloop): what the loop buys (issue 33).
 
 Per side it prints where the time and the work went: a timeline (p50 and max over ModelServings of when the
 first PodGroup, first and last pod appeared, the last pod was bound and Ready, and the ModelServing was
@@ -25,10 +27,13 @@ prints the per-stage timeline from its ``--timeline-file``: for each ModelServin
 Ready, when the manager's informer received that change, when the ServingGroup reconciler was asked to
 reconcile and started, and when it wrote the Available status.
 
-Targets are printed beside the figures (issue 15), not asserted.
+The summary adds, per side, the manager's CPU to converge (and per ModelServing) and over the 60 s after
+converging, with the ratio of kthena-py's to kthena-go's (target <= 1.2, issue 33) and to kthena-py/asyncio's.
+Targets are printed beside the figures (issues 15 and 33), not asserted.
 
 Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
-                                [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--after-restart SECONDS]
+                                [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops]
+                                [--after-restart SECONDS]
 """
 
 from __future__ import annotations
@@ -66,8 +71,9 @@ REPO = Path(__file__).resolve().parent.parent
 CONNECTIONS = 100  # KubeClient's default connection pool size
 NODES = 10
 PODS_PER_NODE = 100
-STEADY_AFTER = 45.0
-"""Seconds after convergence at which a manager's RSS and CPU are read (the same for every side)."""
+STEADY_AFTER = 60.0
+"""Seconds after convergence at which a manager's RSS and CPU are read (the same for every side); its CPU over
+those seconds is the "after converging" figure (nothing changes in the cluster meanwhile)."""
 KWOK_PARALLELISM = 16
 """kwok's pod workers: more than the tier's test default (4), so that making pods Ready is not limited by fake
 kubelets taking turns (real kubelets work in parallel, one per node); the same on every side."""
@@ -577,13 +583,33 @@ def requests_report(before: dict[str, float], after: dict[str, float]) -> str:
     return ", ".join(f"{k} {v:.0f}" for v, k in top)
 
 
-async def event_report(client: KubeClient) -> str:
-    """Events in the benchmark namespace, by source component and reason."""
+async def event_counts(client: KubeClient) -> dict[str, int]:
+    """Events stored in the benchmark namespace, by ``source component/reason``."""
     counts: dict[str, int] = {}
     for e in (await client.list_all(EVENTS, "bench")).items:
         key = f"{(e.get('source') or {}).get('component') or e.get('reportingComponent')}/{e.get('reason')}"
         counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def counts_report(counts: dict[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+async def event_report(client: KubeClient) -> str:
+    """Events in the benchmark namespace, by source component and reason."""
+    return counts_report(await event_counts(client))
+
+
+MANAGER_EVENT_REASONS = frozenset(
+    {"RoleCreating", "RoleRunning", "RoleDeleting", "ServingGroupCreating", "ServingGroupRunning"}
+)
+"""The reasons of the managers' own Events in a converge (Kthena's three role reasons and kthena-py's two
+ServingGroup ones); the scheduler's and kwok's Events are the same on every side."""
+
+
+def manager_events(counts: dict[str, int]) -> int:
+    return sum(n for key, n in counts.items() if key.rsplit("/", 1)[-1] in MANAGER_EVENT_REASONS)
 
 
 def manager_counter(metrics_port: int, metric: str, label: str) -> dict[str, float]:
@@ -661,16 +687,27 @@ class SideRun:
     manager_restart_writes: float | None
     work: float
     """CPU seconds every process used to converge (the control plane, kwok, the manager, this benchmark)."""
+    manager_cpu: float
+    """CPU seconds the manager used to converge (from the fleet's creation to the last Available)."""
+    manager_idle: float
+    """The manager's CPU over the :data:`STEADY_AFTER` seconds after converging, as a share of one core."""
+    manager_events: tuple[int, int]
+    """The manager's own Events stored when converged and :data:`STEADY_AFTER` seconds later."""
     available_after_ready: list[float] = field(default_factory=list)
     stored_after_ready: list[float] = field(default_factory=list)
 
 
-def kthena_py_side(workers: int) -> Side:
+def kthena_py_side(workers: int, event_loop: str | None = None) -> Side:
+    """kthena-py's manager on its default event loop, or (``event_loop``) on the one named, as its own side."""
     port = free_ports(1)[0]
     cmd = [sys.executable, "-m", "kthena_py", "manager", "--workers", str(workers)]
     cmd += ["--metrics-bind-address", f"127.0.0.1:{port}", "--health-probe-bind-address", "0", "--webhook-port", "0"]
     cmd += ["--log-level", "warning"]
-    return Side("kthena-py", crds(), cmd, metrics_port=port, timeline=True)
+    if event_loop is None:
+        return Side("kthena-py", crds(), cmd, metrics_port=port, timeline=True)
+    return Side(
+        f"kthena-py/{event_loop}", crds(), [*cmd, f"--event-loop={event_loop}"], metrics_port=port, timeline=True
+    )
 
 
 def kthena_go_side(binary: Path, crd_dir: Path) -> Side:
@@ -797,6 +834,8 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 f"them, {stored} s as stored"
             )
             used = cpu_used(cpu_before, component_cpu(tier, proc.pid))
+            _, cpu_converged = proc_stats(proc.pid)
+            converged_at = time.monotonic()
             print(f"    {side.name} CPU: {cpu_report(used, elapsed)}")
             print(f"    {side.name} API requests: {requests_report(api_before, api_after)}")
             print(f"    {side.name} API server latency: {latency_report(latency_before, apiserver_latency(tier))}")
@@ -804,7 +843,8 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 f"    {side.name} workload writes to converge (all writers): {converge_writes:.0f}: "
                 f"{converge_breakdown}"
             )
-            print(f"    {side.name} events: {await event_report(client)}")
+            events_converged = await event_counts(client)
+            print(f"    {side.name} events: {counts_report(events_converged)}")
             manager_writes = manager_event_writes = None
             if side.metrics_port is not None:
                 made = requests_made(side.metrics_port)
@@ -817,8 +857,17 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 done = ", ".join(f"{c} {v:.0f}" for c, v in sorted(reconciles_made(side.metrics_port).items()) if v)
                 print(f"    {side.name} reconciles until Available: {done}")
                 print(f"    {side.name} log warnings until Available: {warnings_report(log)}")
-            await asyncio.sleep(STEADY_AFTER)  # steady state: past the burst's aftermath
+            await asyncio.sleep(max(0.0, STEADY_AFTER - (time.monotonic() - converged_at)))  # steady state
+            events_settled = await event_counts(client)
+            print(
+                f"    {side.name} events {STEADY_AFTER:.0f} s after converging (a writer that fell behind has caught "
+                f"up): {counts_report(events_settled)}"
+            )
+            if side.metrics_port is None:  # Kthena's recorder logs every Event it is handed ("Event occurred")
+                emitted = log.read_text(errors="replace").count("Event occurred")
+                print(f"    {side.name} Events handed to its recorder (its log's 'Event occurred' lines): {emitted}")
             rss, cpu = proc_stats(proc.pid)
+            manager_idle = (cpu - cpu_converged) / max(1e-9, time.monotonic() - converged_at)
             pods = len((await client.list_all(PODS, "bench")).items)
             stop(proc)
             if timeline_file is not None and timeline_file.exists():
@@ -846,6 +895,9 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
                 restart_breakdown,
                 manager_restart,
                 sum(used.values()),
+                used["manager"],
+                manager_idle,
+                (manager_events(events_converged), manager_events(events_settled)),
                 timeline.available_after_ready(),
                 timeline.stored_after_ready(),
             )
@@ -878,6 +930,42 @@ def work_report(runs: dict[str, list[SideRun]], base_work: list[float]) -> list[
     return lines
 
 
+def manager_cpu_report(n: int, runs: dict[str, list[SideRun]]) -> list[str]:
+    """Each side's manager CPU to converge (median, per ModelServing) and after converging, with the ratios of
+    kthena-py's to Kthena Go's and to kthena-py on asyncio's loop when those sides ran."""
+    med = statistics.median
+    cpu = {name: med([r.manager_cpu for r in rs]) for name, rs in runs.items()}
+    lines = [
+        f"  {name} manager CPU to converge: {c:.1f} s, {1000 * c / n:.1f} ms per ModelServing; after converging "
+        f"{100 * med([r.manager_idle for r in runs[name]]):.2f} % of a core (target < 0.5 % at 500)"
+        for name, c in cpu.items()
+    ]
+    for name, rs in runs.items():
+        at_converge = med([r.manager_events[0] for r in rs])
+        settled = med([r.manager_events[1] for r in rs])
+        lines.append(
+            f"  {name} own Events stored (medians): {at_converge:.0f} when converged, {settled:.0f} "
+            f"{STEADY_AFTER:.0f} s later"
+        )
+    if "kthena-go" in runs:
+        go_settled = med([r.manager_events[1] for r in runs["kthena-go"]])
+        ours_settled = med([r.manager_events[1] for r in runs["kthena-py"]])
+        ratio = f"{ours_settled / go_settled:.2f}" if go_settled else "n/a"
+        lines.append(f"  own Events stored once settled, kthena-py / kthena-go: {ratio} (target <= 1.5)")
+    ours = cpu["kthena-py"]
+    for peer, target in (("kthena-go", " (target <= 1.2)"), ("kthena-py/asyncio", "")):
+        if peer in cpu and cpu[peer] > 0:
+            paired = " ".join(
+                f"{o.manager_cpu / p.manager_cpu:.2f}"
+                for o, p in zip(runs["kthena-py"], runs[peer], strict=True)
+                if p.manager_cpu > 0
+            )
+            lines.append(
+                f"  manager CPU kthena-py / {peer}, ratio of medians: {ours / cpu[peer]:.2f}{target}; paired: {paired}"
+            )
+    return lines
+
+
 def summarize(
     n: int, runs: dict[str, list[SideRun]], base_runs: list[tuple[float, float]], after_restart: float
 ) -> None:
@@ -906,6 +994,8 @@ def summarize(
                 else f"  {name}: no Available-after-Ready figure {how}"
             )
     for line in work_report(runs, [work for _, work in base_runs]):
+        print(line)
+    for line in manager_cpu_report(n, runs):
         print(line)
     r0 = ours[0]
     growth = (r0.rss - r0.rss_idle) * 2**20 / max(1, r0.pods)
@@ -949,12 +1039,19 @@ async def main() -> None:
     ap.add_argument("--compare-kthena", metavar="GO_BINARY", type=Path, help="Kthena's kthena-controller-manager")
     ap.add_argument("--kthena-crds", metavar="DIR", type=Path, help="Kthena's CRDs (default: crds/ beside the binary)")
     ap.add_argument("--keep", metavar="DIR", type=Path, help="copy each run's manager log and timeline here")
+    ap.add_argument(
+        "--compare-loops",
+        action="store_true",
+        help="also run kthena-py's manager on asyncio's own event loop, as a side of its own (kthena-py/asyncio)",
+    )
     args = ap.parse_args()
     if not crds():
         sys.exit("manifests/crd is empty: generate the CRDs first (kthena-py crds)")
     n = args.modelservings
     print(f"{n} ModelServings = {n * 8} pods, {n * 4} Services, {n * 2} PodGroups; {args.workers} workers")
     sides = [kthena_py_side(args.workers)]
+    if args.compare_loops:
+        sides.append(kthena_py_side(args.workers, "asyncio"))
     if args.compare_kthena is not None:
         binary: Path = args.compare_kthena
         crd_dir: Path = args.kthena_crds or binary.parent / "crds"

@@ -36,6 +36,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     a.add_argument("--max-held", type=int, default=1000, help="requests held per ModelServing at most (1000)")
     a.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="info")
     a.add_argument(
+        "--event-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the asyncio event loop to run on (default auto: uvloop when importable, else asyncio's own)",
+    )
+    a.add_argument(
         "--log-format", choices=("json", "console"), default=None, help="default: console on a terminal, else json"
     )
 
@@ -44,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
     """Run the activator until SIGTERM/SIGINT."""
     from kthena_py.activator import ActivatorOptions
     from kthena_py.activator import run as run_activator
-    from kthena_py.activator.eventloop import run as run_on_fastest_loop
     from kthena_py.kube.client import ConfigError
     from kthena_py.plan.activator.targets import parse_hold_budget
     from kthena_py.runtime import logconfig
+    from kthena_py.runtime.eventloop import LoopUnavailable
+    from kthena_py.runtime.eventloop import run as run_on_loop
     from kthena_py.runtime.httpserver import parse_address
 
     try:
@@ -71,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         max_held=args.max_held,
     )
     try:
-        run_on_fastest_loop(run_activator(options))
-    except ConfigError as exc:
+        run_on_loop(run_activator(options), args.event_loop)
+    except (ConfigError, LoopUnavailable) as exc:
         raise CommandError(str(exc)) from exc
     return 0

@@ -199,6 +199,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     m.add_argument("--log-level", choices=LOG_LEVELS, default="info")
     m.add_argument("--log-format", choices=("json", "console"), default="json")
     m.add_argument(
+        "--event-loop",
+        choices=("auto", "uvloop", "asyncio"),
+        default="auto",
+        help="the asyncio event loop to run on (default auto: uvloop when importable, else asyncio's own)",
+    )
+    m.add_argument(
         "--timeline-file",
         default=None,
         metavar="PATH",
@@ -359,8 +365,6 @@ def run(args: argparse.Namespace) -> int:
         args.controller_selection = parse_controllers(["*"] if args.controllers is None else args.controllers)
     except ValueError as exc:
         raise CommandError(str(exc)) from exc
-    import asyncio
-
     from kthena_py.runtime import logconfig
 
     logconfig.configure(args.log_level, json=args.log_format == "json")
@@ -372,7 +376,18 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CommandError(f"cannot open --timeline-file: {exc}") from exc
         try:
-            return asyncio.run(_run_manager(args))
+            return _run_on_loop(args)
         finally:
             timeline.close()
-    return asyncio.run(_run_manager(args))
+    return _run_on_loop(args)
+
+
+def _run_on_loop(args: argparse.Namespace) -> int:
+    """Run the manager on the loop ``--event-loop`` names."""
+    from kthena_py.runtime.eventloop import LoopUnavailable
+    from kthena_py.runtime.eventloop import run as run_on_loop
+
+    try:
+        return run_on_loop(_run_manager(args), args.event_loop)
+    except LoopUnavailable as exc:
+        raise CommandError(str(exc)) from exc
