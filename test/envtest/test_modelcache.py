@@ -238,15 +238,17 @@ async def _run_job(
         ]
     await kube.patch(PODS, name, {"status": pod_status}, namespace, subresource="status")
     now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    status: dict[str, Any] = {"active": 1, "startTime": now}
+    # The API server refuses to change an unsuspended Job's startTime: a second write keeps the first one's.
+    started = ((await kube.get(JOBS, md["name"], namespace)).get("status") or {}).get("startTime") or now
+    status: dict[str, Any] = {"active": 1, "startTime": started}
     if state == "succeeded":
-        status = {"active": 0, "succeeded": 1, "startTime": now, "completionTime": now, "conditions": [
+        status = {"active": 0, "succeeded": 1, "startTime": started, "completionTime": now, "conditions": [
             {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": now},
             {"type": "Complete", "status": "True", "lastTransitionTime": now},
         ]}  # fmt: skip
     elif state == "failed":
         why = {"reason": "BackoffLimitExceeded", "message": "Job has reached the specified backoff limit"}
-        status = {"active": 0, "failed": 2, "startTime": now, "conditions": [
+        status = {"active": 0, "failed": 2, "startTime": started, "conditions": [
             {"type": "FailureTarget", "status": "True", "lastTransitionTime": now, **why},
             {"type": "Failed", "status": "True", "lastTransitionTime": now, **why},
         ]}  # fmt: skip
