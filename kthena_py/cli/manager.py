@@ -251,6 +251,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
     from kthena_py.controllers import admission, eviction, register_all
     from kthena_py.controllers.selection import MODELBOOSTER, MODELCACHE
     from kthena_py.kube import ApiError, ConfigError, KubeClient
+    from kthena_py.runtime.eventloop import running_loop_name
     from kthena_py.runtime.manager import Manager, ManagerOptions
 
     log = structlog.get_logger("kthena_py.main")
@@ -336,6 +337,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             namespace=args.namespace or "*",
             leader_elect=args.leader_elect,
             eviction_webhook=args.enable_eviction_webhook,
+            event_loop=running_loop_name(),
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -388,6 +390,6 @@ def _run_on_loop(args: argparse.Namespace) -> int:
     from kthena_py.runtime.eventloop import run as run_on_loop
 
     try:
-        return run_on_loop(_run_manager(args), args.event_loop)
+        return run_on_loop(_run_manager(args), args.event_loop, log_choice=False)  # "starting manager" names it
     except LoopUnavailable as exc:
         raise CommandError(str(exc)) from exc

@@ -7,8 +7,9 @@ Guarantees:
   ``auto`` or ``asyncio``.
 * ``uvloop`` asked for explicitly and not importable raises :class:`LoopUnavailable` (the CLI turns it into a
   clear error), so a benchmark or an operator pinning a loop never silently gets the other one.
-* :func:`run` logs which loop runs (``event loop`` with ``loop=uvloop`` or ``loop=asyncio``) once, at start, and
-  sets ``kthena_event_loop_info{loop}`` to 1 for it.
+* :func:`run` sets ``kthena_event_loop_info{loop}`` to 1 for the loop that runs and logs it (``event loop`` with
+  ``loop=uvloop`` or ``loop=asyncio``) once, at start, unless told the process names it in a line of its own
+  (the manager's ``starting manager`` carries ``event_loop``, read with :func:`running_loop_name`).
 * Behaviour does not depend on the loop: every test tier runs the processes on the default one, and the
   activator's and the manager's code use only what asyncio's loop API promises.
 """
@@ -24,7 +25,7 @@ from prometheus_client import Gauge
 
 from .metrics import REGISTRY
 
-__all__ = ["LOOP_CHOICES", "LoopChoice", "LoopUnavailable", "loop_factory", "run"]
+__all__ = ["LOOP_CHOICES", "LoopChoice", "LoopUnavailable", "loop_factory", "run", "running_loop_name"]
 
 LoopChoice = Literal["auto", "uvloop", "asyncio"]
 LOOP_CHOICES: Final = ("auto", "uvloop", "asyncio")
@@ -57,14 +58,23 @@ def loop_factory(choice: LoopChoice = "auto") -> tuple[str, Callable[[], asyncio
     return "uvloop", uvloop.new_event_loop
 
 
-def run(main: Coroutine[Any, Any, T], choice: LoopChoice = "auto") -> T:
-    """Run ``main`` to completion on the loop ``choice`` names (see :func:`loop_factory`)."""
+def running_loop_name() -> str:
+    """``uvloop`` or ``asyncio``: the loop the caller runs on (called from a coroutine)."""
+    return "uvloop" if type(asyncio.get_running_loop()).__module__.startswith("uvloop") else "asyncio"
+
+
+def run(main: Coroutine[Any, Any, T], choice: LoopChoice = "auto", *, log_choice: bool = True) -> T:
+    """Run ``main`` to completion on the loop ``choice`` names (see :func:`loop_factory`).
+
+    ``log_choice=False`` leaves naming the loop in the log to ``main``.
+    """
     try:
         name, factory = loop_factory(choice)
     except LoopUnavailable:
         main.close()  # never awaited: no "coroutine was never awaited" warning
         raise
-    log.info("event loop", loop=name)
+    if log_choice:
+        log.info("event loop", loop=name)
     EVENT_LOOP.labels(name).set(1)
     with asyncio.Runner(loop_factory=factory) as runner:
         return runner.run(main)

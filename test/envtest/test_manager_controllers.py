@@ -91,6 +91,7 @@ async def test_modelserving_only(kubeconfig: Path, namespace: str) -> None:
         "modelserving-adapters",
     ]
     assert start["disabled"] == ["modelbooster", "autoscaler", "modelcache", "modelpool"]
+    assert start["event_loop"] == "uvloop"  # the default (--event-loop auto) where uvloop is installed
 
 
 async def test_all_but_the_autoscaler(kubeconfig: Path, namespace: str) -> None:

@@ -60,3 +60,19 @@ def test_both_processes_take_the_flag(command: str) -> None:
     assert parser.parse_args([command, "--event-loop", "asyncio"]).event_loop == "asyncio"
     with pytest.raises(SystemExit):
         parser.parse_args([command, "--event-loop", "trio"])
+
+
+async def loop_name() -> str:
+    return eventloop.running_loop_name()
+
+
+@pytest.mark.parametrize(("choice", "name"), [("auto", "uvloop"), ("uvloop", "uvloop"), ("asyncio", "asyncio")])
+def test_running_loop_name_names_the_loop_that_runs(choice: eventloop.LoopChoice, name: str) -> None:
+    assert eventloop.run(loop_name(), choice) == name
+
+
+def test_the_choice_left_to_the_process_is_not_logged_but_exported() -> None:
+    with structlog.testing.capture_logs() as logs:
+        assert eventloop.run(loop_name(), "asyncio", log_choice=False) == "asyncio"
+    assert [e for e in logs if e["event"] == "event loop"] == []
+    assert REGISTRY.get_sample_value("kthena_event_loop_info", {"loop": "asyncio"}) == 1
