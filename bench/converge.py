@@ -33,7 +33,12 @@ Targets are printed beside the figures (issues 15 and 33), not asserted.
 
 Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
                                 [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops]
-                                [--after-restart SECONDS]
+                                [--after-restart SECONDS] [--profile DIR]
+
+``--profile DIR`` attaches py-spy (when installed) to each kthena-py side from the fleet's creation to its
+last Available, keeps the raw stacks in ``DIR`` and prints the CPU samples by stage and by activity
+(``bench/cpu_profile.py``). Sampling costs the manager some CPU: compare profiled runs with each other, and take
+the CPU figures from runs without it.
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from cpu_profile import Profiler
+from cpu_profile import report as profile_report
 
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import AlreadyExists, ApiError, Gone, KubeClient
@@ -790,7 +798,14 @@ def keep_files(keep: Path | None, label: str, *files: Path | None) -> None:
             shutil.copy(f, target / f.name)
 
 
-async def run_side(side: Side, n: int, after_restart: float, keep: Path | None = None, label: str = "") -> SideRun:
+async def run_side(
+    side: Side,
+    n: int,
+    after_restart: float,
+    keep: Path | None = None,
+    label: str = "",
+    profile: Path | None = None,
+) -> SideRun:
     with tempfile.TemporaryDirectory() as d, tier_of(d, side.crds, n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
         log = Path(d) / "manager.log"
@@ -804,6 +819,11 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
             cpu_before = component_cpu(tier, proc.pid)
             api_before = apiserver_requests(tier)
             latency_before = apiserver_latency(tier)
+            profiler = None
+            if profile is not None and side.metrics_port is not None:
+                profiler = Profiler.attach(proc.pid, profile / f"{label or side.name}.txt")
+                if profiler is None:
+                    print("    --profile: py-spy is not installed; no profile")
             start = time.perf_counter()
             timeline = Timeline(client, start)
             timeline.begin()
@@ -825,6 +845,9 @@ async def run_side(side: Side, n: int, after_restart: float, keep: Path | None =
             if not await all_available(client, n):  # one list confirms what the watch showed
                 raise RuntimeError(f"{side.name}: the watch saw {n} Available, a list did not")
             await timeline.stop()
+            if profiler is not None:
+                raw = profiler.stop()
+                print(f"    {side.name} profile to converge: {profile_report(raw) if raw else 'py-spy wrote nothing'}")
             api_after = apiserver_requests(tier)
             converge_writes, converge_breakdown = workload_writes(api_before, api_after)
             print(f"    {side.name} timeline: {timeline.report()}")
@@ -1039,6 +1062,7 @@ async def main() -> None:
     ap.add_argument("--compare-kthena", metavar="GO_BINARY", type=Path, help="Kthena's kthena-controller-manager")
     ap.add_argument("--kthena-crds", metavar="DIR", type=Path, help="Kthena's CRDs (default: crds/ beside the binary)")
     ap.add_argument("--keep", metavar="DIR", type=Path, help="copy each run's manager log and timeline here")
+    ap.add_argument("--profile", metavar="DIR", type=Path, help="py-spy on kthena-py's sides; raw stacks kept here")
     ap.add_argument(
         "--compare-loops",
         action="store_true",
@@ -1064,6 +1088,8 @@ async def main() -> None:
             print(f"  --compare-kthena: no Kthena CRDs in {crd_dir}; skipping the Kthena comparison (--kthena-crds)")
         else:
             sides.append(kthena_go_side(binary, crd_dir))
+    if args.profile is not None:
+        args.profile.mkdir(parents=True, exist_ok=True)
     bases: list[tuple[float, float]] = []
     runs: dict[str, list[SideRun]] = {s.name: [] for s in sides}
     for i in range(args.repeat):
@@ -1073,7 +1099,9 @@ async def main() -> None:
             bases.append(await baseline(n, concurrency=CONNECTIONS))
         line = f"  run {i + 1}:" + (f" baseline {bases[-1][0]:6.1f} s," if bases else "")
         for side in sides:
-            r = await run_side(side, n, args.after_restart if i == 0 else 5.0, args.keep, f"{side.name}-run{i + 1}")
+            r = await run_side(
+                side, n, args.after_restart if i == 0 else 5.0, args.keep, f"{side.name}-run{i + 1}", args.profile
+            )
             runs[side.name].append(r)
             line += f" {side.name} {r.elapsed:6.1f} s,"
         print(line.rstrip(","))

@@ -55,6 +55,7 @@ from kthena_py.kube.objects import (
 from .clock import Clock
 from .informer import Informer, Transform
 from .slim import slim
+from .store import IndexFunc
 
 NAMESPACE_INDEX = "namespace"
 OWN_WRITE_TTL = 30.0
@@ -200,6 +201,10 @@ class CacheReader(Protocol):
 
     def owned_by(self, rt: ResourceType, owner_uid: str) -> builtins.list[KubeObject]:
         """Return cached objects of ``rt`` that list ``owner_uid`` among their owners."""
+        ...
+
+    def by_index(self, rt: ResourceType, index: str, value: str) -> builtins.list[KubeObject]:
+        """Return the objects of ``rt`` filed under ``value`` in the index ``index`` (see :meth:`SharedCache.index`)."""
         ...
 
     def recently_disrupted(self, window: float = DISRUPTION_WINDOW) -> bool:
@@ -394,10 +399,10 @@ class SharedCache:
     ) -> list[KubeObject]:
         """Return cached objects, optionally in one namespace and matching all ``labels``."""
         store = self.informer(rt).store
-        objs = store.by_index(NAMESPACE_INDEX, namespace) if namespace else store.values()
+        objs = store.by_index(NAMESPACE_INDEX, namespace) if namespace else store.sorted_values()  # in key order
         if labels:
             objs = [o for o in objs if _matches(o, labels)]
-        return sorted(objs, key=object_key)
+        return objs
 
     def by_label(
         self, rt: ResourceType, label: str, value: str, namespace: str | None = None
@@ -412,6 +417,21 @@ class SharedCache:
     def owned_by(self, rt: ResourceType, owner_uid: str) -> builtins.list[KubeObject]:
         """Return cached objects of ``rt`` that list ``owner_uid`` among their owners."""
         return self.informer(rt).store.by_index(OWNER_INDEX, owner_uid)
+
+    def index(self, rt: ResourceType, index: str, fn: IndexFunc) -> None:
+        """File objects of ``rt`` under the values ``fn`` returns for them, as ``index`` (idempotent per name).
+
+        ``fn`` must depend on the object alone: it is called again on every change of the object.
+        """
+        self.informer(rt).add_indexer(index, fn)
+
+    def by_index(self, rt: ResourceType, index: str, value: str) -> builtins.list[KubeObject]:
+        """Return the objects of ``rt`` filed under ``value`` in ``index``, in key order.
+
+        Raises:
+            KeyError: No index of that name was registered (:meth:`index`).
+        """
+        return self.informer(rt).store.by_index(index, value)
 
 
 def _matches(obj: KubeObject, labels: Mapping[str, str]) -> bool:

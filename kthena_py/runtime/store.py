@@ -65,6 +65,11 @@ class Store:
         """Return all objects."""
         return list(self._items.values())
 
+    def sorted_values(self) -> list[KubeObject]:
+        """Return all objects in the order of their keys (``namespace/name``)."""
+        items = self._items
+        return [items[k] for k in sorted(items)]
+
     def by_index(self, index: str, value: str) -> list[KubeObject]:
         """Return the objects filed under ``value`` in ``index``.
 

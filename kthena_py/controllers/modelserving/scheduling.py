@@ -8,8 +8,14 @@ Guarantees:
   the cached one, so a converged cluster (or a restarted manager looking at one) costs no write.
 * **Decided purely** by :func:`~kthena_py.plan.modelserving.scheduling.decide_scheduled` from the informer cache:
   the ModelServing's pods and PodGroups, the Volcano Queues and the PriorityClasses (both cluster-scoped and few,
-  so cached whole), every cached PodGroup (for queue positions: the cache holds the PodGroups of ModelServings,
-  so positions count those, see docs/modelserving.md). Nodes may be many and change often, so they are **not**
+  so cached whole), the cached PodGroups waiting in its queues (for queue positions: the cache holds the
+  PodGroups of ModelServings, so positions count those, see docs/modelserving.md).
+* **Woken for what it reads, no more**: a pod when it is added, bound, refused by a scheduler, fails or goes; a
+  PodGroup's owner when Volcano's phase or verdict changes, and the owners waiting in the same queue only while
+  their condition shows a position (the transient ``Scheduling`` shows none, so a converging fleet does not wake
+  every waiting ModelServing for every PodGroup); a Queue's waiting owners when its state or spec changes, or its
+  allocation while it has a capability. Two cache indexes (waiting PodGroups by queue, ModelServings showing a
+  position) keep each wake-up from walking every PodGroup. Nodes may be many and change often, so they are **not**
   cached: they are listed (``resourceVersion=0``, from the API server's watch cache) only when a decision names a
   resource some pod lacks, at most once per :data:`NODES_TTL` seconds, and only name and allocatable are kept;
   such a ModelServing is looked at again every :data:`NODES_TTL` seconds while it waits, so what the message says
@@ -48,8 +54,10 @@ from kthena_py.vocab.conditions import (
     PODGROUP_UNSCHEDULABLE,
     REASON_INSUFFICIENT_GPU,
     REASON_INSUFFICIENT_RESOURCES,
+    REASON_SCHEDULING,
     SCHEDULED,
 )
+from kthena_py.vocab.pods import TERMINAL_PHASES
 
 from ..resources import MODELSERVINGS
 from .failures import condition_of
@@ -58,6 +66,8 @@ from .metrics import SERIES, TIME_TO_SCHEDULE, WaitingSeries
 __all__ = [
     "FIELD_MANAGER",
     "NODES_TTL",
+    "POSITION_SHOWN_INDEX",
+    "WAITING_IN_QUEUE_INDEX",
     "WRITE_RETRY",
     "NodeView",
     "SchedulingReporter",
@@ -78,30 +88,67 @@ WRITE_RETRY = 5.0
 log = structlog.get_logger("kthena_py.modelserving.scheduling")
 
 
+WAITING_IN_QUEUE_INDEX = "scheduling:waiting-in-queue"
+"""PodGroups that wait for Volcano, filed by their queue's name."""
+POSITION_SHOWN_INDEX = "scheduling:position-shown"
+"""ModelServings whose ``Scheduled`` condition may show a queue position, filed under ``"true"``."""
+
+
 def register_scheduling_informers(cache: SharedCache) -> None:
-    """Cache what the decision reads besides the ModelServing's own objects: Queues (optional CRD), PriorityClasses."""
+    """Cache what the decision reads besides the ModelServing's own objects, and the indexes its wake-ups use.
+
+    Queues (optional CRD), PriorityClasses; PodGroups by the queue they wait in; ModelServings whose condition may
+    show a queue position.
+    """
     cache.informer(QUEUES, optional=True)
     cache.informer(PRIORITY_CLASSES)
+    _register_indexes(cache)
+
+
+def _register_indexes(cache: SharedCache) -> None:
+    cache.index(PODGROUPS, WAITING_IN_QUEUE_INDEX, _waiting_queue)
+    cache.index(MODELSERVINGS, POSITION_SHOWN_INDEX, _position_shown)
+
+
+def _waiting_queue(pg: KubeObject) -> list[str]:
+    return [queue_of(pg)] if waiting_in_queue(pg) else []
+
+
+def _position_shown(obj: KubeObject) -> list[str]:
+    """``["true"]`` when the ``Scheduled`` condition is False for a reason whose message may carry a queue position.
+
+    Every False reason but the transient ``Scheduling`` does (:func:`~kthena_py.plan.modelserving.scheduling.
+    decide_scheduled`); ``Scheduling`` and ``AllScheduled`` never show one.
+    """
+    condition = condition_of(obj, SCHEDULED)
+    if condition is None or condition.get("status") != "False" or condition.get("reason") == REASON_SCHEDULING:
+        return []
+    return ["true"]
 
 
 # -- what wakes the gang reconciler ---------------------------------------------------------------------------
 
 
 def _pod_key(pod: KubeObject) -> tuple[Any, ...]:
+    """What of a pod the decision reads: bound or not, a ``PodScheduled=False`` verdict, a terminal phase, deletion.
+
+    A pod that turns Running or Ready, or gets ``PodScheduled=True`` after its binding, changes none of them.
+    """
     status = pod.get("status") or {}
-    scheduled = next(
+    verdict = next(
         (
-            (c.get("status"), c.get("reason"), c.get("message"))
+            (c.get("reason"), c.get("message"))
             for c in status.get("conditions") or []
-            if isinstance(c, dict) and c.get("type") == POD_SCHEDULED
+            if isinstance(c, dict) and c.get("type") == POD_SCHEDULED and c.get("status") == "False"
         ),
         None,
     )
-    return ((pod.get("spec") or {}).get("nodeName"), scheduled, status.get("phase"), is_deleting(pod))
+    bound = bool((pod.get("spec") or {}).get("nodeName"))
+    return (bound, verdict, status.get("phase") in TERMINAL_PHASES, is_deleting(pod))
 
 
 def scheduling_changed(old: KubeObject | None, new: KubeObject) -> bool:
-    """Pods: additions, deletions, binding, ``PodScheduled`` verdicts, phase and deletion (not readiness, IPs...)."""
+    """Pods: additions, binding, ``PodScheduled=False`` verdicts, a terminal phase, deletion (not Running, Ready...)."""
     return old is None or _pod_key(old) != _pod_key(new)
 
 
@@ -132,30 +179,50 @@ def _owner_request(obj: KubeObject) -> Request | None:
 
 
 def _waiting_owners(cache: CacheReader, queue: str) -> Iterable[Request]:
-    for pg in cache.list(PODGROUPS):
-        if waiting_in_queue(pg) and queue_of(pg) == queue:
-            request = _owner_request(pg)
-            if request is not None:
-                yield request
+    for pg in cache.by_index(PODGROUPS, WAITING_IN_QUEUE_INDEX, queue):
+        request = _owner_request(pg)
+        if request is not None:
+            yield request
 
 
 def podgroup_requests(cache: CacheReader) -> Mapper:
-    """A PodGroup's owner, and the owners of every PodGroup waiting in its queue (their positions may move)."""
+    """A PodGroup's owner, and the owners waiting in its queue whose condition shows a position (it may move).
+
+    A change of one PodGroup moves positions and the count of waiting gangs in its queue; only conditions that
+    show a position depend on those (the transient ``Scheduling`` shows none), so only their ModelServings are
+    asked to look again: a fleet converging wakes each ModelServing for its own PodGroups only.
+    """
 
     def mapper(pg: KubeObject) -> Iterable[Request]:
         own = _owner_request(pg)
         requests = [own] if own is not None else []
-        return list(dict.fromkeys([*requests, *_waiting_owners(cache, queue_of(pg))]))
+        shown = {
+            Request(namespace_of(ms), str(meta(ms).get("name") or ""))
+            for ms in cache.by_index(MODELSERVINGS, POSITION_SHOWN_INDEX, "true")
+        }
+        if shown:
+            requests.extend(r for r in _waiting_owners(cache, queue_of(pg)) if r in shown)
+        return list(dict.fromkeys(requests))
 
     return mapper
 
 
+def _capability(queue: KubeObject | None) -> Any:
+    return ((queue or {}).get("spec") or {}).get("capability")
+
+
 def queue_changed(old: KubeObject | None, new: KubeObject) -> bool:
-    """Queues: state, spec (capability, ...) or allocated resources changed."""
+    """Queues: state or spec (capability, ...) changed, or the allocated resources of a queue with a capability.
+
+    Allocated resources matter only against a capability (a gang that does not fit waits as ``QueueFull``); a
+    queue without one changes its allocation with every gang placed, which no condition shows.
+    """
     if old is None:
         return True
     o, n = old.get("status") or {}, new.get("status") or {}
-    return old.get("spec") != new.get("spec") or any(o.get(k) != n.get(k) for k in ("state", "allocated"))
+    if old.get("spec") != new.get("spec") or o.get("state") != n.get("state"):
+        return True
+    return bool(_capability(new)) and o.get("allocated") != n.get("allocated")
 
 
 def queue_requests(cache: CacheReader) -> Mapper:
@@ -238,6 +305,7 @@ class SchedulingReporter:
     ) -> None:
         self.client = client
         self.cache = cache
+        _register_indexes(cache)  # what the positions are read from (idempotent)
         self.recorder = recorder
         self.nodes = nodes or NodeView(client)
         self.series = series or SERIES
@@ -262,6 +330,11 @@ class SchedulingReporter:
                     default = value
         return values, default
 
+    def _queue_podgroups(self, observed: Observed) -> tuple[KubeObject, ...]:
+        """The waiting PodGroups of the queues the ModelServing's own PodGroups are in (what positions count)."""
+        queues = sorted({queue_of(pg) for pg in observed.podgroups})
+        return tuple(pg for q in queues for pg in self.cache.by_index(PODGROUPS, WAITING_IN_QUEUE_INDEX, q))
+
     def inputs(self, obj: KubeObject, ms: ModelServing, observed: Observed, gang: bool) -> SchedulingInputs:
         """What the decision for ``obj`` looks at, from the cache."""
         priorities, default = self._priorities()
@@ -273,7 +346,7 @@ class SchedulingReporter:
             generation=int(meta(obj).get("generation") or 0),
             wants_pods=ms.spec.replicas > 0,
             queues=self._queues() if gang else None,
-            queue_podgroups=tuple(self.cache.list(PODGROUPS)) if gang else (),
+            queue_podgroups=self._queue_podgroups(observed) if gang else (),
             priority_classes=priorities,
             default_priority=default,
         )

@@ -47,6 +47,18 @@ def test_indexer_added_late_covers_existing_items() -> None:
     assert len(s.by_index("team", "x")) == 1
 
 
+def test_sorted_values_come_in_key_order_whatever_the_insertion_order() -> None:
+    s = Store()
+    for ns, name in [("b", "x"), ("a", "z"), ("a", "y"), ("c", "a")]:
+        s.upsert(obj(name, ns=ns))
+    assert [f"{o['metadata']['namespace']}/{o['metadata']['name']}" for o in s.sorted_values()] == [  # type: ignore[index]
+        "a/y",
+        "a/z",
+        "b/x",
+        "c/a",
+    ]
+
+
 names = st.sampled_from([f"o{i}" for i in range(8)])
 snapshot = st.dictionaries(names, st.tuples(st.sampled_from(["1", "2"]), st.sampled_from(["x", "y", None])))
 
