@@ -511,10 +511,9 @@ class KubeClient:
         try:
             while True:
                 try:
-                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for can swallow a cancellation
-                    # that arrives as a line does, and the watch (and the informer) would run on.
-                    async with asyncio.timeout(idle):
-                        line = await resp.content.readline()
+                    # The connection's read timeout (sock_read=idle, re-armed by aiohttp as data arrives) ends a
+                    # silent stream: no timer per line.
+                    line = await resp.content.readline()
                 except (TimeoutError, aiohttp.ClientError) as exc:
                     raise ApiUnavailable(f"watch {rt.plural}: {type(exc).__name__}: {exc}") from exc
                 if not line:

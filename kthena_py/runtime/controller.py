@@ -8,6 +8,10 @@ Guarantees:
   cache's content then, so nothing that happened while the controller was not running is missed.
 * A watch may mark the requests of some changes as urgent (``urgent=``): they are handed to workers before
   every other waiting request, so that, say, a pod's readiness is reported while a fleet is still being created.
+* A watch may coalesce (``coalesce=`` seconds): its requests are queued that long after the first change, and
+  the changes that come meanwhile ride on the same reconcile (the earliest deadline is kept, nothing is pushed
+  back), so a burst of pod events costs one reconcile rather than one each. For concerns no one waits on within
+  that time (a condition that reports, not one that gates).
 * At most one worker reconciles a given key at a time (the queue's guarantee); ``workers``
   different keys are reconciled concurrently. A reconcile that returns a ``settle`` wait
   (:class:`~kthena_py.runtime.reconcile.Result`) frees its worker at once; its key stays in progress (an
@@ -140,18 +144,21 @@ class _Watch:
     predicate: Predicate | None
     field_selector: str | None = None
     urgent: Predicate | None = None
+    coalesce: float = 0.0
 
 
-class _Enqueue(Protocol):
-    def __call__(self, key: Request, *, urgent: bool = False) -> None: ...
+class _Queue(Protocol):
+    def add(self, key: Request, *, urgent: bool = False) -> None: ...
+
+    def add_after(self, key: Request, delay: float, *, retry: bool = True) -> None: ...
 
 
 class _Handler:
     """Adapts informer events to queue adds for one watch."""
 
-    def __init__(self, watch: _Watch, enqueue: _Enqueue, controller: str = "") -> None:
+    def __init__(self, watch: _Watch, queue: _Queue, controller: str = "") -> None:
         self._watch = watch
-        self._enqueue = enqueue
+        self._queue = queue
         self._controller = controller
 
     def _emit(self, old: KubeObject | None, obj: KubeObject) -> None:
@@ -164,7 +171,10 @@ class _Handler:
                 timeline.record(
                     "enqueue", controller=self._controller, key=str(req), kind=self._watch.rt.kind, name=name_of(obj)
                 )
-            self._enqueue(req, urgent=urgent)
+            if self._watch.coalesce > 0 and not urgent:
+                self._queue.add_after(req, self._watch.coalesce, retry=False)
+            else:
+                self._queue.add(req, urgent=urgent)
 
     def on_add(self, obj: KubeObject) -> None:
         self._emit(None, obj)
@@ -236,9 +246,10 @@ class Controller:
         predicate: Predicate | None = None,
         *,
         urgent: Predicate | None = None,
+        coalesce: float = 0.0,
     ) -> Controller:
         """Reconcile the controlling owner (of type ``owner``) when an object of ``rt`` changes."""
-        return self.watches(rt, owner_mapper(owner), predicate, urgent=urgent)
+        return self.watches(rt, owner_mapper(owner), predicate, urgent=urgent, coalesce=coalesce)
 
     def watches(
         self,
@@ -248,14 +259,17 @@ class Controller:
         *,
         field_selector: str | None = None,
         urgent: Predicate | None = None,
+        coalesce: float = 0.0,
     ) -> Controller:
         """Reconcile whatever ``mapper`` returns when an object of ``rt`` (matching ``field_selector``) changes.
 
         ``urgent`` (called like a predicate, after it passed) marks the change's requests as urgent: they go ahead of
-        every request that is not (:class:`~kthena_py.runtime.workqueue.RateLimitingQueue`).
+        every request that is not (:class:`~kthena_py.runtime.workqueue.RateLimitingQueue`). ``coalesce`` queues
+        the (non-urgent) requests that many seconds after the first change, for the changes meanwhile to share
+        the reconcile (module docstring).
         """
         self.cache.informer(rt, field_selector=field_selector)  # listed/watched from the manager's start
-        self._watches.append(_Watch(rt, mapper, predicate, field_selector, urgent))
+        self._watches.append(_Watch(rt, mapper, predicate, field_selector, urgent, coalesce))
         return self
 
     def enqueue(self, request: Request) -> None:
@@ -270,9 +284,7 @@ class Controller:
             return
         self._started = True
         for w in self._watches:
-            self.cache.informer(w.rt, field_selector=w.field_selector).add_handler(
-                _Handler(w, self.queue.add, self.name)
-            )
+            self.cache.informer(w.rt, field_selector=w.field_selector).add_handler(_Handler(w, self.queue, self.name))
         self._tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
 
     async def stop(self, *, drain: bool = True, timeout: float = 30.0) -> None:

@@ -363,7 +363,7 @@ class RateLimitingQueue(Generic[K]):
 
     # -- delays and rate limiting ------------------------------------------------------
 
-    def add_after(self, key: K, delay: float) -> None:
+    def add_after(self, key: K, delay: float, *, retry: bool = True) -> None:
         """Adds `key` once `delay` seconds have passed on the queue's clock.
 
         A non-positive delay adds at once. If `key` is already waiting, the earlier of the
@@ -373,10 +373,13 @@ class RateLimitingQueue(Generic[K]):
         Args:
             key: The key to add.
             delay: How long to wait, in seconds.
+            retry: Count it in ``workqueue_retries_total`` (as client-go does for every delayed add);
+                false for a watch's coalescing delay, which is no retry.
         """
         if self._shutting_down:
             return
-        self._metrics.retry()
+        if retry:
+            self._metrics.retry()
         if delay <= 0:
             self.add(key)
             return

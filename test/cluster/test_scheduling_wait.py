@@ -243,7 +243,7 @@ async def test_a_restart_while_waiting_writes_nothing_and_records_no_second_even
 
     def reconciles() -> float:  # a waiting ModelServing short of GPUs is requeued: its reconciles end requeue_after
         return sum(
-            sample("controller_runtime_reconcile_total", {"controller": "modelserving-gang", "result": result})
+            sample("controller_runtime_reconcile_total", {"controller": "modelserving-scheduling", "result": result})
             for result in ("success", "requeue_after")
         )
 
@@ -252,7 +252,7 @@ async def test_a_restart_while_waiting_writes_nothing_and_records_no_second_even
         await eventually(
             lambda: reconciles() > start,
             timeout=30,
-            description="the restarted gang reconciler looked at it",
+            description="the restarted scheduling reconciler looked at it",
         )
         after = await kube.get(MODELSERVINGS, "patient", namespace)
         assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]

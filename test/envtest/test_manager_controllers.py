@@ -79,6 +79,7 @@ async def test_modelserving_only(kubeconfig: Path, namespace: str) -> None:
         "modelserving",
         "modelserving-rollout",
         "modelserving-gang",
+        "modelserving-scheduling",
         "modelserving-modelcache",
         "modelserving-adapters",
     }
@@ -87,6 +88,7 @@ async def test_modelserving_only(kubeconfig: Path, namespace: str) -> None:
         "modelserving",
         "modelserving-rollout",
         "modelserving-gang",
+        "modelserving-scheduling",
         "modelserving-modelcache",
         "modelserving-adapters",
     ]
@@ -100,6 +102,7 @@ async def test_all_but_the_autoscaler(kubeconfig: Path, namespace: str) -> None:
         "modelserving",
         "modelserving-rollout",
         "modelserving-gang",
+        "modelserving-scheduling",
         "modelserving-modelcache",
         "modelserving-adapters",
         "modelbooster",

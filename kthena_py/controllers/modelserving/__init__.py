@@ -24,7 +24,10 @@ from .notify import RunningNotifier
 from .observe import PODGROUP_CRD_SELECTOR, register_informers
 from .predicates import existing_pod_changed, pod_change_matters
 from .rollout import RolloutReconciler, unit_change_matters
+from .scheduled import CONTROLLER as SCHEDULED_CONTROLLER
+from .scheduled import ScheduledReconciler
 from .scheduling import (
+    SCHEDULING_COALESCE,
     podgroup_requests,
     podgroup_verdict_changed,
     queue_changed,
@@ -80,9 +83,15 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
         .for_(MODELSERVINGS, spec_or_metadata_changed)
         .owns(PODGROUPS, MODELSERVINGS, spec_changed)
         .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
-        # The Scheduled condition: pods' verdicts, Volcano's PodGroup verdicts and queue positions, queue changes.
-        .owns(PODS, MODELSERVINGS, scheduling_changed)
-        .watches(PODGROUPS, podgroup_requests(cache), podgroup_verdict_changed)
+    )
+    scheduled = (
+        Controller(SCHEDULED_CONTROLLER, ScheduledReconciler(manager.client, cache, recorder), cache, workers=workers)
+        .for_(MODELSERVINGS, spec_or_metadata_changed)
+        .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
+        # Pods' verdicts, Volcano's PodGroup verdicts and queue positions, queue changes. A fleet's pods are created,
+        # bound and judged in bursts: each burst is one look (SCHEDULING_COALESCE).
+        .owns(PODS, MODELSERVINGS, scheduling_changed, coalesce=SCHEDULING_COALESCE)
+        .watches(PODGROUPS, podgroup_requests(cache), podgroup_verdict_changed, coalesce=SCHEDULING_COALESCE)
         .watches(QUEUES, queue_requests(cache), queue_changed)
     )
     rollout = (
@@ -114,10 +123,10 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
         cache.select(CONFIGMAPS, SERVING_NAME)  # trackers only (the eviction budget selects the same)
         for c in (groups, rollout, gang):
             c.owns(CONFIGMAPS, MODELSERVINGS, tracker_records_changed)
-    for c in (groups, rollout, gang, gate):
+    for c in (groups, rollout, gang, scheduled, gate):
         manager.add_controller(c)
     cache.informer(PODS).add_handler(RunningNotifier(cache, recorder, manager.leading.is_set))
-    return [groups, rollout, gang, gate]
+    return [groups, rollout, gang, scheduled, gate]
 
 
 def tracker_records_changed(old: KubeObject | None, new: KubeObject) -> bool:

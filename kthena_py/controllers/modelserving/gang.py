@@ -10,8 +10,7 @@ from the same observation as the other ModelServing reconcilers (:func:`~.observ
 included), so the PodGroups follow the groups the ServingGroup reconciler wants; a reconcile looks again when the
 first eviction record expires.
 
-It also keeps the ``Scheduled`` condition of every ModelServing (gang-scheduled or not; field manager
-``kthena-py-scheduling``, see :mod:`.scheduling`): whether every pod is placed, and if not, what it waits for.
+The ``Scheduled`` condition is another concern, kept by its own reconciler (:mod:`.scheduled`).
 """
 
 from __future__ import annotations
@@ -23,7 +22,6 @@ import pydantic
 
 from kthena_py.kube import KubeApi
 from kthena_py.kube.objects import is_deleting
-from kthena_py.plan.modelserving.core.naming import gang_applies
 from kthena_py.plan.modelserving.render.podgroups import plan_podgroups
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
@@ -33,7 +31,6 @@ from ..resources import MODELSERVINGS
 from .apply import PlanApplier
 from .failures import GANG_FAILURE, FailureCondition
 from .observe import ms_ref, observe_serving, parse_modelserving, podgroup_support
-from .scheduling import SchedulingReporter
 
 FIELD_MANAGER = "kthena-py-gang"
 FAILURE_FIELD_MANAGER = "kthena-py-gang-failures"
@@ -61,13 +58,11 @@ class PodGroupReconciler:
             cache,
             failures=FailureCondition(client, GANG_FAILURE, FAILURE_FIELD_MANAGER),
         )
-        self.scheduling = SchedulingReporter(client, cache, recorder)
 
     async def reconcile(self, request: Request) -> Result | None:
         """Plan and apply the PodGroups of one ModelServing."""
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
         if obj is None or is_deleting(obj):
-            self.scheduling.forget(request)
             return None
         try:
             ms = parse_modelserving(obj)
@@ -78,7 +73,5 @@ class PodGroupReconciler:
         support = podgroup_support(self.cache)
         plan = plan_podgroups(ms, ref, seen.observed, support)
         outcome = await self.applier.apply(plan, obj, defer_observation=True)
-        latest = self.cache.get(MODELSERVINGS, request.name, request.namespace) or obj
-        retry = await self.scheduling.report(latest, ms, seen.observed, gang_applies(ms.spec.scheduler_name, support))
         # A disruption record that expires can change which groups are wanted: look again then.
-        return result_of(plan.requeue_after, seen.disruption_ends_in, outcome.retry_after, retry, settle=outcome.settle)
+        return result_of(plan.requeue_after, seen.disruption_ends_in, outcome.retry_after, settle=outcome.settle)

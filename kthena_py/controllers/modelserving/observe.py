@@ -57,12 +57,11 @@ def foreign_pods(cache: CacheReader, ref: MSRef) -> list[KubeObject]:
     They are a same-named predecessor's pods that have not gone yet (or orphans): their names are not free.
     Only pods named the way this controller names pods (``<ms>-<group>-<role>-<ordinal>-<index>``) count.
     """
+    others = [o for o in cache.by_label(PODS, NAME_LABEL, ref.name, ref.namespace) if not controlled_by(o, ref.uid)]
+    if not others:
+        return []  # the common case: no pattern to build
     shape = re.compile(rf"^{re.escape(ref.name)}-[0-9]+-.+-[0-9]+-[0-9]+$")
-    return [
-        o
-        for o in cache.by_label(PODS, NAME_LABEL, ref.name, ref.namespace)
-        if not controlled_by(o, ref.uid) and shape.match(str(meta(o).get("name", "")))
-    ]
+    return [o for o in others if shape.match(str(meta(o).get("name", "")))]
 
 
 def podgroup_support(cache: CacheReader) -> PodGroupSupport:

@@ -1,4 +1,4 @@
-"""The ``Scheduled`` condition of a ModelServing, kept by the gang reconciler under its own field manager.
+"""The ``Scheduled`` condition of a ModelServing: decided, written and woken for (reconciler in :mod:`.scheduled`).
 
 Guarantees:
 
@@ -9,17 +9,19 @@ Guarantees:
 * **Decided purely** by :func:`~kthena_py.plan.modelserving.scheduling.decide_scheduled` from the informer cache:
   the ModelServing's pods and PodGroups, the Volcano Queues and the PriorityClasses (both cluster-scoped and few,
   so cached whole), the cached PodGroups waiting in its queues (for queue positions: the cache holds the
-  PodGroups of ModelServings, so positions count those, see docs/modelserving.md).
+  PodGroups of ModelServings, so positions count those, see docs/modelserving.md). Nodes may be many and change
+  often, so they are **not** cached: they are listed (``resourceVersion=0``, from the API server's watch cache)
+  only when a decision names a resource some pod lacks, at most once per :data:`NODES_TTL` seconds, and only name
+  and allocatable are kept; such a ModelServing is looked at again every :data:`NODES_TTL` seconds while it waits,
+  so what the message says of the nodes follows added or resized nodes.
 * **Woken for what it reads, no more**: a pod when it is added, bound, refused by a scheduler, fails or goes; a
   PodGroup's owner when Volcano's phase or verdict changes, and the owners waiting in the same queue only while
   their condition shows a position (the transient ``Scheduling`` shows none, so a converging fleet does not wake
   every waiting ModelServing for every PodGroup); a Queue's waiting owners when its state or spec changes, or its
-  allocation while it has a capability. Two cache indexes (waiting PodGroups by queue, ModelServings showing a
-  position) keep each wake-up from walking every PodGroup. Nodes may be many and change often, so they are **not**
-  cached: they are listed (``resourceVersion=0``, from the API server's watch cache) only when a decision names a
-  resource some pod lacks, at most once per :data:`NODES_TTL` seconds, and only name and allocatable are kept;
-  such a ModelServing is looked at again every :data:`NODES_TTL` seconds while it waits, so what the message says
-  of the nodes follows added or resized nodes.
+  allocation while it has a capability. Pod and PodGroup changes are gathered for :data:`SCHEDULING_COALESCE`
+  seconds (the condition reports a wait, it gates nothing), so a burst of creations and bindings is one look. Two
+  cache indexes (waiting PodGroups by queue, ModelServings showing a position) keep each wake-up from walking
+  every PodGroup.
 * A refused write is logged and tried again after :data:`WRITE_RETRY` seconds; it never fails the PodGroup
   reconcile it rides on.
 * **Events and metrics from transitions in the cluster, not from memory**: the Warning Event of a wait and the
@@ -67,6 +69,7 @@ __all__ = [
     "FIELD_MANAGER",
     "NODES_TTL",
     "POSITION_SHOWN_INDEX",
+    "SCHEDULING_COALESCE",
     "WAITING_IN_QUEUE_INDEX",
     "WRITE_RETRY",
     "NodeView",
@@ -84,6 +87,8 @@ NODES_TTL = 30.0
 """Seconds a live read of the nodes is reused."""
 WRITE_RETRY = 5.0
 """Seconds before a refused write of the condition is tried again."""
+SCHEDULING_COALESCE = 0.5
+"""Seconds the gang reconciler lets pod and PodGroup changes gather before it looks (one look per burst)."""
 
 log = structlog.get_logger("kthena_py.modelserving.scheduling")
 
@@ -126,7 +131,7 @@ def _position_shown(obj: KubeObject) -> list[str]:
     return ["true"]
 
 
-# -- what wakes the gang reconciler ---------------------------------------------------------------------------
+# -- what wakes the scheduling reconciler ---------------------------------------------------------------------
 
 
 def _pod_key(pod: KubeObject) -> tuple[Any, ...]:

@@ -442,6 +442,7 @@ async def test_prometheus_metrics_follow_the_queue() -> None:
 
     q.add_rate_limited("a")
     q.add_after("b", 0)
+    q.add_after("c", 1.0, retry=False)  # a watch's coalescing delay is no retry
     assert sample("workqueue_retries_total", name) == 2
     assert sample("workqueue_adds_total", name) == 3  # b was added at once
     assert (

@@ -22,7 +22,7 @@ Guarantees:
 * A scheduling wait says what the pod waits for. The scheduler's own verdict on the pod (``PodScheduled=False``
   naming ``Insufficient <resource>``) comes first: an extended resource (a name with a domain, e.g.
   ``nvidia.com/gpu``) is a wait for GPUs, anything else for resources, with the pod's request of it. Else the
-  ModelServing's ``Scheduled`` condition (written by the gang reconciler) says which wait it is
+  ModelServing's ``Scheduled`` condition (written by the scheduling reconciler) says which wait it is
   (``InsufficientGPU``, ``InsufficientResources``, ``QueueFull``/``NotEnqueued``, ``Unschedulable``,
   ``Scheduling``); else the pod's own message makes it ``unschedulable``; else it waits for the scheduler. The
   queue position is read from the ``Scheduled`` message (``position N``) and shown on every waiting pod.

@@ -7,7 +7,6 @@ from typing import Any
 from kthena_py.controllers.modelserving.failures import GANG_FAILURE
 from kthena_py.controllers.modelserving.gang import FIELD_MANAGER, PodGroupReconciler
 from kthena_py.controllers.modelserving.observe import PODGROUP_CRD_NAME, register_informers
-from kthena_py.controllers.modelserving.scheduling import FIELD_MANAGER as SCHEDULING_FIELD_MANAGER
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import Forbidden
 from kthena_py.kube.resources import CRDS, PODGROUPS
@@ -86,9 +85,8 @@ async def test_nothing_without_volcano_or_without_the_crd() -> None:
     for kube, reconciler in (scene(ms_doc(scheduler="default-scheduler")), scene(ms_doc(), crd=False)):
         await reconciler.reconcile(REQUEST)
         assert podgroups(kube) == []
-        writes = [c for c in kube.calls if c.verb != "get"]
-        # Only the Scheduled condition (its own field manager): no PodGroup, no other status field.
-        assert [c.options.get("field_manager") for c in writes] == [SCHEDULING_FIELD_MANAGER]
+        # No PodGroup and no status field (the Scheduled condition is the scheduling reconciler's).
+        assert [c for c in kube.calls if c.verb != "get"] == []
 
 
 async def test_a_refused_podgroup_create_is_reported_on_its_condition() -> None:

@@ -1,4 +1,7 @@
-"""The Scheduled condition through FakeKube: its own field manager, others' conditions kept, no repeats."""
+"""The Scheduled condition through FakeKube: its own reconciler and field manager, others' conditions kept, no repeats.
+
+The gang reconciler runs first in each step, as it would in the manager: it creates the PodGroups the condition
+reads."""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from kthena_py.controllers.modelserving.gang import PodGroupReconciler
 from kthena_py.controllers.modelserving.metrics import WaitingSeries
 from kthena_py.controllers.modelserving.observe import register_informers
+from kthena_py.controllers.modelserving.scheduled import ScheduledReconciler
 from kthena_py.controllers.modelserving.scheduling import (
     FIELD_MANAGER,
     NODES_TTL,
@@ -20,7 +24,7 @@ from kthena_py.kube import Forbidden
 from kthena_py.kube.resources import CRDS, NODES, PODGROUPS, PODS, QUEUES
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.metrics import REGISTRY
-from kthena_py.runtime.reconcile import Request
+from kthena_py.runtime.reconcile import Request, Result
 from kthena_py.testing.fake import Call, FakeKube, RecordedEvents
 
 from .test_gang import ms_doc, podgroup_crd
@@ -33,14 +37,27 @@ VOLCANO_GPU = (
 )
 
 
-def reconciler_over(kube: FakeKube) -> tuple[PodGroupReconciler, RecordedEvents, Gauge]:
+class GangThenScheduled:
+    """The PodGroups' reconcile, then the condition's (the step a test takes)."""
+
+    def __init__(self, gang: PodGroupReconciler, scheduled: ScheduledReconciler) -> None:
+        self.gang = gang
+        self.scheduled = scheduled
+        self.scheduling = scheduled.scheduling
+
+    async def reconcile(self, request: Request) -> Result | None:
+        await self.gang.reconcile(request)
+        return await self.scheduled.reconcile(request)
+
+
+def reconciler_over(kube: FakeKube) -> tuple[GangThenScheduled, RecordedEvents, Gauge]:
     cache = SharedCache(kube, namespace="ns")
     cache.informer(MODELSERVINGS)
     register_informers(cache)
     register_scheduling_informers(cache)
     kube.attach(cache)
     events = RecordedEvents()
-    reconciler = PodGroupReconciler(kube, cache, events)
+    reconciler = GangThenScheduled(PodGroupReconciler(kube, cache, events), ScheduledReconciler(kube, cache, events))
     gauge = Gauge("waiting", "test", ("reason", "resource"), registry=CollectorRegistry())
     reconciler.scheduling.series = WaitingSeries(gauge)
     return reconciler, events, gauge

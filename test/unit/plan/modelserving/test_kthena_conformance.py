@@ -229,6 +229,7 @@ async def test_each_controller_records_with_its_source_component() -> None:
     by_name: dict[str, Any] = {c.name: c.reconciler for c in manager.controllers}
     assert by_name["modelserving"].recorder.component == "modelserving-controller"
     assert by_name["modelserving-gang"].applier.recorder.component == "modelserving-controller"
+    assert by_name["modelserving-scheduling"].scheduling.recorder.component == "modelserving-controller"
     assert by_name["autoscaling"].deps.recorder.component == "autoscaler-controller"
     assert by_name["autoscaling-heterogeneous"].deps.recorder.component == "autoscaler-controller"
     handlers = manager.cache.informer(PODS)._handlers  # the handlers registered on the shared Pod informer
