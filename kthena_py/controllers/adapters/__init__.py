@@ -1,19 +1,21 @@
 """The LoRA adapter reconciler (controller ``modelserving-adapters``, runs with ``--controllers=modelserving``).
 
 It keeps the adapter set of a ModelServing's ``serving.kthena-py.io/lora-adapters`` annotation loaded on its
-Ready entry pods (:mod:`.reconciler`), through Kthena's runtime sidecar or the engine (:mod:`.engine`).
+Ready entry pods (:mod:`.reconciler`), through Kthena's runtime sidecar or the engine (:mod:`.engine`); it is woken
+only for ModelServings that have (or had) adapters and their pods (:mod:`.predicates`).
 """
 
 from __future__ import annotations
 
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.adapters.plan import LOAD_TIMEOUT_SECONDS
-from kthena_py.runtime.controller import Controller, pod_state_changed, spec_or_metadata_changed
+from kthena_py.runtime.controller import Controller
 from kthena_py.runtime.manager import Manager
 
 from ..components import MODELSERVING
 from ..resources import MODELSERVINGS
 from .engine import HttpAdapterEngine
+from .predicates import modelserving_matters, pod_matters
 from .reconciler import MAX_LOADS_PER_MODELSERVING, AdapterReconciler
 
 __all__ = ["CONTROLLER", "register"]
@@ -50,8 +52,8 @@ def register(
             manager.cache,
             workers=workers,
         )
-        .for_(MODELSERVINGS, spec_or_metadata_changed)
-        .owns(PODS, MODELSERVINGS, pod_state_changed)
+        .for_(MODELSERVINGS, modelserving_matters)
+        .owns(PODS, MODELSERVINGS, pod_matters(manager.cache))
     )
     manager.add_controller(controller)
     return controller
