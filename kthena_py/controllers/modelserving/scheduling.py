@@ -60,6 +60,7 @@ from kthena_py.vocab.conditions import (
     SCHEDULED,
 )
 from kthena_py.vocab.pods import TERMINAL_PHASES
+from kthena_py.vocab.times import parse_time
 
 from ..resources import MODELSERVINGS
 from .failures import condition_of
@@ -70,6 +71,7 @@ __all__ = [
     "NODES_TTL",
     "POSITION_SHOWN_INDEX",
     "SCHEDULING_COALESCE",
+    "SCHEDULING_GRACE",
     "WAITING_IN_QUEUE_INDEX",
     "WRITE_RETRY",
     "NodeView",
@@ -88,7 +90,9 @@ NODES_TTL = 30.0
 WRITE_RETRY = 5.0
 """Seconds before a refused write of the condition is tried again."""
 SCHEDULING_COALESCE = 0.5
-"""Seconds the gang reconciler lets pod and PodGroup changes gather before it looks (one look per burst)."""
+"""Seconds the scheduling reconciler lets pod and PodGroup changes gather before it looks (one look per burst)."""
+SCHEDULING_GRACE = 30.0
+"""Seconds after its creation during which a ModelServing's first, transient ``Scheduling`` is not written."""
 
 log = structlog.get_logger("kthena_py.modelserving.scheduling")
 
@@ -296,6 +300,7 @@ class SchedulingReporter:
         nodes: The live node reads (default: a :class:`NodeView` of ``client``).
         series: The waiting gauge's bookkeeping (default: the process's).
         wall_clock: Epoch seconds (transition times, waits).
+        grace: Seconds after creation a first ``Scheduling`` is held (:data:`SCHEDULING_GRACE`; 0 writes it at once).
     """
 
     def __init__(
@@ -307,6 +312,7 @@ class SchedulingReporter:
         nodes: NodeView | None = None,
         series: WaitingSeries | None = None,
         wall_clock: Callable[[], float] = time.time,
+        grace: float = SCHEDULING_GRACE,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -314,6 +320,7 @@ class SchedulingReporter:
         self.recorder = recorder
         self.nodes = nodes or NodeView(client)
         self.series = series or SERIES
+        self.grace = grace
         self._now = wall_clock
 
     def forget(self, request: Request) -> None:
@@ -343,6 +350,7 @@ class SchedulingReporter:
     def inputs(self, obj: KubeObject, ms: ModelServing, observed: Observed, gang: bool) -> SchedulingInputs:
         """What the decision for ``obj`` looks at, from the cache."""
         priorities, default = self._priorities()
+        md = meta(obj)
         return SchedulingInputs(
             pods=observed.pods,
             podgroups=observed.podgroups if gang else (),
@@ -354,6 +362,8 @@ class SchedulingReporter:
             queue_podgroups=self._queue_podgroups(observed) if gang else (),
             priority_classes=priorities,
             default_priority=default,
+            created=parse_time(md.get("creationTimestamp")),
+            grace=self.grace,
         )
 
     async def decide(self, obj: KubeObject, ms: ModelServing, observed: Observed, gang: bool) -> SchedulingDecision:
@@ -377,6 +387,9 @@ class SchedulingReporter:
         """
         md = meta(obj)
         decision = await self.decide(obj, ms, observed, gang)
+        if decision.hold is not None:
+            self.series.set(str(md.get("namespace") or ""), str(md.get("name") or ""), None)
+            return decision.hold  # a young ModelServing's first Scheduling: nothing to say yet
         wait = (decision.reason, decision.resource) if decision.blocking else None
         self.series.set(str(md.get("namespace") or ""), str(md.get("name") or ""), wait)
         previous = condition_of(obj, SCHEDULED)

@@ -32,6 +32,12 @@ Guarantees:
   ``Scheduling``) from anything that was not blocking; a Normal Event ``Scheduled`` when it turns ``True`` after a
   blocking reason, with how long it had been ``False``. Both are decided from the previous condition in the
   cluster, never from memory, so a restart repeats neither.
+* **A young ModelServing's first ``Scheduling`` is not written**: while it has no ``Scheduled`` condition yet and is
+  younger than ``SchedulingInputs.grace`` seconds (from ``creationTimestamp``), a ``Scheduling`` decision is held
+  (:attr:`SchedulingDecision.hold`: look again then); any other decision, a blocking reason or ``AllScheduled``, is
+  written at once. A fleet placed within the grace costs one write of the condition per ModelServing, not two; one
+  whose pods stay unplaced shows ``Scheduling`` once the grace is over. Decided from ``now`` and the stored
+  creation time, so a restart holds exactly as long.
 """
 
 from __future__ import annotations
@@ -306,6 +312,10 @@ class SchedulingInputs:
     """The value of the ``globalDefault`` PriorityClass (0 without one)."""
     nodes: tuple[KubeObject, ...] | None = None
     """The cluster's nodes (``None``: not read; the message then leaves out what nodes offer)."""
+    created: float | None = None
+    """The ModelServing's ``creationTimestamp`` (epoch seconds; ``None``: unknown, nothing is held)."""
+    grace: float = 0.0
+    """Seconds after creation during which a first ``Scheduling`` is held, not written (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -336,6 +346,8 @@ class SchedulingDecision:
     """The reason it was ``False`` with, when it turns ``True`` now."""
     needs_nodes: bool = False
     """The message would name what the largest node offers: decide again with :attr:`SchedulingInputs.nodes`."""
+    hold: float | None = None
+    """Seconds to wait before writing anything (a young ModelServing's first ``Scheduling``); ``None``: write now."""
 
     @property
     def reason(self) -> str:
@@ -551,6 +563,11 @@ def decide_scheduled(inputs: SchedulingInputs) -> SchedulingDecision:
         status, reason = "True", REASON_ALL_SCHEDULED
         message = SCHEDULED_MESSAGE if live else NO_PODS_MESSAGE
     previous = inputs.previous
+    if previous is None and status == "False" and reason == REASON_SCHEDULING and inputs.created is not None:
+        left = inputs.created + inputs.grace - inputs.now
+        if left > 0:
+            held: KubeObject = {"type": SCHEDULED, "status": status, "reason": reason, "message": message}
+            return SchedulingDecision(held, tuple(waits), hold=left)
     condition: KubeObject = {
         "type": SCHEDULED,
         "status": status,

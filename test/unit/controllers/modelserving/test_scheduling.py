@@ -26,6 +26,7 @@ from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.runtime.reconcile import Request, Result
 from kthena_py.testing.fake import Call, FakeKube, RecordedEvents
+from kthena_py.vocab.times import parse_time
 
 from .test_gang import ms_doc, podgroup_crd
 
@@ -220,3 +221,25 @@ async def test_a_refused_condition_write_records_no_event_and_is_retried() -> No
     undo()
     await reconciler.reconcile(REQUEST)
     assert [e.reason for e in events.events] == ["InsufficientGPU"]
+
+
+async def test_a_young_modelservings_first_scheduling_waits_for_the_grace_then_is_written() -> None:
+    kube = FakeKube()
+    doc = ms_doc(replicas=1, scheduler="default-scheduler")
+    doc["metadata"]["creationTimestamp"] = "2026-12-03T10:00:00Z"
+    uid = kube.put(MODELSERVINGS, doc)["metadata"]["uid"]
+    kube.put(PODS, pod_doc(uid))  # created, not placed, no verdict: Scheduling
+    cache = SharedCache(kube, namespace="ns")
+    cache.informer(MODELSERVINGS)
+    register_informers(cache)
+    register_scheduling_informers(cache)
+    kube.attach(cache)
+    created = parse_time("2026-12-03T10:00:00Z") or 0.0
+    now = [created + 5.0]
+    reconciler = ScheduledReconciler(kube, cache, RecordedEvents(), wall_clock=lambda: now[0])
+    result = await reconciler.reconcile(REQUEST)
+    assert result is not None and result.requeue_after == 25.0  # held until 30 s after creation
+    assert "Scheduled" not in conditions(kube) and writes(kube) == []
+    now[0] = created + 30.0
+    assert await reconciler.reconcile(REQUEST) is None
+    assert conditions(kube)["Scheduled"]["reason"] == "Scheduling"

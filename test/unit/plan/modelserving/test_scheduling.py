@@ -333,3 +333,36 @@ def test_creating_and_binding_pods_does_not_change_the_scheduling_condition() ->
     conditions = [decide_scheduled(s).condition for s in stages]
     assert all(c == conditions[0] for c in conditions), conditions
     assert conditions[0]["reason"] == "Scheduling"
+
+
+# -- a young ModelServing's first Scheduling is held ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("case", "kw", "hold"),
+    [
+        ("young, no condition, pods unplaced", {"pods": (pod(),), "created": NOW - 10}, 20.0),
+        ("young, no pods yet", {"created": NOW - 1}, 29.0),
+        ("past the grace", {"pods": (pod(),), "created": NOW - 30}, None),
+        ("creation unknown", {"pods": (pod(),)}, None),
+        (
+            "a condition already there",
+            {"pods": (pod(),), "created": NOW - 1, "previous": condition("True", "AllScheduled")},
+            None,
+        ),
+        ("young but waiting for a GPU", {"pods": (pod(verdict=KUBE_GPU, gpus=16),), "created": NOW - 1}, None),
+        ("young and placed", {"pods": (pod(node="n0"),), "created": NOW - 1}, None),
+    ],
+)
+def test_only_a_young_modelservings_first_scheduling_is_held(case: str, kw: dict[str, Any], hold: float | None) -> None:
+    decision = decide_scheduled(inputs(grace=30.0, **kw))
+    assert decision.hold == pytest.approx(hold) if hold is not None else decision.hold is None, case
+    if hold is not None:
+        assert decision.reason == "Scheduling" and decision.event is None and decision.waited is None
+    else:
+        assert decision.condition.get("lastTransitionTime"), case  # a condition to write
+
+
+def test_no_grace_writes_the_first_scheduling_at_once() -> None:
+    decision = decide_scheduled(inputs(pods=(pod(),), created=NOW - 1))
+    assert decision.hold is None and decision.reason == "Scheduling"
