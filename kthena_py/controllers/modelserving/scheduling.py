@@ -44,9 +44,10 @@ from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube import ApiError, KubeApi, NotFound
 from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, meta, namespace_of
 from kthena_py.kube.resources import NODES, PODGROUPS, PRIORITY_CLASSES, QUEUES
+from kthena_py.plan.modelserving.core.naming import ANNOTATION_QUEUE
 from kthena_py.plan.modelserving.core.types import Observed
 from kthena_py.plan.modelserving.scheduling import SchedulingDecision, SchedulingInputs, decide_scheduled
-from kthena_py.plan.modelserving.scheduling.verdict import queue_of, waiting_in_queue
+from kthena_py.plan.modelserving.scheduling.verdict import DEFAULT_QUEUE, queue_of, waiting_in_queue
 from kthena_py.runtime.cache import CacheReader, SharedCache
 from kthena_py.runtime.controller import Mapper
 from kthena_py.runtime.events import EventSink
@@ -100,7 +101,7 @@ log = structlog.get_logger("kthena_py.modelserving.scheduling")
 WAITING_IN_QUEUE_INDEX = "scheduling:waiting-in-queue"
 """PodGroups that wait for Volcano, filed by their queue's name."""
 POSITION_SHOWN_INDEX = "scheduling:position-shown"
-"""ModelServings whose ``Scheduled`` condition may show a queue position, filed under ``"true"``."""
+"""ModelServings whose ``Scheduled`` condition may show a queue position, filed by the Volcano queue they ask for."""
 
 
 def register_scheduling_informers(cache: SharedCache) -> None:
@@ -124,7 +125,10 @@ def _waiting_queue(pg: KubeObject) -> list[str]:
 
 
 def _position_shown(obj: KubeObject) -> list[str]:
-    """``["true"]`` when the ``Scheduled`` condition is False for a reason whose message may carry a queue position.
+    """``[queue]`` when the ``Scheduled`` condition is False for a reason whose message may carry a queue position.
+
+    The queue is the one the ModelServing's PodGroups are rendered with (annotation
+    ``scheduling.volcano.sh/queue-name``, Volcano's ``default`` without it).
 
     Every False reason but the transient ``Scheduling`` does (:func:`~kthena_py.plan.modelserving.scheduling.
     decide_scheduled`); ``Scheduling`` and ``AllScheduled`` never show one.
@@ -132,7 +136,7 @@ def _position_shown(obj: KubeObject) -> list[str]:
     condition = condition_of(obj, SCHEDULED)
     if condition is None or condition.get("status") != "False" or condition.get("reason") == REASON_SCHEDULING:
         return []
-    return ["true"]
+    return [str((meta(obj).get("annotations") or {}).get(ANNOTATION_QUEUE) or DEFAULT_QUEUE)]
 
 
 # -- what wakes the scheduling reconciler ---------------------------------------------------------------------
@@ -195,22 +199,21 @@ def _waiting_owners(cache: CacheReader, queue: str) -> Iterable[Request]:
 
 
 def podgroup_requests(cache: CacheReader) -> Mapper:
-    """A PodGroup's owner, and the owners waiting in its queue whose condition shows a position (it may move).
+    """A PodGroup's owner, and the ModelServings of its queue whose condition shows a position (it may move).
 
     A change of one PodGroup moves positions and the count of waiting gangs in its queue; only conditions that
     show a position depend on those (the transient ``Scheduling`` shows none), so only their ModelServings are
-    asked to look again: a fleet converging wakes each ModelServing for its own PodGroups only.
+    asked to look again, read from an index by queue (no walk over the queue's PodGroups): a fleet converging
+    wakes each ModelServing for its own PodGroups only.
     """
 
     def mapper(pg: KubeObject) -> Iterable[Request]:
         own = _owner_request(pg)
         requests = [own] if own is not None else []
-        shown = {
+        requests.extend(
             Request(namespace_of(ms), str(meta(ms).get("name") or ""))
-            for ms in cache.by_index(MODELSERVINGS, POSITION_SHOWN_INDEX, "true")
-        }
-        if shown:
-            requests.extend(r for r in _waiting_owners(cache, queue_of(pg)) if r in shown)
+            for ms in cache.by_index(MODELSERVINGS, POSITION_SHOWN_INDEX, queue_of(pg))
+        )
         return list(dict.fromkeys(requests))
 
     return mapper

@@ -22,9 +22,13 @@ from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.reconcile import Request
 from kthena_py.testing.fake import FakeKube
 
+QUEUE = "scheduling.volcano.sh/queue-name"
 
-def ms(name: str, reason: str | None = None, status: str = "False") -> dict[str, Any]:
+
+def ms(name: str, reason: str | None = None, status: str = "False", queue: str | None = None) -> dict[str, Any]:
     doc: dict[str, Any] = {"metadata": {"name": name, "namespace": "ns"}, "spec": {"replicas": 1}}
+    if queue is not None:
+        doc["metadata"]["annotations"] = {QUEUE: queue}
     if reason is not None:
         doc["status"] = {"conditions": [{"type": "Scheduled", "status": status, "reason": reason, "message": "m"}]}
     return doc
@@ -63,7 +67,8 @@ def fleet() -> FakeKube:
         ("elsewhere", "InsufficientGPU"),
         ("placed", "AllScheduled"),
     ]:
-        kube.put(MODELSERVINGS, ms(name, reason, "True" if reason == "AllScheduled" else "False"))
+        status = "True" if reason == "AllScheduled" else "False"
+        kube.put(MODELSERVINGS, ms(name, reason, status, queue="other" if name == "elsewhere" else None))
     for owner in ("scheduling", "no-condition", "gpu", "unschedulable"):
         kube.put(PODGROUPS, pg(owner))
     kube.put(PODGROUPS, pg("elsewhere", queue="other"))
@@ -101,9 +106,19 @@ async def test_the_indexes_follow_the_objects_they_file() -> None:
         "ns",
         subresource="status",
     )
-    # the GPU one's PodGroup is placed: it no longer waits in the queue, so others' changes leave it alone
-    await kube.patch(PODGROUPS, "gpu-0", {"status": {"phase": "Running"}}, "ns", subresource="status")
+    # the GPU one is placed and says so: others' changes leave it alone from then on
+    await kube.patch(
+        MODELSERVINGS,
+        "gpu",
+        {"status": {"conditions": [{"type": "Scheduled", "status": "True", "reason": "AllScheduled", "message": "m"}]}},
+        "ns",
+        subresource="status",
+    )
     assert names(mapper(pg("no-condition"))) == ["no-condition", "scheduling", "unschedulable"]
+    # moved to another queue (annotation): woken by that queue's changes only
+    await kube.patch(MODELSERVINGS, "unschedulable", {"metadata": {"annotations": {QUEUE: "other"}}}, "ns")
+    assert names(mapper(pg("no-condition"))) == ["no-condition", "scheduling"]
+    assert names(mapper(pg("elsewhere", queue="other"))) == ["elsewhere", "unschedulable"]
 
 
 def test_a_queue_change_wakes_every_owner_waiting_in_it() -> None:
