@@ -362,7 +362,7 @@ class SchedulingReporter:
             generation=int(meta(obj).get("generation") or 0),
             wants_pods=ms.spec.replicas > 0,
             queues=self._queues() if gang else None,
-            queue_podgroups=self._queue_podgroups(observed) if gang else (),
+            queue_podgroups=(),  # read in decide() only when the message shows a position
             priority_classes=priorities,
             default_priority=default,
             created=parse_time(md.get("creationTimestamp")),
@@ -370,9 +370,16 @@ class SchedulingReporter:
         )
 
     async def decide(self, obj: KubeObject, ms: ModelServing, observed: Observed, gang: bool) -> SchedulingDecision:
-        """The decision for ``obj``, with the nodes read when it names a resource pods lack."""
+        """The decision for ``obj``, with the nodes read when it names a resource pods lack.
+
+        The queue's waiting PodGroups are read only when the message shows a position (every False reason but
+        ``Scheduling``): most decisions, ``Scheduling`` and ``AllScheduled``, never walk the queue.
+        """
         inputs = self.inputs(obj, ms, observed, gang)
         decision = decide_scheduled(inputs)
+        if gang and decision.condition.get("status") == "False" and decision.reason != REASON_SCHEDULING:
+            inputs = replace(inputs, queue_podgroups=self._queue_podgroups(observed))
+            decision = decide_scheduled(inputs)
         if decision.needs_nodes:
             nodes = await self.nodes.nodes()
             if nodes is not None:
