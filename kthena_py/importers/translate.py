@@ -9,7 +9,8 @@ Guarantees:
 * Every document's metadata is checked first (:func:`~kthena_py.importers.metadata.check_metadata`): a name is
   required, labels and annotations are objects of strings. Documents are translated in input order; each may
   look at the others (:class:`ImportContext`). Two documents emitting the same object (kind, namespace, name)
-  are refused, naming the second.
+  are refused, naming the second; so is a document whose emitted object our own admission would refuse (a name
+  the peer accepts but a ModelServing cannot carry), naming the field and the rule.
 * ``options.strict``: when any field of the desired state would be dropped (observed state, i.e. ``status`` and
   server-set metadata, is not counted), :class:`StrictViolation` is raised, carrying the translation so the
   report can still be shown.
@@ -24,6 +25,7 @@ from typing import Any, cast
 
 import yaml
 
+from kthena_py.api.validation import validate_document
 from kthena_py.importers.context import ImportContext, ImportDocument, ImportOptions, Translator
 from kthena_py.importers.documents import expand
 from kthena_py.importers.metadata import OBSERVED_STATE, check_metadata
@@ -80,6 +82,19 @@ def parse(text: str) -> list[object]:
     return found
 
 
+def _check_emitted(doc: ImportDocument, obj: Mapping[str, Any]) -> None:
+    """Refuse a document whose translation our admission would refuse, naming the field and the rule.
+
+    Say a name valid for the peer's kind (``0``) that cannot name a ModelServing: nothing is emitted then.
+    """
+    errors = validate_document(obj)
+    if errors:
+        first = errors[0]
+        raise ImportFailure(
+            doc.index, doc.source, first.path, f"the {obj.get('kind')} it makes is invalid: {first.message}"
+        )
+
+
 def _key(obj: Mapping[str, Any]) -> tuple[str, str, str]:
     metadata = obj.get("metadata") or {}
     return str(obj.get("kind")), str(metadata.get("namespace")), str(metadata.get("name"))
@@ -99,6 +114,7 @@ def translate(peer: str, text_or_docs: str | Iterable[object], options: ImportOp
         check_metadata(doc)
         made, lines = translator(doc, context)
         for obj in made:
+            _check_emitted(doc, obj)
             key = _key(obj)
             if key in emitted:
                 raise ImportFailure(

@@ -7,7 +7,7 @@ mutate their argument; :func:`controller_reference` builds exactly the fields it
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = [
     "controlled_by",
@@ -19,12 +19,20 @@ __all__ = [
 ]
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    # JSON objects are dicts: the exact type check spares the abstract-class check of almost every call.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def owner_references(obj: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """Return the ``metadata.ownerReferences`` entries that are mappings."""
     metadata = obj.get("metadata")
-    if not isinstance(metadata, Mapping):
+    if not _is_mapping(metadata):
         return []
-    return [ref for ref in metadata.get("ownerReferences") or [] if isinstance(ref, Mapping)]
+    refs = metadata.get("ownerReferences")
+    if not refs:
+        return []
+    return [ref for ref in refs if _is_mapping(ref)]
 
 
 def owner_uids(obj: Mapping[str, Any]) -> list[str]:
@@ -32,22 +40,28 @@ def owner_uids(obj: Mapping[str, Any]) -> list[str]:
     return [str(ref.get("uid")) for ref in owner_references(obj) if ref.get("uid")]
 
 
-def controller_ref(obj: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Return a copy of the first owner reference with ``controller`` set, if any."""
+def controller_ref(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Return the first owner reference with ``controller`` set, if any (the object's own entry: read it only)."""
     for ref in owner_references(obj):
         if ref.get("controller"):
-            return dict(ref)
+            return ref
     return None
 
 
 def controller_uid(obj: Mapping[str, Any]) -> Any:
     """Return the ``uid`` of the controller reference (``None`` without a controller or a uid)."""
-    return (controller_ref(obj) or {}).get("uid")
+    for ref in owner_references(obj):
+        if ref.get("controller"):
+            return ref.get("uid")
+    return None
 
 
 def controlled_by(obj: Mapping[str, Any], uid: str) -> bool:
     """Return whether an owner reference with ``controller`` set points at ``uid``."""
-    return any(ref.get("controller") and ref.get("uid") == uid for ref in owner_references(obj))
+    for ref in owner_references(obj):  # noqa: SIM110 - a loop: twice as fast as any() on this hot path
+        if ref.get("controller") and ref.get("uid") == uid:
+            return True
+    return False
 
 
 def controller_reference(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -122,3 +123,15 @@ def test_a_field_of_any_value_translates_validly_or_fails_naming_a_field(
         return
     for obj in translation.objects:
         assert validate_document(obj) == [], (model, obj)
+
+
+def test_a_name_the_peer_accepts_but_a_modelserving_cannot_carry_fails_naming_it() -> None:
+    model = {
+        "apiVersion": "kubeai.org/v1",
+        "kind": "Model",
+        "metadata": {"name": "0", "namespace": "a"},
+        "spec": {"engine": "VLLM", "url": "hf://org/model", "features": ["TextGeneration"], "resourceProfile": "cpu:1"},
+    }
+    with pytest.raises(ImportFailure) as caught:
+        translate("kubeai", [model], ImportOptions())
+    assert caught.value.path == "metadata.name" and "DNS-1035" in caught.value.message
