@@ -25,7 +25,7 @@ from typing import Any, cast
 
 import yaml
 
-from kthena_py.api.validation import validate_document
+from kthena_py.api.validation import KINDS, validate_document
 from kthena_py.importers.context import ImportContext, ImportDocument, ImportOptions, Translator
 from kthena_py.importers.documents import expand
 from kthena_py.importers.metadata import OBSERVED_STATE, check_metadata
@@ -85,8 +85,12 @@ def parse(text: str) -> list[object]:
 def _check_emitted(doc: ImportDocument, obj: Mapping[str, Any]) -> None:
     """Refuse a document whose translation our admission would refuse, naming the field and the rule.
 
-    Say a name valid for the peer's kind (``0``) that cannot name a ModelServing: nothing is emitted then.
+    Say a name valid for the peer's kind (``0``) that cannot name a ModelServing: nothing is emitted then. Only
+    the kinds our admission validates (Kthena's and ours) are checked; core objects (Services) are the API
+    server's to judge.
     """
+    if obj.get("kind") not in KINDS:
+        return
     errors = validate_document(obj)
     if errors:
         first = errors[0]

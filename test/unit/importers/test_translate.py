@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kthena_py.importers.context import ImportOptions
@@ -112,3 +114,15 @@ def test_misshapen_metadata_names_the_field(metadata: str, path: str, words: str
         translate("kubeai", text, ImportOptions())
     assert (failure.value.document, failure.value.path) == (0, path)
     assert words in failure.value.message
+
+
+def test_every_llmkube_manifest_translates_whole_with_its_core_objects() -> None:
+    """translate() checks the objects our admission validates and lets core ones (Services) through."""
+    manifests = sorted((Path(__file__).parent / "llmkube" / "manifests").glob("*.yaml"))
+    assert manifests
+    for manifest in manifests:
+        translation = translate("llmkube", manifest.read_text(encoding="utf-8"), ImportOptions())
+        kinds = {obj["kind"] for obj in translation.objects}  # type: ignore[index]
+        assert "ModelServing" in kinds, manifest.name
+        if manifest.stem in ("llamacpp", "others", "vllm"):
+            assert "Service" in kinds, manifest.name
