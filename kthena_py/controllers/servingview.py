@@ -4,7 +4,9 @@ Shared by the ModelServing and eviction reconcilers, which do not import each ot
 
 Guarantees: no API calls; :func:`observe` returns only objects controlled by the given ModelServing UID (leftovers
 of a deleted same-named predecessor are never adopted); :func:`parse_modelserving` memoises by (uid,
-resourceVersion) in a bounded LRU, derived data lost harmlessly on restart.
+resourceVersion) in a bounded LRU, derived data lost harmlessly on restart, and hands back the very same (frozen)
+spec object while a ModelServing's spec is unchanged (equal as JSON), so that the hashes memoised per spec object
+(:mod:`~kthena_py.plan.modelserving.core.revision`) are not computed again after each status write.
 
 The serving gate: :func:`observe` also carries the gate of a ModelServing that names a ModelCache (the annotation
 ``serving.kthena-py.io/model-cache``), decided by the pure
@@ -16,12 +18,15 @@ ModelServing without the annotation never reads it.
 
 from __future__ import annotations
 
+import contextlib
 from collections import OrderedDict
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from kthena_py.api.common import API_VERSION
 from kthena_py.api.modelcache import ModelCache
-from kthena_py.api.modelserving import ModelServing
+from kthena_py.api.modelserving import ModelServing, ModelServingSpec, ModelServingStatus
 from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.core.modelcache import CacheGate, cache_name, decide_gate, templates_of
@@ -61,23 +66,40 @@ def ms_ref(obj: KubeObject) -> MSRef:
 
 _PARSED: OrderedDict[tuple[str, str], ModelServing] = OrderedDict()
 _PARSED_MAX = 2048
+_SPECS: OrderedDict[str, tuple[Any, ModelServingSpec]] = OrderedDict()
+"""The last parsed spec per ModelServing UID, with the JSON it was parsed from (bounded like ``_PARSED``)."""
+_METADATA: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
 
 
 def parse_modelserving(obj: KubeObject) -> ModelServing:
     """Parse a cached ModelServing; an unreadable status is dropped rather than failing the spec.
 
     Results are memoised by (uid, resourceVersion) — the identity of an object's content — in a
-    bounded LRU; this is derived data, lost harmlessly on restart, never a source of truth.
+    bounded LRU; this is derived data, lost harmlessly on restart, never a source of truth. A new
+    resourceVersion whose spec equals the last one parsed for the same uid (a status or metadata change)
+    reuses that spec object: the same value, without parsing it again.
 
     Raises:
         pydantic.ValidationError: The spec itself is invalid.
     """
     md = meta(obj)
-    key = (str(md.get("uid") or ""), str(md.get("resourceVersion") or ""))
+    uid = str(md.get("uid") or "")
+    key = (uid, str(md.get("resourceVersion") or ""))
     if all(key) and key in _PARSED:
         _PARSED.move_to_end(key)
         return _PARSED[key]
-    parsed = _parse_modelserving(obj)
+    raw_spec = obj.get("spec") or {}
+    prior = _SPECS.get(uid) if uid else None
+    if prior is not None and prior[0] == raw_spec and obj.get("apiVersion", API_VERSION) == API_VERSION:
+        _SPECS.move_to_end(uid)
+        parsed = _with_spec(obj, prior[1])
+    else:
+        parsed = _parse_modelserving(obj)
+        if uid:
+            _SPECS[uid] = (raw_spec, parsed.spec)
+            _SPECS.move_to_end(uid)
+            if len(_SPECS) > _PARSED_MAX:
+                _SPECS.popitem(last=False)
     if all(key):
         _PARSED[key] = parsed
         if len(_PARSED) > _PARSED_MAX:
@@ -98,6 +120,20 @@ def _parse_modelserving(obj: KubeObject) -> ModelServing:
         except ValueError:
             pass
     return ModelServing.model_validate(base)
+
+
+def _with_spec(obj: KubeObject, spec: ModelServingSpec) -> ModelServing:
+    """The ModelServing ``obj`` around an already parsed ``spec``: what :func:`_parse_modelserving` gives for it."""
+    fields: dict[str, Any] = {
+        "api_version": API_VERSION,
+        "kind": "ModelServing",
+        "metadata": _METADATA.validate_python(obj.get("metadata") or {}),
+        "spec": spec,
+    }
+    if obj.get("status"):
+        with contextlib.suppress(ValueError):  # unreadable: dropped, as _parse_modelserving drops it
+            fields["status"] = ModelServingStatus.model_validate(obj["status"])
+    return ModelServing.model_construct(**fields)
 
 
 def watch_model_caches(cache: SharedCache) -> None:

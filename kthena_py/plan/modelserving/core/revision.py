@@ -17,7 +17,9 @@ Guarantees:
   apply to it, so it changes exactly when that role's pods would render differently.
 * A ControllerRevision built by :func:`build_controller_revision` stores the full roles (replicas included),
   ``schedulerName`` and ``plugins``; :func:`parse_controller_revision` reads it back (also the bare roles array
-  Kthena accepts), so pods of an old revision can be re-rendered.
+  Kthena accepts), so pods of an old revision can be re-rendered. It parses an object once while its ``data`` is
+  unchanged (a bounded memo of derived data keyed by uid, checked by equality of ``data``) and returns the same
+  frozen object after, so :func:`stored_revision_hash` is computed once per stored revision too.
 * :func:`revisions_to_prune` never selects a live revision (current, update, or referenced by any pod).
 """
 
@@ -183,6 +185,7 @@ class _IdentityMemo:
 
 _SPEC_HASHES = _IdentityMemo()
 _ROLE_HASHES = _IdentityMemo()
+_STORED_HASHES = _IdentityMemo()
 
 
 def spec_revision_hash(spec: ModelServingSpec, collision_count: int = 0, model_cache: CacheMount | None = None) -> str:
@@ -192,6 +195,11 @@ def spec_revision_hash(spec: ModelServingSpec, collision_count: int = 0, model_c
         (collision_count, model_cache),
         lambda: revision_hash(revision_data(spec, model_cache), collision_count),
     )
+
+
+def stored_revision_hash(data: RevisionData, collision_count: int = 0) -> str:
+    """``revision_hash(data, collision_count)``, once per data object (e.g. a parsed ControllerRevision)."""
+    return _STORED_HASHES.get((data,), collision_count, lambda: revision_hash(data, collision_count))
 
 
 def role_template_hash(data: RevisionData, role: Role) -> str:
@@ -258,6 +266,11 @@ def build_controller_revision(
     }
 
 
+_PARSED_REVISIONS: OrderedDict[tuple[str, str], tuple[Any, RevisionData | None]] = OrderedDict()
+"""The last parse per (uid, default scheduler), with the ``data`` it was parsed from."""
+_PARSED_REVISIONS_MAX = 4096
+
+
 def parse_controller_revision(obj: KubeObject, default_scheduler: str) -> RevisionData | None:
     """Read the revision data back from a ControllerRevision.
 
@@ -266,8 +279,27 @@ def parse_controller_revision(obj: KubeObject, default_scheduler: str) -> Revisi
         default_scheduler: ``schedulerName`` to assume when the object does not record one (Kthena's do not).
 
     Returns:
-        The data, or ``None`` when it cannot be parsed.
+        The data, or ``None`` when it cannot be parsed; the same object again for an object with the same uid and
+        equal ``data``.
     """
+    uid = str((obj.get("metadata") or {}).get("uid") or "")
+    if not uid:
+        return _parse_controller_revision(obj, default_scheduler)
+    key = (uid, default_scheduler)
+    raw = obj.get("data")
+    hit = _PARSED_REVISIONS.get(key)
+    if hit is not None and hit[0] == raw:
+        _PARSED_REVISIONS.move_to_end(key)
+        return hit[1]
+    parsed = _parse_controller_revision(obj, default_scheduler)
+    _PARSED_REVISIONS[key] = (raw, parsed)
+    _PARSED_REVISIONS.move_to_end(key)
+    while len(_PARSED_REVISIONS) > _PARSED_REVISIONS_MAX:
+        _PARSED_REVISIONS.popitem(last=False)
+    return parsed
+
+
+def _parse_controller_revision(obj: KubeObject, default_scheduler: str) -> RevisionData | None:
     raw = obj.get("data")
     scheduler: Any = default_scheduler
     plugins_raw: Any = []

@@ -33,8 +33,8 @@ from kthena_py.plan.modelserving.core.revision import (
     RevisionData,
     parse_controller_revision,
     revision_data,
-    revision_hash,
     spec_revision_hash,
+    stored_revision_hash,
 )
 from kthena_py.plan.modelserving.core.targets import GroupTarget, Targets, build_targets, effective_roles
 from kthena_py.plan.modelserving.core.types import KubeObject, MSRef, Observed, PodGroupSupport
@@ -116,7 +116,7 @@ def build_state(ms: ModelServing, ref: MSRef, observed: Observed, support: PodGr
         if parsed is None:
             continue
         key = name[len(prefix) :]
-        if key == revision and revision_hash(parsed, salt) != revision:
+        if key == revision and stored_revision_hash(parsed, salt) != revision:
             collision = True
             continue
         revisions[key] = parsed

@@ -34,7 +34,7 @@ from kthena_py.api.modelserving import ModelServing, Role
 from kthena_py.plan.modelserving.core import naming
 from kthena_py.plan.modelserving.core.disruption import Disrupted
 from kthena_py.plan.modelserving.core.groups import GroupState, InstanceState, ObservedGroups
-from kthena_py.plan.modelserving.core.revision import RevisionData, revision_hash, role_template_hash
+from kthena_py.plan.modelserving.core.revision import RevisionData, role_template_hash, stored_revision_hash
 from kthena_py.plan.modelserving.core.rolling import Budget, UnitPlan, UnitView, plan_units, resolve_budget
 
 __all__ = [
@@ -158,7 +158,7 @@ class _Context:
             return True
         if revision not in self.equivalent:
             data = self.revisions.get(revision)
-            self.equivalent[revision] = data is not None and revision_hash(data, self.salt) == self.revision
+            self.equivalent[revision] = data is not None and stored_revision_hash(data, self.salt) == self.revision
         return self.equivalent[revision]
 
     def instance_updated(self, instance: InstanceState) -> bool:

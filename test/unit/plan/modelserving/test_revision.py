@@ -17,6 +17,7 @@ from kthena_py.plan.modelserving.core.revision import (
     revisions_to_prune,
     role_template_hash,
     spec_revision_hash,
+    stored_revision_hash,
 )
 
 from .builders import ms_doc, parse, ref_of, role_doc
@@ -121,6 +122,29 @@ def test_parse_kthena_bare_array_and_garbage() -> None:
     assert parse_controller_revision({"data": {"data": [{"bogus": 1}]}}, "volcano") is None
     assert parse_controller_revision({"data": "nope"}, "volcano") is None
     assert parse_controller_revision({}, "volcano") is None
+
+
+def test_a_stored_revision_is_parsed_once_while_its_data_is_unchanged() -> None:
+    ms = parse(_base())
+    data = revision_data(ms.spec)
+    obj = build_controller_revision(ref_of(ms), data, revision_hash(data), [])
+    obj["metadata"] |= {"uid": "rev-uid-1", "resourceVersion": "7"}
+    first = parse_controller_revision(obj, "volcano")
+    assert first is not None and first == data
+    assert parse_controller_revision(copy.deepcopy(obj), "volcano") is first  # same uid, equal data: same object
+    assert stored_revision_hash(first) == revision_hash(data)
+    assert stored_revision_hash(first, 3) == revision_hash(data, 3) != stored_revision_hash(first)
+    # other data under the same uid and resourceVersion (a test's in-memory store), or another default scheduler, is
+    # parsed from its own content
+    edited = copy.deepcopy(obj)
+    edited["data"]["data"][0]["workerReplicas"] = 7
+    again = parse_controller_revision(edited, "volcano")
+    assert again is not None and again is not first and again.roles[0].worker_replicas == 7
+    assert parse_controller_revision(obj, "other") is not first
+    # without a uid (an object not from the API server) nothing is memoised
+    bare = {"data": obj["data"]}
+    assert parse_controller_revision(bare, "volcano") == first
+    assert parse_controller_revision(bare, "volcano") is not parse_controller_revision(bare, "volcano")
 
 
 def test_prune_keeps_live_and_newest() -> None:
