@@ -1,0 +1,297 @@
+"""One replica's membership of a lease group: its own Lease, the group's slot map, the slots it owns.
+
+Guarantees:
+
+* **Level-based.** Each pass reads the group's Leases and the slot map and applies
+  :func:`~kthena_py.plan.sharding.membership.plan_slots`; nothing is remembered between passes but when each other
+  member's Lease was last seen to change (on this process's monotonic clock, as client-go's leader election does: no
+  trust in other machines' wall clocks) and when this replica last renewed. A restarted replica starts a new lease
+  term, so it owns nothing until it has taken slots again through a write.
+* **No slot owned twice.** The slot map is one Lease (``<group>-slots``) whose annotation
+  :data:`SLOT_MAP_ANNOTATION` is replaced only with its resourceVersion as a precondition. A replica owns a slot
+  from the moment its own write giving it the slot succeeded, until it stops owning it: before it writes a release,
+  when it stops, and when ``renew_deadline`` seconds have passed since its last renew began, whatever the network
+  does. Another replica takes a slot over only once it is released or the owner's Lease has been seen unchanged for
+  ``lease_duration`` seconds (plus the planner's skew margin); with ``renew_deadline < lease_duration`` the owner
+  has stopped first.
+* **Release before hand-over.** ``on_release`` is awaited with the slots given up (e.g. the manager drains their
+  reconciles) before the map is written without them; ``on_acquire`` is called with the slots gained after the write.
+* A graceful stop releases every slot and deletes the replica's Lease, so the others take over within one pass.
+* Metrics: ``kthena_shard_owned_slots`` and ``kthena_shard_members`` (gauges), ``kthena_shard_handovers_total``
+  (by direction).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import structlog
+from prometheus_client import Counter, Gauge
+
+from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
+from kthena_py.kube.resources import LEASES
+from kthena_py.plan.sharding.hashing import SLOT_COUNT, namespace_slot
+from kthena_py.plan.sharding.membership import MemberLease, SlotPlan, member_id, plan_slots
+from kthena_py.vocab.times import format_time
+
+from ..clock import Clock, RealClock
+from ..metrics import REGISTRY
+
+GROUP_LABEL: Final = "shards.kthena-py.io/group"
+"""Label of every Lease of a group (members' and the slot map's)."""
+ROLE_LABEL: Final = "shards.kthena-py.io/role"
+"""``member`` or ``slots``."""
+SLOT_MAP_ANNOTATION: Final = "shards.kthena-py.io/slots"
+"""The slot map on the ``<group>-slots`` Lease: JSON, slot number (as a string) to owner member id."""
+
+OWNED_SLOTS: Final = Gauge(
+    "kthena_shard_owned_slots", "Slots of the hash space this replica owns.", ("group",), registry=REGISTRY
+)
+MEMBERS: Final = Gauge(
+    "kthena_shard_members", "Live members of the lease group, as this replica sees them.", ("group",), registry=REGISTRY
+)
+HANDOVERS: Final = Counter(
+    "kthena_shard_handovers_total",
+    "Slots this replica acquired or released.",
+    ("group", "direction"),
+    registry=REGISTRY,
+)
+
+log = structlog.get_logger("kthena_py.shards")
+
+SlotsHook = Callable[[frozenset[int]], Awaitable[None]]
+
+
+async def _nothing(_: frozenset[int]) -> None:
+    return None
+
+
+def lease_name(group: str, identity: str) -> str:
+    """A member's Lease name: the group and a short digest of the identity (any identity fits a name)."""
+    return f"{group}-m-{hashlib.sha256(identity.encode()).hexdigest()[:10]}"
+
+
+class ShardMember:
+    """Keeps one replica's Lease renewed and its share of the group's slots (see the module docstring)."""
+
+    def __init__(
+        self,
+        client: KubeApi,
+        *,
+        group: str,
+        namespace: str,
+        identity: str,
+        lease_duration: float = 15.0,
+        renew_deadline: float = 10.0,
+        retry_period: float = 2.0,
+        slot_count: int = SLOT_COUNT,
+        clock: Clock | None = None,
+        on_acquire: SlotsHook = _nothing,
+        on_release: SlotsHook = _nothing,
+    ) -> None:
+        if not 0 < retry_period < renew_deadline < lease_duration:
+            raise ValueError("need 0 < retry_period < renew_deadline < lease_duration")
+        self._client = client
+        self.group = group
+        self.namespace = namespace
+        self.identity = identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self.slot_count = slot_count
+        self._clock = clock or RealClock()
+        self._on_acquire = on_acquire
+        self._on_release = on_release
+        self._term = ""
+        self._renewed_at: float | None = None
+        self._seen: dict[str, tuple[Any, float]] = {}
+        self.owned: frozenset[int] = frozenset()
+        """The slots this replica may reconcile now."""
+
+    @property
+    def me(self) -> str:
+        """This replica's member id in its current term."""
+        return member_id(self.identity, self._term)
+
+    def owns(self, namespace: str) -> bool:
+        """Whether objects of ``namespace`` are this replica's to reconcile now."""
+        return namespace_slot(namespace) in self.owned and self._within_deadline()
+
+    def owns_any(self) -> bool:
+        """Whether this replica owns any slot now."""
+        return bool(self.owned) and self._within_deadline()
+
+    def _within_deadline(self) -> bool:
+        return self._renewed_at is not None and self._clock.now() < self._renewed_at + self.renew_deadline
+
+    async def run(self) -> None:
+        """Renew and rebalance every ``retry_period`` until cancelled; then release everything."""
+        try:
+            while True:
+                await self._pass()
+                await self._clock.sleep(self.retry_period)
+        finally:
+            await asyncio.shield(self._leave())
+
+    async def _pass(self) -> None:
+        if not self._within_deadline() and self.owned:
+            await self._give_up(self.owned, "renew deadline passed")
+        started = self._clock.now()
+        try:
+            async with asyncio.timeout(self.renew_deadline):  # a stalled connection cannot hold a pass up
+                if not await self._renew(started):
+                    return
+                leases = (
+                    await self._client.list(LEASES, self.namespace, label_selector=f"{GROUP_LABEL}={self.group}")
+                ).items
+                slots_lease = await self._slots_lease()
+        except (TimeoutError, ApiError) as exc:
+            log.warning("cannot renew or read the lease group", group=self.group, error=str(exc) or "timed out")
+            return
+        members = self._members(leases, started)
+        MEMBERS.labels(self.group).set(len(members))
+        slot_map = _read_map(slots_lease)
+        plan = plan_slots(slot_map, members, self.me, self._clock.now(), self.slot_count)
+        await self._apply(plan, slots_lease)
+
+    async def _renew(self, started: float) -> bool:
+        """Renew this replica's Lease (a new term after a lapse or at start); False when it could not."""
+        if not self._within_deadline():
+            self._term = format_time(time.time(), "microseconds")
+        now = format_time(time.time(), "microseconds")
+        name = lease_name(self.group, self.identity)
+        spec = {
+            "holderIdentity": self.me,
+            "leaseDurationSeconds": int(self.lease_duration),
+            "acquireTime": self._term,
+            "renewTime": now,
+        }
+        meta = {"name": name, "namespace": self.namespace, "labels": {GROUP_LABEL: self.group, ROLE_LABEL: "member"}}
+        try:
+            try:
+                current = await self._client.get(LEASES, name, self.namespace)
+            except NotFound:
+                await self._client.create(LEASES, {"metadata": meta, "spec": spec}, self.namespace)
+            else:
+                rv = (current.get("metadata") or {}).get("resourceVersion")
+                await self._client.replace(
+                    LEASES, {"metadata": {**meta, "resourceVersion": rv}, "spec": spec}, self.namespace
+                )
+        except (AlreadyExists, Conflict):
+            return False
+        except ApiError as exc:
+            log.warning("cannot renew the member lease", group=self.group, error=str(exc))
+            return False
+        if self._clock.now() >= started + self.renew_deadline:
+            return False  # too late to count: the deadline is measured from the start of the renew
+        self._renewed_at = started
+        return True
+
+    def _members(self, leases: list[dict[str, Any]], renewed_at: float) -> list[MemberLease]:
+        now = self._clock.now()
+        members = [MemberLease(self.me, renewed_at, self.renew_deadline)]
+        seen: dict[str, tuple[Any, float]] = {}
+        for lease in leases:
+            if ((lease.get("metadata") or {}).get("labels") or {}).get(ROLE_LABEL) != "member":
+                continue
+            spec = lease.get("spec") or {}
+            holder = str(spec.get("holderIdentity") or "")
+            if not holder or holder == self.me:
+                continue
+            name = str((lease.get("metadata") or {}).get("name"))
+            previous = self._seen.get(name)
+            observed_at = previous[1] if previous is not None and previous[0] == spec else now
+            seen[name] = (spec, observed_at)
+            duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+            members.append(MemberLease(holder, observed_at, duration))
+        self._seen = seen
+        return members
+
+    async def _slots_lease(self) -> dict[str, Any]:
+        name = f"{self.group}-slots"
+        try:
+            return await self._client.get(LEASES, name, self.namespace)
+        except NotFound:
+            meta = {
+                "name": name,
+                "namespace": self.namespace,
+                "labels": {GROUP_LABEL: self.group, ROLE_LABEL: "slots"},
+                "annotations": {SLOT_MAP_ANNOTATION: "{}"},
+            }
+            try:
+                return await self._client.create(LEASES, {"metadata": meta, "spec": {}}, self.namespace)
+            except AlreadyExists:
+                return await self._client.get(LEASES, name, self.namespace)
+
+    async def _apply(self, plan: SlotPlan, slots_lease: dict[str, Any]) -> None:
+        await self._give_up(self.owned - plan.reconcile, "rebalanced")
+        gained = plan.reconcile - self.owned  # slots of a write of ours whose answer was lost
+        self._set_owned(plan.reconcile)
+        if gained:
+            await self._on_acquire(gained)
+        if plan.write is None:
+            return
+        md = dict(slots_lease.get("metadata") or {})
+        md.pop("managedFields", None)
+        md["annotations"] = {**(md.get("annotations") or {}), SLOT_MAP_ANNOTATION: _encode_map(plan.write)}
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                await self._client.replace(LEASES, {**slots_lease, "metadata": md}, self.namespace)
+        except (Conflict, NotFound):
+            return  # another member wrote first: the next pass plans from its map
+        except (TimeoutError, ApiError) as exc:
+            log.warning("cannot write the slot map", group=self.group, error=str(exc))
+            return
+        if plan.released:
+            HANDOVERS.labels(self.group, "released").inc(len(plan.released))
+        if plan.acquired and self._within_deadline():
+            HANDOVERS.labels(self.group, "acquired").inc(len(plan.acquired))
+            self._set_owned(plan.reconcile | plan.acquired)
+            log.info("acquired slots", group=self.group, slots=sorted(plan.acquired), owned=len(self.owned))
+            await self._on_acquire(plan.acquired)
+
+    async def _give_up(self, slots: frozenset[int], why: str) -> None:
+        if not slots:
+            return
+        self._set_owned(self.owned - slots)
+        log.info("releasing slots", group=self.group, slots=sorted(slots), why=why)
+        await self._on_release(slots)
+
+    def _set_owned(self, slots: frozenset[int]) -> None:
+        self.owned = slots
+        OWNED_SLOTS.labels(self.group).set(len(slots))
+
+    async def _leave(self) -> None:
+        """Stop owning, write the map without this replica's slots, delete its Lease (best effort, bounded)."""
+        await self._give_up(self.owned, "stopping")
+        try:
+            async with asyncio.timeout(self.retry_period):
+                lease = await self._slots_lease()
+                recorded = _read_map(lease)
+                others = {s: o for s, o in recorded.items() if o != self.me}
+                if others != recorded:
+                    released = frozenset(recorded) - frozenset(others)
+                    await self._apply(SlotPlan(reconcile=frozenset(), write=others, released=released), lease)
+                await self._client.delete(LEASES, lease_name(self.group, self.identity), self.namespace)
+        except (TimeoutError, ApiError) as exc:
+            log.warning("could not leave the group cleanly; the lease expires by itself", error=str(exc))
+
+
+def _read_map(lease: dict[str, Any]) -> dict[int, str]:
+    raw = ((lease.get("metadata") or {}).get("annotations") or {}).get(SLOT_MAP_ANNOTATION) or "{}"
+    try:
+        decoded = json.loads(raw)
+    except ValueError:
+        return {}
+    if not isinstance(decoded, dict):
+        return {}
+    return {int(k): str(v) for k, v in decoded.items() if str(k).isdigit() and isinstance(v, str)}
+
+
+def _encode_map(slot_map: dict[int, str]) -> str:
+    return json.dumps({str(s): slot_map[s] for s in sorted(slot_map)}, separators=(",", ":"))
