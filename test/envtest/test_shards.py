@@ -16,8 +16,8 @@ import yaml
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import LEASES
-from kthena_py.plan.sharding.hashing import SLOT_COUNT
 from kthena_py.runtime.shards import ShardMember
+from kthena_py.runtime.shards.hashing import SLOT_COUNT
 from kthena_py.runtime.shards.member import GROUP_LABEL, HANDOVERS, SLOT_MAP_ANNOTATION
 from kthena_py.testing.proxy import TcpProxy
 from kthena_py.testing.wait import eventually

@@ -1,6 +1,8 @@
 """Sharded replicas (issue 31): a replica's membership of a lease group and the slots it may reconcile.
 
-:class:`~.member.ShardMember` keeps the cluster state that :mod:`kthena_py.plan.sharding.membership` plans from.
+The decisions are pure modules (no clock, no I/O): :mod:`.hashing` (the API server's namespace hash, 64 slots),
+:mod:`.assignment` (slots over live members, fewest moves), :mod:`.membership` (the handover rule) and
+:mod:`.selector` (``shardSelector`` ranges). :class:`~.member.ShardMember` keeps the cluster state they plan from.
 The manager does not use it yet (``--sharding`` is issue 31's remaining work): see docs/sharding.md.
 """
 

@@ -3,7 +3,7 @@
 Guarantees:
 
 * **Level-based.** Each pass reads the group's Leases and the slot map and applies
-  :func:`~kthena_py.plan.sharding.membership.plan_slots`; nothing is remembered between passes but when each other
+  :func:`~kthena_py.runtime.shards.membership.plan_slots`; nothing is remembered between passes but when each other
   member's Lease was last seen to change (on this process's monotonic clock, as client-go's leader election does: no
   trust in other machines' wall clocks) and when this replica last renewed. A restarted replica starts a new lease
   term, so it owns nothing until it has taken slots again through a write.
@@ -35,12 +35,12 @@ from prometheus_client import Counter, Gauge
 
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
 from kthena_py.kube.resources import LEASES
-from kthena_py.plan.sharding.hashing import SLOT_COUNT, namespace_slot
-from kthena_py.plan.sharding.membership import MemberLease, SlotPlan, member_id, plan_slots
 from kthena_py.vocab.times import format_time
 
 from ..clock import Clock, RealClock
 from ..metrics import REGISTRY
+from .hashing import SLOT_COUNT, namespace_slot
+from .membership import MemberLease, SlotPlan, member_id, plan_slots
 
 GROUP_LABEL: Final = "shards.kthena-py.io/group"
 """Label of every Lease of a group (members' and the slot map's)."""

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kthena_py.plan.sharding.assignment import plan_assignment
-from kthena_py.plan.sharding.membership import (
+from kthena_py.runtime.shards.assignment import plan_assignment
+from kthena_py.runtime.shards.membership import (
     CLOCK_SKEW,
     MemberLease,
     SlotPlan,

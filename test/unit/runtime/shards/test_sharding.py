@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kthena_py.plan.sharding.assignment import moves, plan_assignment, slots_of
-from kthena_py.plan.sharding.hashing import SLOT_COUNT, SPACE, fnv1a64, namespace_slot, slot_of
-from kthena_py.plan.sharding.selector import owns, ranges_of, shard_selector
+from kthena_py.runtime.shards.assignment import moves, plan_assignment, slots_of
+from kthena_py.runtime.shards.hashing import SLOT_COUNT, SPACE, fnv1a64, namespace_slot, slot_of
+from kthena_py.runtime.shards.selector import owns, ranges_of, shard_selector
 
 
 @pytest.mark.parametrize(
