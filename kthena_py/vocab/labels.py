@@ -69,6 +69,9 @@ __all__ = [
     "SERVING_ROLE",
     "SERVING_ROLE_ID",
     "SERVING_ROLE_TEMPLATE_HASH",
+    "SHARD_GROUP",
+    "SHARD_ROLE",
+    "SHARD_SLOTS",
     "VOLCANO_PODGROUP",
     "VOLCANO_QUEUE",
     "VOLCANO_TASK_SPEC",
@@ -122,6 +125,14 @@ subresource or by an autoscaler (kept)."""
 BOOSTER_MIGRATED = "modelbooster.kthena-py.io/migrated"
 """On the ModelBooster: set by ``kthena-py modelbooster migrate``; the controller leaves such a booster alone."""
 AUTOSCALING_HISTORY = "autoscaling.kthena-py.io/history"
+
+# Sharded replicas (ours): the Leases of a lease group (kthena_py.runtime.shards).
+SHARD_GROUP = "shards.kthena-py.io/group"
+"""Label of every Lease of a shard group (the members' and the slot map's); value: the group name."""
+SHARD_ROLE = "shards.kthena-py.io/role"
+"""Label of a shard group's Lease: ``member`` (one replica's) or ``slots`` (the slot map)."""
+SHARD_SLOTS = "shards.kthena-py.io/slots"
+"""Annotation of the slot-map Lease: JSON, slot number (as a string) to owner member id."""
 
 # Test support (ours): the nodes a mini-kubelet serves (kthena_py.testing.kubelet).
 MINI_KUBELET = "kthena-py.io/mini-kubelet"

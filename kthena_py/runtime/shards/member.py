@@ -35,6 +35,7 @@ from prometheus_client import Counter, Gauge
 
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
 from kthena_py.kube.resources import LEASES
+from kthena_py.vocab.labels import SHARD_GROUP, SHARD_ROLE, SHARD_SLOTS
 from kthena_py.vocab.times import format_time
 
 from ..clock import Clock, RealClock
@@ -42,12 +43,9 @@ from ..metrics import REGISTRY
 from .hashing import SLOT_COUNT, namespace_slot
 from .membership import MemberLease, SlotPlan, member_id, plan_slots
 
-GROUP_LABEL: Final = "shards.kthena-py.io/group"
-"""Label of every Lease of a group (members' and the slot map's)."""
-ROLE_LABEL: Final = "shards.kthena-py.io/role"
-"""``member`` or ``slots``."""
-SLOT_MAP_ANNOTATION: Final = "shards.kthena-py.io/slots"
-"""The slot map on the ``<group>-slots`` Lease: JSON, slot number (as a string) to owner member id."""
+GROUP_LABEL: Final = SHARD_GROUP
+ROLE_LABEL: Final = SHARD_ROLE
+SLOT_MAP_ANNOTATION: Final = SHARD_SLOTS
 
 OWNED_SLOTS: Final = Gauge(
     "kthena_shard_owned_slots", "Slots of the hash space this replica owns.", ("group",), registry=REGISTRY
