@@ -41,6 +41,7 @@ def _subcommand_modules(command: str | None) -> list[ModuleType]:
         optimize,
         render,
         rollout_args,
+        shards,
         status_args,
         validate,
     )
@@ -57,6 +58,7 @@ def _subcommand_modules(command: str | None) -> list[ModuleType]:
         import_,
         rollout_args,
         status_args,
+        shards,
         download_args,
         attest_args,
     ]

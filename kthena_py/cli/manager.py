@@ -65,6 +65,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     m.add_argument("--leader-elect", action="store_true", help="enable leader election (for >1 replica)")
     m.add_argument("--leader-election-id", default="kthena-py-controller-manager", help="Lease name")
     m.add_argument("--leader-election-namespace", default=None, help="Lease namespace (default: own namespace)")
+    m.add_argument(
+        "--sharding",
+        action="store_true",
+        help="run N active replicas, each reconciling the namespaces of its share of the hash space, instead of "
+        "one leader (docs/sharding.md); replaces --leader-elect",
+    )
+    m.add_argument(
+        "--lease-group",
+        default="kthena-py-controller-manager",
+        help="with --sharding: the lease group's name (its Leases live in --leader-election-namespace)",
+    )
     m.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
     m.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
     m.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
@@ -272,6 +283,8 @@ async def _run_manager(args: argparse.Namespace) -> int:
             leader_elect=args.leader_elect,
             leader_election_id=args.leader_election_id,
             leader_election_namespace=args.leader_election_namespace or _own_namespace(),
+            sharding=args.sharding,
+            lease_group=args.lease_group,
             lease_duration=args.lease_duration,
             renew_deadline=args.renew_deadline,
             retry_period=args.retry_period,
@@ -336,6 +349,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             disabled=list(selection.disabled),
             namespace=args.namespace or "*",
             leader_elect=args.leader_elect,
+            sharding=args.sharding,
             eviction_webhook=args.enable_eviction_webhook,
             event_loop=running_loop_name(),
         )
@@ -359,6 +373,10 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--enable-eviction-webhook needs the webhook server (--webhook-port other than 0)")
     if args.webhook_port and args.webhook_cert_mode == "cert-manager" and not args.webhook_cert_dir:
         raise CommandError("--webhook-cert-mode=cert-manager needs --webhook-cert-dir")
+    if args.sharding and args.leader_elect:
+        raise CommandError("--sharding replaces --leader-elect: every replica is active on its own namespaces")
+    if args.sharding and args.namespace:
+        raise CommandError("--sharding divides namespaces between replicas; it cannot be combined with --namespace")
     if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:
         raise CommandError("need 0 < --retry-period < --renew-deadline < --lease-duration")
     from kthena_py.controllers.selection import parse_controllers

@@ -22,6 +22,11 @@ Guarantees:
   ``controller_runtime_reconcile_panics_total`` and retried with backoff.
 * :meth:`Controller.stop` either drains in-flight work, settle waits included (graceful shutdown), or
   cancels it at once (loss of leadership, where no further write must happen).
+* **Sharded** (:meth:`Controller.shard_by`): a request is queued and reconciled only while its namespace is this
+  replica's (cluster-scoped requests go with the namespace ``""``); one that is not is dropped when the change
+  comes and again when a worker would take it, and counted in ``kthena_shard_filtered_requests_total``.
+  :meth:`Controller.release` drains, then cancels, the reconciles in flight for namespaces no longer owned;
+  :meth:`Controller.resync` queues every cached object of newly owned namespaces, since their changes were dropped.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ from .reconcile import Reconciler, Request, Result, Settle, TerminalError
 from .workqueue import RateLimitingQueue, ShutDown
 
 Mapper = Callable[[KubeObject], Iterable[Request]]
+Owns = Callable[[str], bool]
+"""Whether requests of a namespace are this replica's to reconcile now (``""`` for cluster-scoped ones)."""
 Predicate = Callable[[KubeObject | None, KubeObject], bool]
 """Called with (old, new) (old is None for adds and deletes); ``False`` drops the event."""
 
@@ -156,10 +163,11 @@ class _Queue(Protocol):
 class _Handler:
     """Adapts informer events to queue adds for one watch."""
 
-    def __init__(self, watch: _Watch, queue: _Queue, controller: str = "") -> None:
+    def __init__(self, watch: _Watch, queue: _Queue, controller: str = "", owns: Owns | None = None) -> None:
         self._watch = watch
         self._queue = queue
         self._controller = controller
+        self._owns = owns
 
     def _emit(self, old: KubeObject | None, obj: KubeObject) -> None:
         pred = self._watch.predicate
@@ -167,6 +175,9 @@ class _Handler:
             return
         urgent = self._watch.urgent is not None and self._watch.urgent(old, obj)
         for req in self._watch.mapper(obj):
+            if self._owns is not None and not self._owns(req.namespace):
+                metrics.SHARD_FILTERED.labels(self._controller, "event").inc()
+                continue
             if timeline.enabled():
                 timeline.record(
                     "enqueue", controller=self._controller, key=str(req), kind=self._watch.rt.kind, name=name_of(obj)
@@ -231,6 +242,8 @@ class Controller:
         self._settling: set[asyncio.Task[None]] = set()
         self._started = False
         self._active = 0
+        self._owns: Owns | None = None
+        self._inflight: dict[Request, asyncio.Task[Settle | None]] = {}
         metrics.init_controller_metrics(name, self.workers)
 
     # -- declaration -------------------------------------------------------------------------
@@ -272,6 +285,45 @@ class Controller:
         self._watches.append(_Watch(rt, mapper, predicate, field_selector, urgent, coalesce))
         return self
 
+    def shard_by(self, owns: Owns) -> None:
+        """Reconcile only the requests whose namespace ``owns`` accepts (module docstring); before :meth:`start`."""
+        if self._started:
+            raise RuntimeError("shard_by must be called before the controller starts")
+        self._owns = owns
+
+    def resync(self, namespaces: Owns) -> int:
+        """Queue what every watch maps the cached objects to, for the namespaces ``namespaces`` accepts.
+
+        Called when this replica starts owning those namespaces (their changes were dropped until then); returns
+        how many requests were queued (the queue merges duplicates).
+        """
+        queued = 0
+        for w in self._watches:
+            for obj in self.cache.informer(w.rt, field_selector=w.field_selector).store.values():
+                for req in w.mapper(obj):
+                    if namespaces(req.namespace):
+                        self.queue.add(req)
+                        queued += 1
+        return queued
+
+    async def release(self, *, drain_timeout: float) -> None:
+        """Let the reconciles in flight for namespaces no longer owned finish (up to ``drain_timeout``), then cancel.
+
+        New ones do not start: a worker drops a request that is not owned when it takes it.
+        """
+        owns = self._owns
+        if owns is None:
+            return
+        leaving = [t for req, t in list(self._inflight.items()) if not owns(req.namespace)]
+        if not leaving:
+            return
+        if drain_timeout > 0:
+            await asyncio.wait(leaving, timeout=drain_timeout)
+        for t in leaving:
+            if not t.done():
+                t.cancel()
+        await asyncio.gather(*leaving, return_exceptions=True)
+
     def enqueue(self, request: Request) -> None:
         """Ask for a reconcile of ``request``."""
         self.queue.add(request)
@@ -284,7 +336,9 @@ class Controller:
             return
         self._started = True
         for w in self._watches:
-            self.cache.informer(w.rt, field_selector=w.field_selector).add_handler(_Handler(w, self.queue, self.name))
+            self.cache.informer(w.rt, field_selector=w.field_selector).add_handler(
+                _Handler(w, self.queue, self.name, self._owns)
+            )
         self._tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}") for i in range(self.workers)]
 
     async def stop(self, *, drain: bool = True, timeout: float = 30.0) -> None:
@@ -321,12 +375,31 @@ class Controller:
                 return
             settle: Settle | None = None
             try:
-                settle = await self._process(req)
+                if self._owns is None:
+                    settle = await self._process(req)
+                elif not self._owns(req.namespace):
+                    self.queue.forget(req)
+                    metrics.SHARD_FILTERED.labels(self.name, "queued").inc()
+                else:
+                    settle = await self._process_releasable(req)
             finally:
                 if settle is None:
                     self.queue.done(req)
                 else:
                     self._hold(req, settle)
+
+    async def _process_releasable(self, req: Request) -> Settle | None:
+        """:meth:`_process` in a task of its own, which :meth:`release` may cancel without ending the worker."""
+        task = asyncio.create_task(self._process(req), name=f"{self.name}-reconcile-{req}")
+        self._inflight[req] = task
+        try:
+            await asyncio.wait([task])
+        finally:
+            self._inflight.pop(req, None)
+            if not task.done():  # the worker itself is being cancelled (a stop without drain)
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        return None if task.cancelled() else task.result()
 
     def _hold(self, req: Request, settle: Settle) -> None:
         """Keep ``req`` in progress until ``settle()`` ends, without a worker."""

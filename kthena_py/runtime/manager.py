@@ -16,6 +16,14 @@ Guarantees:
   what they close any more), in registration order; one that fails is logged and the others still run.
 * Events: one recorder per source component (:meth:`Manager.recorder_for`), so each controller's Events carry
   its own ``source.component``; all of them are flushed on a clean stop and discarded when the lease is lost.
+* **Sharded** (``sharding``, issue 31): instead of one leader, every replica is a member of a lease group
+  (:class:`~.shards.ShardMember`) and runs every controller, each reconciling only the namespaces whose hash slots
+  the replica owns (:meth:`~.controller.Controller.shard_by`; cluster-scoped objects go with the slot of ``""``).
+  Slots taken over are resynced from the cache; slots given up are drained first (for at most ``retry_period``, so
+  the renewals are not held up), or cancelled at once when the replica's renew deadline has passed. A stop drains
+  every controller, then releases the slots and deletes the replica's Lease. The cache holds every namespace and
+  requests are filtered on this side; whether the API server could filter them (``ShardedListAndWatch``) is asked
+  at start, logged and exported (``kthena_shard_server_filtering``), see docs/sharding.md.
 * Every replica gives memory freed after a burst of work back to the operating system (:mod:`.memory`) and
   measures how late its event loop runs what is due (:mod:`.looplag`).
 """
@@ -30,21 +38,44 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
+from prometheus_client import Gauge, Histogram
 
-from kthena_py.kube import WatchApi
+from kthena_py.kube import KubeClient, WatchApi
 
-from . import looplag, memory
+from . import looplag, memory, metrics
 from .cache import SharedCache
 from .clock import Clock, RealClock
 from .controller import Controller
 from .events import EventRecorder
 from .httpserver import ProbeServer
 from .leader import LeaderElector
+from .shards import ShardMember
+from .shards.hashing import namespace_slot
 
 Runnable = Callable[[], Coroutine[Any, Any, None]]
 Closer = Callable[[], Awaitable[None]]
 
 log = structlog.get_logger("kthena_py.manager")
+
+
+SERVER_FILTERING = Gauge(
+    "kthena_shard_server_filtering",
+    "1 when the API server filters list and watch by shardSelector (ShardedListAndWatch), 0 when it does not; "
+    "this release filters on the replica's side either way.",
+    registry=metrics.REGISTRY,
+)
+OWNED_OBJECTS = Gauge(
+    "kthena_shard_owned_objects",
+    "Cached objects of each kind in the namespaces this sharded replica owns (computed when scraped).",
+    ("kind",),
+    registry=metrics.REGISTRY,
+)
+RELEASE_SECONDS = Histogram(
+    "kthena_shard_release_seconds",
+    "How long giving up slots took: the drain of their in-flight reconciles, before the release is written.",
+    registry=metrics.REGISTRY,
+    buckets=(0.001, 0.01, 0.05, 0.1, 0.5, 1, 2, 5),
+)
 
 
 def default_identity() -> str:
@@ -68,6 +99,8 @@ class ManagerOptions:
     health_probe_bind_address: str = "127.0.0.1:8081"
     shutdown_timeout: float = 30.0
     component: str = "kthena-py-controller-manager"
+    sharding: bool = False
+    lease_group: str = "kthena-py-controller-manager"
 
 
 class Manager:
@@ -89,6 +122,7 @@ class Manager:
         self._other_tasks: list[asyncio.Task[None]] = []
         self._closers: list[Closer] = []
         self.elector: LeaderElector | None = None
+        self.shard_member: ShardMember | None = None
         self.leading = asyncio.Event()
         self.add_runnable(memory.trim_when_idle, needs_leader=False)
         self.add_runnable(looplag.watch_lag, needs_leader=False)
@@ -132,7 +166,11 @@ class Manager:
         self._other_tasks = [asyncio.create_task(r()) for r in self._everywhere_runnables]
         elector_task: asyncio.Task[None] | None = None
         try:
-            if self.options.leader_elect:
+            if self.options.sharding:
+                member_task = await self._start_sharded()
+                elector_task = member_task
+                member_task.add_done_callback(lambda _: lost.set())  # the membership never ends on its own
+            elif self.options.leader_elect:
                 self.elector = LeaderElector(
                     self.client,
                     name=self.options.leader_election_id,
@@ -159,9 +197,16 @@ class Manager:
             for w in waiters:
                 w.cancel()
             if lost.is_set():
+                if self.shard_member is not None:
+                    log.error("the shard membership ended; stopping without a drain")
+                    await self._stop_leader_work(drain=False)
+                    await asyncio.gather(*(r.discard() for r in self._recorders.values()))
                 return 1
             log.info("shutting down")
             await self._stop_leader_work(drain=True)
+            if elector_task is not None and self.shard_member is not None:
+                elector_task.cancel()  # after the drain: release the slots, delete this replica's Lease
+                await asyncio.gather(elector_task, return_exceptions=True)
             return 0
         finally:
             if elector_task is not None:
@@ -174,6 +219,67 @@ class Manager:
             await asyncio.gather(*(r.flush() for r in self._recorders.values()))
             await self.cache.stop()
             await self.probes.stop()
+
+    async def _start_sharded(self) -> asyncio.Task[None]:
+        """Join the lease group; run every controller on the namespaces this replica owns (module docstring)."""
+        o = self.options
+        member = ShardMember(
+            self.client,
+            group=o.lease_group,
+            namespace=o.leader_election_namespace,
+            identity=o.identity,
+            lease_duration=o.lease_duration,
+            renew_deadline=o.renew_deadline,
+            retry_period=o.retry_period,
+            clock=self.clock,
+            on_acquire=self._acquired,
+            on_release=self._released,
+        )
+        self.shard_member = member
+        for c in self.controllers:
+            c.shard_by(member.owns)
+        self._watch_owned_objects(member)
+        server_side = False
+        if isinstance(self.client, KubeClient):
+            from .shards.detect import server_filters_shards
+
+            server_side = await server_filters_shards(self.client)
+        SERVER_FILTERING.set(1 if server_side else 0)
+        log.info(
+            "sharded: reconciling the namespaces of the slots this replica owns",
+            group=o.lease_group,
+            identity=o.identity,
+            filtering="client-side",
+            server_filters_shards=server_side,
+        )
+        await self._start_leader_work()
+        return asyncio.create_task(member.run(), name="shard-member")
+
+    async def _acquired(self, slots: frozenset[int]) -> None:
+        queued = sum(c.resync(lambda ns: namespace_slot(ns) in slots) for c in self.controllers)
+        log.info("reconciling newly owned slots", slots=len(slots), requests=queued)
+
+    async def _released(self, slots: frozenset[int]) -> None:
+        member = self.shard_member
+        drain = member is not None and member.holds_lease()
+        timeout = self.options.retry_period if drain else 0.0
+        with RELEASE_SECONDS.time():
+            await asyncio.gather(*(c.release(drain_timeout=timeout) for c in self.controllers))
+
+    def _watch_owned_objects(self, member: ShardMember) -> None:
+        """Export how many cached objects of each kind this replica owns, counted when scraped."""
+        kinds: set[str] = set()
+        for informer in self.cache.informers():
+            kind = informer.rt.kind
+            if kind in kinds:
+                continue  # a second informer of a kind (another field selector) holds a subset
+            kinds.add(kind)
+
+            def count(store: Any = informer.store) -> float:
+                owned = (member.owns((o.get("metadata") or {}).get("namespace") or "") for o in store.values())
+                return float(sum(owned))
+
+            OWNED_OBJECTS.labels(kind).set_function(count)
 
     async def _start_leader_work(self) -> None:
         self.leading.set()

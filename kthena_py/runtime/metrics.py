@@ -287,6 +287,13 @@ ACTIVE_WORKERS: Final = Gauge(
     ("controller",),
     registry=REGISTRY,
 )
+SHARD_FILTERED: Final = Counter(
+    "kthena_shard_filtered_requests_total",
+    "Requests a sharded replica dropped because their namespace is another replica's (filtered on this side: when "
+    "the change came, or when a worker would have taken it).",
+    ("controller", "stage"),
+    registry=REGISTRY,
+)
 SETTLING_KEYS: Final = Gauge(
     "kthena_controller_settling_keys",
     "Keys whose reconcile ended and whose settle wait (the cache showing its writes) holds them, without a worker.",

@@ -379,3 +379,26 @@ def test_reading_source_secrets_is_off_by_default_and_installs_exactly_the_sourc
     assert role["rules"] == [{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"]}]  # no list, no watch
     binding = the(granted, "ClusterRoleBinding", "kthena-py-source-secret-reader")
     assert [s["name"] for s in binding["subjects"]] == ["kthena-py-controller-manager"]
+
+
+def test_sharding_replaces_leader_election_and_installs_exactly_the_sharding_component(
+    helm_path: Path, kubectl_path: Path, tmp_path: Path
+) -> None:
+    default = render(helm_path, crds=False)
+    assert "--sharding" not in manager_args(default)
+    assert not [d for d in default if d["metadata"]["name"] == "kthena-py-shards"]
+    sharded = render(helm_path, "manager.sharding.enabled=true")
+    assert_same_objects(sharded, kustomize(kubectl_path, overlay(tmp_path, ["sharding"])))
+    args = manager_args(sharded)
+    assert "--sharding" in args and "--leader-elect" not in args
+    assert the(sharded, "Role", "kthena-py-shards")["rules"] == [
+        {
+            "apiGroups": ["coordination.k8s.io"],
+            "resources": ["leases"],
+            "verbs": ["get", "list", "create", "update", "delete"],
+        }
+    ]
+    named = manager_args(
+        render(helm_path, "manager.sharding.enabled=true", "manager.sharding.leaseGroup=llm", crds=False)
+    )
+    assert named[1:3] == ["--sharding", "--lease-group=llm"]

@@ -8,6 +8,7 @@ prime 0x100000001b3), the function the API server applies to ``object.metadata.n
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Final
 
 SPACE: Final = 1 << 64
@@ -35,6 +36,10 @@ def slot_of(hash_value: int) -> int:
     return hash_value >> (64 - SLOT_BITS)
 
 
+@lru_cache(maxsize=65536)
 def namespace_slot(namespace: str) -> int:
-    """The slot of a namespace (the sharding key: a ModelServing and everything it owns share it)."""
+    """The slot of a namespace (the sharding key: a ModelServing and everything it owns share it).
+
+    Memoised: a sharded replica asks it for every change it observes.
+    """
     return slot_of(fnv1a64(namespace))

@@ -120,6 +120,10 @@ class ShardMember:
         """Whether objects of ``namespace`` are this replica's to reconcile now."""
         return namespace_slot(namespace) in self.owned and self._within_deadline()
 
+    def holds_lease(self) -> bool:
+        """Whether this replica's last renew is still within its renew deadline (its ownership is current)."""
+        return self._within_deadline()
+
     def owns_any(self) -> bool:
         """Whether this replica owns any slot now."""
         return bool(self.owned) and self._within_deadline()
@@ -153,7 +157,7 @@ class ShardMember:
             return
         members = self._members(leases, started)
         MEMBERS.labels(self.group).set(len(members))
-        slot_map = _read_map(slots_lease)
+        slot_map = read_slot_map(slots_lease)
         plan = plan_slots(slot_map, members, self.me, self._clock.now(), self.slot_count)
         await self._apply(plan, slots_lease)
 
@@ -270,7 +274,7 @@ class ShardMember:
         try:
             async with asyncio.timeout(self.retry_period):
                 lease = await self._slots_lease()
-                recorded = _read_map(lease)
+                recorded = read_slot_map(lease)
                 others = {s: o for s, o in recorded.items() if o != self.me}
                 if others != recorded:
                     released = frozenset(recorded) - frozenset(others)
@@ -280,7 +284,8 @@ class ShardMember:
             log.warning("could not leave the group cleanly; the lease expires by itself", error=str(exc))
 
 
-def _read_map(lease: dict[str, Any]) -> dict[int, str]:
+def read_slot_map(lease: dict[str, Any]) -> dict[int, str]:
+    """The slot map a ``<group>-slots`` Lease records (slot -> member id); unreadable entries are left out."""
     raw = ((lease.get("metadata") or {}).get("annotations") or {}).get(SLOT_MAP_ANNOTATION) or "{}"
     try:
         decoded = json.loads(raw)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kthena_py.runtime.shards.member import SLOT_MAP_ANNOTATION, ShardMember, _encode_map, _read_map, lease_name
+from kthena_py.runtime.shards.member import SLOT_MAP_ANNOTATION, ShardMember, _encode_map, lease_name, read_slot_map
 
 
 def _lease(raw: str | None) -> dict[str, Any]:
@@ -17,7 +17,7 @@ def test_the_map_round_trips_in_slot_order() -> None:
     slot_map = {10: "b@t1", 2: "a@t0", 0: "a@t0"}
     encoded = _encode_map(slot_map)
     assert encoded == '{"0":"a@t0","2":"a@t0","10":"b@t1"}'
-    assert _read_map(_lease(encoded)) == slot_map
+    assert read_slot_map(_lease(encoded)) == slot_map
 
 
 @pytest.mark.parametrize(
@@ -31,7 +31,7 @@ def test_the_map_round_trips_in_slot_order() -> None:
     ],
 )
 def test_an_unreadable_map_or_entry_is_a_free_slot(raw: str | None, expected: dict[int, str]) -> None:
-    assert _read_map(_lease(raw)) == expected
+    assert read_slot_map(_lease(raw)) == expected
 
 
 def test_member_lease_names_fit_any_identity() -> None:

@@ -1,0 +1,313 @@
+"""Three sharded managers on one API server: each namespace reconciled by exactly one replica, handed over cleanly.
+
+Every manager runs every controller (``sharding=True``) through a client that logs each write it sends with the
+namespace it goes to and when, so a namespace written by two replicas, or by two at once, shows in the log. The
+cache is the whole cluster's (this API server does not filter shards), so the drops are counted on each side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+import re
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+from kthena_py.controllers import register_all
+from kthena_py.controllers.resources import MODELSERVINGS
+from kthena_py.kube import KubeClient, NotFound
+from kthena_py.kube.resources import LEASES, PODS
+from kthena_py.runtime import metrics
+from kthena_py.runtime.manager import Manager, ManagerOptions
+from kthena_py.runtime.shards.hashing import namespace_slot
+from kthena_py.runtime.shards.member import SLOT_MAP_ANNOTATION, lease_name, read_slot_map
+from kthena_py.testing.wait import eventually
+
+pytestmark = pytest.mark.envtest
+
+TIMING = {"lease_duration": 6.0, "renew_deadline": 4.0, "retry_period": 0.5}
+GROUP = "sharded-managers"
+NAMESPACED = re.compile(r"/namespaces/([^/]+)/([^/]+)")
+ENTRY = {"containers": [{"name": "engine", "image": "nginx:1.27"}]}
+
+
+class WriteLog(KubeClient):
+    """A client that logs every write it sends to a namespaced object (leases and Events aside)."""
+
+    identity = ""
+    log: list[tuple[float, str, str]]
+
+    async def _open(self, method: str, path: str, **kw: Any) -> Any:
+        found = NAMESPACED.search(path)
+        if method != "GET" and found is not None and found.group(2) not in ("leases", "events"):
+            self.log.append((time.monotonic(), self.identity, found.group(1)))
+        return await super()._open(method, path, **kw)
+
+
+@dataclass
+class Replica:
+    manager: Manager
+    stop: Callable[[], Awaitable[None]]
+
+
+@contextlib.asynccontextmanager
+async def sharded_manager(
+    kubeconfig: Path, identity: str, lease_namespace: str, log: list[tuple[float, str, str]]
+) -> AsyncIterator[Replica]:
+    client = await WriteLog.from_kubeconfig(str(kubeconfig))
+    assert isinstance(client, WriteLog)
+    client.identity, client.log = identity, log
+    options = ManagerOptions(
+        sharding=True,
+        lease_group=GROUP,
+        leader_election_namespace=lease_namespace,
+        identity=identity,
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        shutdown_timeout=10,
+        **TIMING,
+    )
+    manager = Manager(client, options)
+    register_all(manager, workers=2)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(manager.run(stopping))
+
+    async def stop() -> None:
+        stopping.set()
+        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 60)
+
+    try:
+        yield Replica(manager, stop)
+    finally:
+        await stop()
+        await client.close()
+
+
+def modelserving(name: str) -> dict[str, Any]:
+    role = {"name": "prefill", "replicas": 1, "workerReplicas": 0, "entryTemplate": {"spec": ENTRY}}
+    return {
+        "metadata": {"name": name},
+        "spec": {"replicas": 1, "schedulerName": "default-scheduler", "template": {"roles": [role]}},
+    }
+
+
+async def slot_owners(kube: KubeClient, lease_namespace: str) -> dict[int, str]:
+    lease = await kube.get(LEASES, f"{GROUP}-slots", lease_namespace)
+    assert SLOT_MAP_ANNOTATION in lease["metadata"]["annotations"]
+    return {slot: owner.split("@")[0] for slot, owner in read_slot_map(lease).items()}
+
+
+async def pods_of(kube: KubeClient, namespace: str) -> list[str]:
+    items = (await kube.list(PODS, namespace)).items
+    return [p["metadata"]["name"] for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+def writers(log: list[tuple[float, str, str]], namespace: str, since: float = 0.0) -> list[str]:
+    """The replicas that wrote to ``namespace`` (after ``since``), in the order of their first write."""
+    seen: list[str] = []
+    for at, who, ns in log:
+        if ns == namespace and at >= since and who not in seen:
+            seen.append(who)
+    return seen
+
+
+def handed_over_cleanly(log: list[tuple[float, str, str]], namespace: str) -> bool:
+    """Every write to ``namespace`` by one replica comes before every write by the next: writers never alternate."""
+    sequence = [who for _, who, ns in sorted(log) if ns == namespace]
+    changes = sum(1 for a, b in itertools.pairwise(sequence) if a != b)
+    return changes <= len(set(sequence)) - 1
+
+
+async def shards_command(kubeconfig: Path, lease_namespace: str) -> dict[str, Any]:
+    """What ``kthena-py shards -o json`` prints for the test's lease group."""
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kthena_py",
+        "shards",
+        f"--kubeconfig={kubeconfig}",
+        f"--lease-group={GROUP}",
+        f"--namespace={lease_namespace}",
+        "-o",
+        "json",
+        stdout=asyncio.subprocess.PIPE,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0
+    shown: dict[str, Any] = json.loads(out)
+    return shown
+
+
+def filtered(controller: str) -> float:
+    return sum(
+        metrics.REGISTRY.get_sample_value(
+            "kthena_shard_filtered_requests_total", {"controller": controller, "stage": stage}
+        )
+        or 0.0
+        for stage in ("event", "queued")
+    )
+
+
+async def test_each_namespace_is_reconciled_by_one_replica_and_handed_over_on_a_stop(
+    kubeconfig: Path, kube: KubeClient, namespace: str, make_namespace: Callable[..., str]
+) -> None:
+    log: list[tuple[float, str, str]] = []
+    teams = [make_namespace(f"shard-team-{i}") for i in range(12)]
+    filtered_before = filtered("modelserving")
+    async with contextlib.AsyncExitStack() as stack:
+        replicas = {
+            name: await stack.enter_async_context(sharded_manager(kubeconfig, name, namespace, log))
+            for name in ("a", "b", "c")
+        }
+
+        def shares() -> list[int]:
+            members = [r.manager.shard_member for r in replicas.values()]
+            return sorted(len(m.owned) if m is not None else 0 for m in members)
+
+        await eventually(lambda: shares() == [21, 21, 22], timeout=60, description="three equal shares")
+        for team in teams:
+            await kube.create(MODELSERVINGS, modelserving("llm"), team)
+
+        async def every_entry_pod() -> bool:
+            return all([await pods_of(kube, t) for t in teams])
+
+        await eventually(every_entry_pod, timeout=60, description="an entry pod in every namespace")
+        owners = await slot_owners(kube, namespace)
+        for team in teams:
+            assert writers(log, team) == [owners[namespace_slot(team)]], team
+        assert filtered("modelserving") > filtered_before  # the other replicas' namespaces were dropped here
+        shown = await shards_command(kubeconfig, namespace)
+        for team in teams:
+            assert shown["namespaces"][team].split("@")[0] == owners[namespace_slot(team)]
+        assert sorted(m["slots"] for m in shown["members"].values()) == [21, 21, 22]
+
+        # A graceful stop of the busiest replica: the others take its namespaces over and reconcile them.
+        by_owner = {name: [t for t in teams if owners[namespace_slot(t)] == name] for name in replicas}
+        leaving = max(by_owner, key=lambda name: len(by_owner[name]))
+        stopped = replicas.pop(leaving)
+        member = stopped.manager.shard_member
+        assert member is not None
+        await stopped.stop()
+        await eventually(lambda: shares() in ([32, 32], [31, 33]), timeout=60, description="two shares")
+        assert not member.owned
+        with pytest.raises(NotFound):  # a graceful stop deletes the replica's own Lease
+            await kube.get(LEASES, lease_name(GROUP, leaving), namespace)
+        after_stop = time.monotonic()
+        for team in by_owner[leaving]:
+            for pod in await pods_of(kube, team):
+                await kube.delete(PODS, pod, team)
+
+        async def recreated() -> bool:
+            return all([await pods_of(kube, t) for t in by_owner[leaving]])
+
+        await eventually(recreated, timeout=60, description="the stopped replica's pods recreated by the others")
+        new_owners = await slot_owners(kube, namespace)
+        for team in by_owner[leaving]:
+            successor = new_owners[namespace_slot(team)]
+            assert successor != leaving
+            assert writers(log, team, since=after_stop) == [successor], team
+        for team in teams:
+            assert handed_over_cleanly(log, team), team
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_a_killed_replicas_namespaces_are_taken_over_after_its_lease_expires_and_resynced(
+    kubeconfig: Path, kube: KubeClient, namespace: str, make_namespace: Callable[..., str]
+) -> None:
+    """Replica "p" is a real ``kthena-py manager --sharding`` process, killed with SIGKILL (no release). The pods of
+    its namespaces are deleted right after: the survivors see those changes while the namespaces are not theirs,
+    so only the resync of slots taken over brings them back; and they take over only after p's lease expired."""
+    log: list[tuple[float, str, str]] = []
+    metrics_port = _free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "kthena_py",
+        "manager",
+        "--kubeconfig",
+        str(kubeconfig),
+        "--sharding",
+        f"--lease-group={GROUP}",
+        f"--leader-election-namespace={namespace}",
+        *(f"--{k.replace('_', '-')}={v}" for k, v in TIMING.items()),
+        "--health-probe-bind-address=0",
+        f"--metrics-bind-address=127.0.0.1:{metrics_port}",
+        "--webhook-port=0",
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    try:
+        async with contextlib.AsyncExitStack() as stack:
+            for name in ("a", "b"):
+                await stack.enter_async_context(sharded_manager(kubeconfig, name, namespace, log))
+
+            async def three_owners() -> dict[int, str]:
+                try:
+                    owners = await slot_owners(kube, namespace)
+                except (NotFound, AssertionError):
+                    return {}
+                counts = sorted(list(owners.values()).count(o) for o in set(owners.values()))
+                return owners if len(owners) == 64 and counts == [21, 21, 22] else {}
+
+            owners = await eventually(three_owners, timeout=90, description="three members with equal shares")
+            process_id = next(o for o in set(owners.values()) if o not in ("a", "b"))
+            theirs: list[str] = []
+            ours: list[str] = []
+            while len(theirs) < 3 or len(ours) < 2:
+                ns = make_namespace("shard-kill")
+                (theirs if owners[namespace_slot(ns)] == process_id else ours).append(ns)
+            for ns in theirs + ours:
+                await kube.create(MODELSERVINGS, modelserving("llm"), ns)
+
+            async def every_entry_pod() -> bool:
+                return all([await pods_of(kube, ns) for ns in theirs + ours])
+
+            await eventually(every_entry_pod, timeout=60, description="an entry pod in every namespace")
+            assert all(not writers(log, ns) for ns in theirs)  # p's namespaces were written by p alone
+            async with (
+                aiohttp.ClientSession() as session,
+                session.get(f"http://127.0.0.1:{metrics_port}/metrics") as reply,
+            ):
+                exported = await reply.text()
+            assert "kthena_shard_server_filtering 0.0" in exported  # this API server does not filter shards
+            assert 'kthena_shard_owned_objects{kind="ModelServing"}' in exported
+
+            proc.kill()
+            await proc.wait()
+            killed_at = time.monotonic()
+            for ns in theirs:
+                for pod in await pods_of(kube, ns):
+                    await kube.delete(PODS, pod, ns)
+
+            async def restored() -> bool:
+                return all([len(await pods_of(kube, ns)) == 1 for ns in theirs])
+
+            await eventually(restored, timeout=90, description="the killed replica's pods recreated by the others")
+            new_owners = await slot_owners(kube, namespace)
+            for ns in theirs:
+                first_write = min(at for at, _, written in log if written == ns)
+                # p renewed at most one retry period before it was killed; nobody may take over before its lease
+                # (6 s, plus the 2 s skew margin) has run out
+                assert first_write - killed_at >= TIMING["lease_duration"] - 2 * TIMING["retry_period"], ns
+                assert writers(log, ns) == [new_owners[namespace_slot(ns)]], ns
+            for ns in ours:
+                assert handed_over_cleanly(log, ns), ns
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
