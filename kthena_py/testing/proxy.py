@@ -11,12 +11,19 @@ Guarantees: listens on 127.0.0.1 only. Three failure modes:
   timeouts can notice). :meth:`TcpProxy.resume` forwards what was held, like a healed partition.
   ``stall(new_connections=False)`` stalls only the connections open now and serves new ones: a
   connection silently dropped on the way (a NAT or firewall that forgot it) while the server is fine.
+
+:func:`proxy_kubeconfig` starts a proxy in front of a kubeconfig's API server and writes a copy of the
+kubeconfig that goes through it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from pathlib import Path
+from typing import Any
+
+import yaml
 
 
 class TcpProxy:
@@ -125,3 +132,26 @@ class TcpProxy:
         for t in list(self._tasks):
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+async def proxy_kubeconfig(kubeconfig: Path, name: str) -> tuple[TcpProxy, Path]:
+    """A started proxy to ``kubeconfig``'s API server, and a copy of the kubeconfig that goes through it.
+
+    The copy is ``<name>.kubeconfig`` beside the original, with the same credentials (the proxy forwards TLS
+    untouched); only the first cluster's server changes.
+    """
+    cfg = _read(kubeconfig)
+    host, port = cfg["clusters"][0]["cluster"]["server"].removeprefix("https://").rstrip("/").rsplit(":", 1)
+    proxy = await TcpProxy(host, int(port)).start()
+    cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
+    return proxy, _write(kubeconfig.parent / f"{name}.kubeconfig", yaml.safe_dump(cfg))
+
+
+def _read(path: Path) -> dict[str, Any]:
+    cfg: dict[str, Any] = yaml.safe_load(path.read_bytes())
+    return cfg
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kthena_py.controllers import register_all
 from kthena_py.controllers.resources import MODELSERVINGS
@@ -27,7 +26,7 @@ from kthena_py.runtime import metrics
 from kthena_py.runtime.informer import Informer
 from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.testing.counting import CountingClient
-from kthena_py.testing.proxy import TcpProxy
+from kthena_py.testing.proxy import proxy_kubeconfig
 from kthena_py.testing.wait import eventually
 
 pytestmark = pytest.mark.envtest
@@ -237,25 +236,11 @@ async def test_status_is_written_when_every_reconcile_fails(kubeconfig: Path, ku
 # -- connections ----------------------------------------------------------------------------------------------
 
 
-def _proxied(kubeconfig: Path, proxy: TcpProxy, name: str) -> Path:
-    cfg = yaml.safe_load(kubeconfig.read_text())
-    cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-    path = kubeconfig.parent / f"{name}.kubeconfig"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
-
-
-async def _proxy(kubeconfig: Path) -> TcpProxy:
-    cfg = yaml.safe_load(kubeconfig.read_text())
-    host, port = cfg["clusters"][0]["cluster"]["server"].removeprefix("https://").rstrip("/").split(":")
-    return await TcpProxy(host, int(port)).start()
-
-
 async def test_a_silently_dropped_watch_is_noticed(kubeconfig: Path, kube: KubeClient, namespace: str) -> None:
     """The watch's connection goes silent (packets held, nothing refused, new connections fine): the
     informer must notice and re-watch well before the old 5-minute watch timeout."""
-    proxy = await _proxy(kubeconfig)
-    proxied = await KubeClient.from_kubeconfig(str(_proxied(kubeconfig, proxy, f"dropped-{namespace}")))
+    proxy, proxied_cfg = await proxy_kubeconfig(kubeconfig, f"dropped-{namespace}")
+    proxied = await KubeClient.from_kubeconfig(str(proxied_cfg))
     inf = Informer(proxied, CONFIGMAPS, namespace=namespace)
     task = asyncio.create_task(inf.run())
     try:
@@ -280,8 +265,8 @@ async def test_a_silently_dropped_watch_is_noticed(kubeconfig: Path, kube: KubeC
 
 
 async def test_a_request_on_a_dead_pooled_connection_fails_instead_of_hanging(kubeconfig: Path, namespace: str) -> None:
-    proxy = await _proxy(kubeconfig)
-    proxied = await KubeClient.from_kubeconfig(str(_proxied(kubeconfig, proxy, f"pooled-{namespace}")))
+    proxy, proxied_cfg = await proxy_kubeconfig(kubeconfig, f"pooled-{namespace}")
+    proxied = await KubeClient.from_kubeconfig(str(proxied_cfg))
     try:
         await proxied.list(CONFIGMAPS, namespace)  # leaves a pooled keep-alive connection
         proxy.stall(new_connections=False)
@@ -299,8 +284,8 @@ async def test_no_children_for_an_owner_deleted_while_the_cache_lagged(
 ) -> None:
     """After a partition the pod informer catches up before the ModelServing one: the pods' deletions
     trigger a reconcile of a ModelServing that is gone but still cached. It must create nothing."""
-    proxy = await _proxy(kubeconfig)
-    client = await KubeClient.from_kubeconfig(str(_proxied(kubeconfig, proxy, f"lag-{namespace}")))
+    proxy, proxied_cfg = await proxy_kubeconfig(kubeconfig, f"lag-{namespace}")
+    client = await KubeClient.from_kubeconfig(str(proxied_cfg))
     try:
         async with manager_with(client, namespace) as manager:
             await kube.create(MODELSERVINGS, modelserving("gone", GOOD, GOOD), namespace)

@@ -10,14 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject, name_of
 from kthena_py.kube.resources import CONFIGMAPS, ResourceType
 from kthena_py.runtime.informer import Informer
 from kthena_py.testing.controlplane import EnvTest
-from kthena_py.testing.proxy import TcpProxy
+from kthena_py.testing.proxy import proxy_kubeconfig
 from kthena_py.testing.wait import eventually
 
 pytestmark = pytest.mark.envtest
@@ -118,13 +117,7 @@ async def test_gone_relists_without_missing_deletes(kube: KubeClient, namespace:
 
 
 async def test_dropped_connection_reconnects(kubeconfig: Path, namespace: str, kube: KubeClient) -> None:
-    cfg = yaml.safe_load(kubeconfig.read_text())
-    server = cfg["clusters"][0]["cluster"]["server"]
-    host, port = server.removeprefix("https://").rstrip("/").split(":")
-    proxy = await TcpProxy(host, int(port)).start()
-    cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-    proxied_path = kubeconfig.parent / f"proxied-{namespace}.kubeconfig"
-    proxied_path.write_text(yaml.safe_dump(cfg))
+    proxy, proxied_path = await proxy_kubeconfig(kubeconfig, f"proxied-{namespace}")
     proxied = await KubeClient.from_kubeconfig(str(proxied_path))
     inf = Informer(proxied, CONFIGMAPS, namespace=namespace)
     rec = HandlerLog()

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-import yaml
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import CONFIGMAPS, LEASES
@@ -20,7 +19,7 @@ from kthena_py.runtime import metrics
 from kthena_py.runtime.controller import Controller
 from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.runtime.reconcile import Request, Result
-from kthena_py.testing.proxy import TcpProxy
+from kthena_py.testing.proxy import proxy_kubeconfig
 from kthena_py.testing.wait import eventually
 
 pytestmark = pytest.mark.envtest
@@ -66,12 +65,7 @@ def manager(client: KubeClient, identity: str, namespace: str, lease: dict[str, 
 
 
 async def test_one_leader_takeover_and_no_writes_after_loss(kubeconfig: Path, kube: KubeClient, namespace: str) -> None:
-    cfg = yaml.safe_load(kubeconfig.read_text())
-    host, port = cfg["clusters"][0]["cluster"]["server"].removeprefix("https://").rstrip("/").split(":")
-    proxy = await TcpProxy(host, int(port)).start()
-    cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-    proxied_cfg = kubeconfig.parent / f"leader-{namespace}.kubeconfig"
-    proxied_cfg.write_text(yaml.safe_dump(cfg))
+    proxy, proxied_cfg = await proxy_kubeconfig(kubeconfig, f"leader-{namespace}")
 
     a_client = await KubeClient.from_kubeconfig(str(proxied_cfg))
     b_client = await KubeClient.from_kubeconfig(str(kubeconfig))
@@ -123,20 +117,6 @@ async def test_one_leader_takeover_and_no_writes_after_loss(kubeconfig: Path, ku
         await proxy.stop()
 
 
-def _proxied_kubeconfig(kubeconfig: Path, proxy: TcpProxy, name: str) -> Path:
-    cfg = yaml.safe_load(kubeconfig.read_text())
-    cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-    path = kubeconfig.parent / f"{name}.kubeconfig"
-    path.write_text(yaml.safe_dump(cfg))
-    return path
-
-
-async def _proxy_for(kubeconfig: Path) -> TcpProxy:
-    cfg = yaml.safe_load(kubeconfig.read_text())
-    host, port = cfg["clusters"][0]["cluster"]["server"].removeprefix("https://").rstrip("/").split(":")
-    return await TcpProxy(host, int(port)).start()
-
-
 def _micro(value: str) -> float:
     return datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC).timestamp()
 
@@ -146,8 +126,8 @@ async def test_stalled_leader_stops_within_the_renew_deadline(
 ) -> None:
     """A's connection stalls (packets held, nothing refused): its renews hang, yet it must stop leading
     at the renew deadline, before B can take the lease, and write nothing after B acquired it."""
-    proxy = await _proxy_for(kubeconfig)
-    a_client = await KubeClient.from_kubeconfig(str(_proxied_kubeconfig(kubeconfig, proxy, f"stall-{namespace}")))
+    proxy, proxied_cfg = await proxy_kubeconfig(kubeconfig, f"stall-{namespace}")
+    a_client = await KubeClient.from_kubeconfig(str(proxied_cfg))
     b_client = await KubeClient.from_kubeconfig(str(kubeconfig))
     writes: list[tuple[str, float]] = []
     await kube.create(CONFIGMAPS, {"metadata": {"name": "x"}}, namespace)

@@ -19,7 +19,7 @@ from kthena_py.kube.resources import LEASES
 from kthena_py.runtime.shards import ShardMember
 from kthena_py.runtime.shards.hashing import SLOT_COUNT
 from kthena_py.runtime.shards.member import GROUP_LABEL, HANDOVERS, SLOT_MAP_ANNOTATION
-from kthena_py.testing.proxy import TcpProxy
+from kthena_py.testing.proxy import proxy_kubeconfig
 from kthena_py.testing.wait import eventually
 
 pytestmark = pytest.mark.envtest
@@ -55,12 +55,7 @@ def shares(members: dict[str, ShardMember]) -> list[int]:
 async def test_replicas_share_the_slots_and_hand_them_over_without_overlap(
     kubeconfig: Path, kube: KubeClient, namespace: str
 ) -> None:
-    cfg = yaml.safe_load(kubeconfig.read_text())
-    host, port = cfg["clusters"][0]["cluster"]["server"].removeprefix("https://").rstrip("/").split(":")
-    proxy = await TcpProxy(host, int(port)).start()
-    cfg["clusters"][0]["cluster"]["server"] = f"https://127.0.0.1:{proxy.port}"
-    proxied = kubeconfig.parent / f"shards-{namespace}.kubeconfig"
-    proxied.write_text(yaml.safe_dump(cfg))
+    proxy, proxied = await proxy_kubeconfig(kubeconfig, f"shards-{namespace}")
     c_client = await KubeClient.from_kubeconfig(str(proxied))
     acquired: dict[str, list[int]] = {"a": [], "b": [], "c": []}
 
