@@ -135,6 +135,16 @@ class Manager:
             self._recorders[component] = recorder
         return recorder
 
+    def responsible_for(self, namespace: str) -> bool:
+        """Whether this replica acts on ``namespace`` now: it leads, and (``--sharding``) owns the namespace's slot.
+
+        For work done outside a controller (e.g. an informer handler recording Events), so that one replica acts.
+        """
+        if not self.leading.is_set():
+            return False
+        member = self.shard_member
+        return member is None or member.owns(namespace)
+
     def add_controller(self, controller: Controller) -> None:
         """Register a controller (runs only while leading)."""
         self.controllers.append(controller)

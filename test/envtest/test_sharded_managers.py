@@ -26,7 +26,7 @@ import pytest
 from kthena_py.controllers import register_all
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient, NotFound
-from kthena_py.kube.resources import LEASES, PODS
+from kthena_py.kube.resources import EVENTS, LEASES, PODS
 from kthena_py.runtime import metrics
 from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.runtime.shards.hashing import namespace_slot
@@ -190,6 +190,27 @@ async def test_each_namespace_is_reconciled_by_one_replica_and_handed_over_on_a_
         for team in teams:
             assert shown["namespaces"][team].split("@")[0] == owners[namespace_slot(team)]
         assert sorted(m["slots"] for m in shown["members"].values()) == [21, 21, 22]
+
+        # Work outside the controllers is sharded too: a pod becoming Ready gives one RoleRunning Event, written
+        # by its namespace's owner, not one per replica (every replica's informer sees the pod).
+        ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        for team in teams:
+            for pod in await pods_of(kube, team):
+                await kube.patch(PODS, pod, {"status": ready}, team, subresource="status")
+
+        async def running_events() -> dict[str, list[dict[str, Any]]]:
+            found = {t: (await kube.list_all(EVENTS, t)).items for t in teams}
+            return {t: [e for e in items if e.get("reason") == "RoleRunning"] for t, items in found.items()}
+
+        async def every_role_running() -> bool:
+            return all((await running_events()).values())
+
+        await eventually(every_role_running, timeout=30, description="a RoleRunning Event in every namespace")
+        await asyncio.sleep(1.5)  # what another replica would have written by now
+        for team, events in (await running_events()).items():
+            assert [(e["reportingInstance"], e.get("count", 1)) for e in events] == [
+                (owners[namespace_slot(team)], 1)
+            ], team
 
         # A graceful stop of the busiest replica: the others take its namespaces over and reconcile them.
         by_owner = {name: [t for t in teams if owners[namespace_slot(t)] == name] for name in replicas}

@@ -125,7 +125,7 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
             c.owns(CONFIGMAPS, MODELSERVINGS, tracker_records_changed)
     for c in (groups, rollout, gang, scheduled, gate):
         manager.add_controller(c)
-    cache.informer(PODS).add_handler(RunningNotifier(cache, recorder, manager.leading.is_set))
+    cache.informer(PODS).add_handler(RunningNotifier(cache, recorder, manager.responsible_for))
     return [groups, rollout, gang, scheduled, gate]
 
 

@@ -1,7 +1,9 @@
 """``RoleRunning`` / ``ServingGroupRunning`` events when the last pod of a unit becomes Ready.
 
 Guarantees: an event is recorded only on an observed transition (a pod update from not Ready to
-Ready that completes its role instance or ServingGroup), only while this replica leads, and never
+Ready that completes its role instance or ServingGroup), only by the replica responsible for the pod's
+namespace (the leader, or with ``--sharding`` the owner of the namespace's slot: one Event, not one per
+replica), and never
 from a cache replay, so a restarted manager records nothing for units that were already running.
 A role instance that needs a headless Service (its role has a ``workerTemplate``) is not Running
 while that Service is missing (e.g. refused by the API server).
@@ -37,10 +39,10 @@ def pod_ready(pod: KubeObject) -> bool:
 class RunningNotifier:
     """An informer handler on Pods that records Running transitions on the owning ModelServing."""
 
-    def __init__(self, cache: SharedCache, recorder: EventSink, leading: Callable[[], bool]) -> None:
+    def __init__(self, cache: SharedCache, recorder: EventSink, responsible: Callable[[str], bool]) -> None:
         self.cache = cache
         self.recorder = recorder
-        self.leading = leading
+        self.responsible = responsible
         cache.index_label(PODS, GROUP)
 
     def on_add(self, obj: KubeObject) -> None:
@@ -55,10 +57,12 @@ class RunningNotifier:
 
     def on_update(self, old: KubeObject, new: KubeObject) -> None:
         """Record RoleRunning (and ServingGroupRunning) when ``new`` completes its unit."""
-        if not self.leading() or pod_ready(old) or not pod_ready(new):
+        if pod_ready(old) or not pod_ready(new):
+            return
+        ns = namespace_of(new)
+        if not self.responsible(ns):
             return
         labels = labels_of(new)
-        ns = namespace_of(new)
         ms = self.cache.get(MODELSERVINGS, labels.get(NAME, ""), ns)
         if ms is None or not labels.get(GROUP) or not labels.get(ROLE_ID):
             return

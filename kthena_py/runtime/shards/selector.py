@@ -1,17 +1,18 @@
-"""A member's slots as ranges of the hash space: the ``shardSelector`` for the API server, and the same test here.
+"""Ranges of a 64-bit hash space, and the ``shardSelector`` that selects ranges of the API server's hash.
 
-Guarantees: :func:`ranges_of` merges adjacent slots into the fewest half-open ranges ``[start, end)``;
-:func:`shard_selector` renders them in the grammar the API server accepts (``shardRange(field, 'start', 'end')``
-joined by ``||``, bounds as ``0x`` and 16 lowercase hex digits, the space's end as ``0x10000000000000000``);
-:func:`owns` is true exactly for the namespaces whose hash falls in one of the ranges, the filter a replica applies
-itself when the API server does not shard (its list answer carries no ``shardInfo``).
+Guarantees: :func:`ranges_of` merges adjacent slots into the fewest half-open ranges ``[start, end)`` of the space
+the slots cut; :func:`shard_selector` renders ranges in the grammar the API server accepts
+(``shardRange(field, 'start', 'end')`` joined by ``||``, bounds as ``0x`` and 16 lowercase hex digits, the space's
+end as ``0x10000000000000000``). The slots of :mod:`.hashing` cut the *mixed* hash, which the API server does not
+compute, so a member's slots are never sent as a selector; the manager sends the whole space to learn whether the
+API server filters at all (:mod:`.detect`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .hashing import SLOT_SIZE, fnv1a64
+from .hashing import SLOT_SIZE
 
 NAMESPACE_FIELD = "object.metadata.namespace"
 """The field hashed (the namespace: a ModelServing, its pods, PodGroups, Services and revisions share it)."""
@@ -39,9 +40,3 @@ def shard_selector(ranges: Sequence[tuple[int, int]], field: str = NAMESPACE_FIE
     No range gives "": selecting nothing is not expressible, so a member without slots must not list at all.
     """
     return " || ".join(f"shardRange({field}, {_bound(a)}, {_bound(b)})" for a, b in ranges)
-
-
-def owns(namespace: str, ranges: Sequence[tuple[int, int]]) -> bool:
-    """Whether ``namespace``'s hash falls in one of ``ranges``."""
-    h = fnv1a64(namespace)
-    return any(a <= h < b for a, b in ranges)

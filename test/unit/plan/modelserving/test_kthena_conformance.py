@@ -186,7 +186,13 @@ async def test_role_running_is_one_event_per_role_instance() -> None:
     cache.informer(MODELSERVINGS)
     cache.informer(PODS)
     kube.attach(cache)
-    notifier = RunningNotifier(cache, recorder, lambda: True)
+    asked: list[str] = []
+
+    def responsible(namespace: str) -> bool:
+        asked.append(namespace)
+        return True
+
+    notifier = RunningNotifier(cache, recorder, responsible)
     for pod in pods:
         old = copy.deepcopy(pod)
         old["status"]["conditions"][0]["status"] = "False"
@@ -196,6 +202,17 @@ async def test_role_running_is_one_event_per_role_instance() -> None:
         "Role decode/decode-0 in ServingGroup llama-0 is now Running",
         "Role decode/decode-1 in ServingGroup llama-0 is now Running",
     ]
+    assert asked == ["ns", "ns"]
+    # another replica (not the leader, or not the owner of the namespace's shard) records nothing
+    elsewhere = EventRecorder(kube, MODELSERVING, coalesce_seconds=60.0)
+    silent = RunningNotifier(cache, elsewhere, lambda namespace: False)
+    before = len(created(kube))
+    for pod in pods:
+        old = copy.deepcopy(pod)
+        old["status"]["conditions"][0]["status"] = "False"
+        silent.on_update(old, pod)
+    await elsewhere.flush()
+    assert len(created(kube)) == before
 
 
 def _pod(name: str, role_id: str) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kthena_py.runtime.shards.assignment import moves, plan_assignment, slots_of
-from kthena_py.runtime.shards.hashing import SLOT_COUNT, SPACE, fnv1a64, namespace_slot, slot_of
-from kthena_py.runtime.shards.selector import owns, ranges_of, shard_selector
+from kthena_py.runtime.shards.hashing import SLOT_COUNT, SPACE, fnv1a64, mix64, namespace_slot, slot_of
+from kthena_py.runtime.shards.selector import ranges_of, shard_selector
 
 
 @pytest.mark.parametrize(
@@ -92,11 +92,41 @@ def test_no_balanced_assignment_moves_fewer_slots(current: dict[int, str], membe
         assert set(mine[: len(slots_of(after, m))]) <= slots_of(after, m)
 
 
-@given(st.text(min_size=1, max_size=63), st.frozensets(st.integers(0, SLOT_COUNT - 1)))
-def test_owns_is_the_slot_test_and_the_selector_covers_exactly_the_slots(namespace: str, slots: frozenset[int]) -> None:
-    ranges = ranges_of(slots)
-    assert owns(namespace, ranges) == (namespace_slot(namespace) in slots)
-    bounds = [int(b, 16) for b in re.findall(r"'(0x[0-9a-f]+)'", shard_selector(ranges))]
+@given(st.frozensets(st.integers(0, SLOT_COUNT - 1)))
+def test_the_selector_covers_exactly_the_ranges_it_is_given(slots: frozenset[int]) -> None:
+    bounds = [int(b, 16) for b in re.findall(r"'(0x[0-9a-f]+)'", shard_selector(ranges_of(slots)))]
     assert all(re.fullmatch(r"0x[0-9a-f]{16}|0x10000000000000000", f"0x{b:016x}") for b in bounds)
     covered = sum(bounds[i + 1] - bounds[i] for i in range(0, len(bounds), 2))
     assert covered == len(slots) * (SPACE // SLOT_COUNT)
+
+
+@given(st.integers(0, SPACE - 1), st.integers(0, SPACE - 1))
+def test_the_mix_is_injective(a: int, b: int) -> None:
+    assert (mix64(a) == mix64(b)) == (a == b)
+    assert 0 <= mix64(a) < SPACE
+
+
+def test_the_slot_is_the_mixed_api_server_hash() -> None:
+    assert namespace_slot("team-a") == slot_of(mix64(fnv1a64("team-a")))
+
+
+FAMILIES = {
+    "team-a .. team-z": [f"team-{chr(c)}" for c in range(ord("a"), ord("z") + 1)] * 1,
+    "tenant-000 .. tenant-999": [f"tenant-{i:03d}" for i in range(1000)],
+    "ns0 .. ns999": [f"ns{i}" for i in range(1000)],
+    "bench-0 .. bench-59": [f"bench-{i}" for i in range(60)],
+}
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+def test_names_that_differ_in_their_last_characters_spread_over_the_members(family: str) -> None:
+    """Four members of 16 contiguous slots each get a fair share of a family of similar names (the raw hash's top
+    bits put all of team-a .. team-z in one slot, and 50 of bench-0 .. bench-59 in another)."""
+    names = FAMILIES[family]
+    shares = [0, 0, 0, 0]
+    for name in names:
+        shares[namespace_slot(name) // (SLOT_COUNT // 4)] += 1
+    fair = len(names) / 4
+    # within 4.5 standard deviations of a uniform draw's share, and nobody left out
+    assert max(abs(s - fair) for s in shares) <= 4.5 * (fair * 0.75) ** 0.5, shares
+    assert min(shares) > 0, shares
