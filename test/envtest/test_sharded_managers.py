@@ -241,6 +241,73 @@ async def test_each_namespace_is_reconciled_by_one_replica_and_handed_over_on_a_
             assert handed_over_cleanly(log, team), team
 
 
+async def test_scaling_three_to_four_to_two_under_churn_hands_over_without_overlap(
+    kubeconfig: Path, kube: KubeClient, namespace: str, make_namespace: Callable[..., str]
+) -> None:
+    """A fourth replica joins and then two leave while pods are deleted all the time: every namespace's writes
+    pass from one owner to the next without alternating, and every deleted pod comes back."""
+    log: list[tuple[float, str, str]] = []
+    teams = [make_namespace(f"shard-scale-{i}") for i in range(12)]
+    async with contextlib.AsyncExitStack() as stack:
+        replicas = {
+            name: await stack.enter_async_context(sharded_manager(kubeconfig, name, namespace, log))
+            for name in ("a", "b", "c")
+        }
+
+        def shares() -> list[int]:
+            members = [r.manager.shard_member for r in replicas.values()]
+            return sorted(len(m.owned) if m is not None else 0 for m in members)
+
+        await eventually(lambda: shares() == [21, 21, 22], timeout=60, description="three equal shares")
+        for team in teams:
+            await kube.create(MODELSERVINGS, modelserving("llm"), team)
+
+        async def every_entry_pod() -> bool:
+            return all([await pods_of(kube, t) for t in teams])
+
+        await eventually(every_entry_pod, timeout=60, description="an entry pod in every namespace")
+        deleted = 0
+        churning = asyncio.Event()
+        churning.set()
+
+        async def churn() -> None:
+            nonlocal deleted
+            turn = 0
+            while churning.is_set():
+                team = teams[turn % len(teams)]
+                turn += 1
+                for pod in await pods_of(kube, team):
+                    with contextlib.suppress(NotFound):
+                        await kube.delete(PODS, pod, team)
+                        deleted += 1
+                await asyncio.sleep(0.1)
+
+        churner = asyncio.create_task(churn())
+        try:
+            replicas["d"] = await stack.enter_async_context(sharded_manager(kubeconfig, "d", namespace, log))
+            await eventually(lambda: shares() == [16, 16, 16, 16], timeout=60, description="four equal shares")
+            for name in ("a", "b"):
+                await replicas.pop(name).stop()
+            await eventually(lambda: shares() == [32, 32], timeout=60, description="two equal shares")
+        finally:
+            churning.clear()
+            await churner
+        assert deleted >= len(teams)
+        await eventually(every_entry_pod, timeout=60, description="every deleted pod recreated")
+        for team in teams:
+            assert handed_over_cleanly(log, team), (team, writers(log, team))
+        # and the survivors own every namespace now: each one's pod, deleted once more, comes back from its owner
+        owners = await slot_owners(kube, namespace)
+        assert set(owners.values()) == {"c", "d"}
+        settled = time.monotonic()
+        for team in teams:
+            for pod in await pods_of(kube, team):
+                await kube.delete(PODS, pod, team)
+        await eventually(every_entry_pod, timeout=60, description="every pod recreated by its final owner")
+        for team in teams:
+            assert writers(log, team, since=settled) == [owners[namespace_slot(team)]], team
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
