@@ -25,7 +25,8 @@ Guarantees:
 * **Sharded** (:meth:`Controller.shard_by`): a request is queued and reconciled only while its namespace is this
   replica's (cluster-scoped requests go with the namespace ``""``); one that is not is dropped when the change
   comes and again when a worker would take it, and counted in ``kthena_shard_filtered_requests_total``.
-  :meth:`Controller.release` drains, then cancels, the reconciles in flight for namespaces no longer owned;
+  :meth:`Controller.release` drains, then cancels, the reconciles in flight for namespaces no longer owned, and
+  has the reconciler forget what it keeps for them (:class:`~kthena_py.runtime.reconcile.ForgetsNamespaces`);
   :meth:`Controller.resync` queues every cached object of newly owned namespaces, since their changes were dropped.
 """
 
@@ -47,7 +48,7 @@ from kthena_py.vocab.pods import running_and_ready
 from . import metrics, timeline
 from .cache import SharedCache
 from .clock import Clock, RealClock
-from .reconcile import Reconciler, Request, Result, Settle, TerminalError
+from .reconcile import ForgetsNamespaces, Reconciler, Request, Result, Settle, TerminalError
 from .workqueue import RateLimitingQueue, ShutDown
 
 Mapper = Callable[[KubeObject], Iterable[Request]]
@@ -309,20 +310,26 @@ class Controller:
     async def release(self, *, drain_timeout: float) -> None:
         """Let the reconciles in flight for namespaces no longer owned finish (up to ``drain_timeout``), then cancel.
 
-        New ones do not start: a worker drops a request that is not owned when it takes it.
+        New ones do not start: a worker drops a request that is not owned when it takes it. Then a reconciler that
+        keeps things per namespace (:class:`~kthena_py.runtime.reconcile.ForgetsNamespaces`) drops those of every
+        namespace not owned, so a replica exports no metric series for another replica's objects.
         """
         owns = self._owns
         if owns is None:
             return
         leaving = [t for req, t in list(self._inflight.items()) if not owns(req.namespace)]
-        if not leaving:
-            return
-        if drain_timeout > 0:
-            await asyncio.wait(leaving, timeout=drain_timeout)
-        for t in leaving:
-            if not t.done():
-                t.cancel()
-        await asyncio.gather(*leaving, return_exceptions=True)
+        if leaving:
+            if drain_timeout > 0:
+                await asyncio.wait(leaving, timeout=drain_timeout)
+            for t in leaving:
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*leaving, return_exceptions=True)
+        if isinstance(self.reconciler, ForgetsNamespaces):
+            try:
+                self.reconciler.forget_namespaces(lambda namespace: not owns(namespace))
+            except Exception:
+                log.exception("forgetting released namespaces failed", controller=self.name)
 
     def enqueue(self, request: Request) -> None:
         """Ask for a reconcile of ``request``."""

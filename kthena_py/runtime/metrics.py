@@ -73,6 +73,7 @@ __all__ = [
     "WORKQUEUE_WORK_DURATION",
     "PrometheusQueueMetrics",
     "init_controller_metrics",
+    "label_sets",
 ]
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # untyped in prometheus_client
@@ -324,3 +325,8 @@ def init_controller_metrics(controller: str, max_concurrent_reconciles: int) -> 
     MAX_CONCURRENT_RECONCILES.labels(controller).set(max_concurrent_reconciles)
     ACTIVE_WORKERS.labels(controller).set(0)
     SETTLING_KEYS.labels(controller).set(0)
+
+
+def label_sets(gauge: Gauge) -> list[dict[str, str]]:
+    """The label values of every series ``gauge`` exports now (read through its public ``collect``)."""
+    return [dict(sample.labels) for family in gauge.collect() for sample in family.samples]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 
 @dataclass(frozen=True, order=True)
@@ -67,4 +67,13 @@ class Reconciler(Protocol):
 
     async def reconcile(self, request: Request) -> Result | None:
         """Drive the object named by ``request`` towards its desired state."""
+        ...
+
+
+@runtime_checkable
+class ForgetsNamespaces(Protocol):
+    """A reconciler that keeps something per namespace in memory (metric series, windows) and can drop it."""
+
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Drop what is kept for the namespaces ``leaving`` accepts: another replica reconciles them now."""
         ...

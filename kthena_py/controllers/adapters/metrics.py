@@ -12,13 +12,14 @@ loads waiting for an answer.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Final
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from kthena_py.runtime.metrics import REGISTRY
+from kthena_py.runtime.metrics import REGISTRY, label_sets
 
-__all__ = ["CALLS", "IN_FLIGHT", "LOAD_SECONDS", "PODS", "forget", "set_pods"]
+__all__ = ["CALLS", "IN_FLIGHT", "LOAD_SECONDS", "PODS", "forget", "forget_namespaces", "set_pods"]
 
 CALLS: Final = Counter(
     "kthena_adapter_calls_total",
@@ -56,3 +57,10 @@ def forget(namespace: str, name: str) -> None:
     for state in ("loaded", "pending"):
         with contextlib.suppress(KeyError):
             PODS.remove(namespace, name, state)
+
+
+def forget_namespaces(leaving: Callable[[str], bool]) -> None:
+    """Remove the pod counts of the ModelServings in the namespaces ``leaving`` accepts."""
+    for namespace, name in sorted({(labels["namespace"], labels["modelserving"]) for labels in label_sets(PODS)}):
+        if leaving(namespace):
+            forget(namespace, name)

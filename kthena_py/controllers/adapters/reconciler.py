@@ -70,7 +70,7 @@ from kthena_py.vocab.labels import ADAPTERS_FIELD_MANAGER, LORA_LOADING, LORA_RE
 
 from ..resources import MODELSERVINGS
 from .engine import AdapterEngine, EngineCallFailed
-from .metrics import CALLS, IN_FLIGHT, LOAD_SECONDS, forget, set_pods
+from .metrics import CALLS, IN_FLIGHT, LOAD_SECONDS, forget, forget_namespaces, set_pods
 
 __all__ = ["MAX_LOADS_PER_MODELSERVING", "AdapterReconciler"]
 
@@ -145,6 +145,10 @@ class AdapterReconciler:
         self._now = wall_clock
         self._failures: dict[_Key, dict[str, dict[str, Failure]]] = {}
         """ModelServing -> pod UID -> adapter name -> its last failure (in memory only)."""
+
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Another replica reconciles the namespaces ``leaving`` accepts: drop what is kept for them here."""
+        forget_namespaces(leaving)
 
     async def reconcile(self, request: Request) -> Result | None:
         """One pass over one ModelServing's entry pods."""

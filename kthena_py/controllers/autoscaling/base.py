@@ -278,6 +278,11 @@ class PolicyReconciler(ABC):
     async def run_pass(self, obj: KubeObject, policy: AutoscalingPolicy) -> Outcome:
         """Collect, decide and apply for one validated policy; report what happened."""
 
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Another replica reconciles the namespaces ``leaving`` accepts: drop what is kept for them here."""
+        self.store.forget_namespaces(leaving)
+        self.deps.series.forget_namespaces(leaving)
+
     async def reconcile(self, request: Request) -> Result | None:
         """One pass for the policy ``request`` names (see the module docstring)."""
         deps = self.deps

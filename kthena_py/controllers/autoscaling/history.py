@@ -32,7 +32,7 @@ Guarantees:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -135,6 +135,11 @@ class HistoryStore:
     def forget(self, namespace: str, name: str) -> None:
         """Drop the memory of a deleted policy (or of one another controller now handles)."""
         self._policies.pop((namespace, name), None)
+
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Drop the memories of the policies in the namespaces ``leaving`` accepts (another replica has them)."""
+        for key in [key for key in self._policies if leaving(key[0])]:
+            del self._policies[key]
 
     def open(self, obj: KubeObject) -> PolicyMemory:
         """Return the memory of the cached policy ``obj``, (re)loading the history from its annotation if needed."""

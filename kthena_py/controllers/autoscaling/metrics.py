@@ -11,6 +11,7 @@ Guarantees:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final
 
 from prometheus_client import Counter, Gauge, Histogram
@@ -118,3 +119,8 @@ class PolicySeries:
         self.retain(namespace, policy, set())
         self._targets.pop((namespace, policy), None)
         self._metrics.pop((namespace, policy), None)
+
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Remove the series of every policy in the namespaces ``leaving`` accepts."""
+        for namespace, policy in [key for key in {*self._targets, *self._metrics} if leaving(key[0])]:
+            self.forget(namespace, policy)

@@ -15,6 +15,7 @@ Guarantees:
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Final
 
 from prometheus_client import Counter, Gauge
@@ -77,3 +78,8 @@ class BudgetSeries:
             self._exported[key] = set(values)
         else:
             self._exported.pop(key, None)
+
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Remove the budgets of the namespaces ``leaving`` accepts (another replica reconciles them now)."""
+        for namespace, ms in [key for key in self._exported if leaving(key[0])]:
+            self.set(namespace, ms, {})

@@ -80,6 +80,10 @@ class EvictionBudgetReconciler:
         self.series = BudgetSeries()
         self._now = wall_clock
 
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Another replica reconciles the namespaces ``leaving`` accepts: drop what is kept for them here."""
+        self.series.forget_namespaces(leaving)
+
     async def reconcile(self, request: Request) -> Result | None:
         """Reconcile one ModelServing."""
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)

@@ -12,12 +12,13 @@ its Event.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Final, get_args
 
 from prometheus_client import Counter, Gauge, Histogram
 
 from kthena_py.api.modelcache import ModelCachePhase
-from kthena_py.runtime.metrics import REGISTRY
+from kthena_py.runtime.metrics import REGISTRY, label_sets
 
 __all__ = [
     "ATTESTATION_VERIFIED",
@@ -29,6 +30,7 @@ __all__ = [
     "RETIREMENTS",
     "REVALIDATIONS",
     "forget",
+    "forget_namespaces",
     "set_model",
     "set_phase",
 ]
@@ -118,3 +120,12 @@ def forget(namespace: str, name: str) -> None:
     with contextlib.suppress(KeyError):
         ATTESTATION_VERIFIED.remove(namespace, name)
     set_model(namespace, name, None)
+
+
+def forget_namespaces(leaving: Callable[[str], bool]) -> None:
+    """Remove the series of every cache in the namespaces ``leaving`` accepts (another replica reconciles them)."""
+    gauges = (PHASE, BYTES, ATTESTATION_VERIFIED)
+    named = {(labels["namespace"], labels["name"]) for gauge in gauges for labels in label_sets(gauge)}
+    for namespace, name in sorted(named | set(_MODEL_SERIES)):
+        if leaving(namespace):
+            forget(namespace, name)

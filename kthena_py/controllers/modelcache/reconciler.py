@@ -91,6 +91,10 @@ class CacheReconciler:
         self._now = wall_clock
         self.prober = prober
 
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Another replica reconciles the namespaces ``leaving`` accepts: drop what is kept for them here."""
+        metrics.forget_namespaces(leaving)
+
     async def reconcile(self, request: Request) -> Result | None:
         """Reconcile the ModelCache ``request`` names."""
         obj = self.cache.get(MODELCACHES, request.name, request.namespace)

@@ -10,12 +10,14 @@ Guarantees:
 * ``kthena_modelserving_time_to_schedule_seconds{reason}`` gets one sample per ``Scheduled`` transition from
   ``False`` to ``True``: how long the condition had been ``False`` (from its ``lastTransitionTime``), labelled
   with the reason it last had (``Scheduling`` when nothing blocked the pods).
-* Only the leader reconciles, so only the leader exports non-empty series.
+* Only the leader reconciles, so only the leader exports non-empty series; with ``--sharding`` each replica counts
+  the ModelServings of the namespaces it owns and forgets those it gives away (:meth:`WaitingSeries.forget_namespaces`).
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Final
 
 from prometheus_client import Gauge, Histogram
@@ -63,6 +65,11 @@ class WaitingSeries:
     def forget(self, namespace: str, name: str) -> None:
         """The ModelServing is gone."""
         self.set(namespace, name, None)
+
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Another replica reconciles the namespaces ``leaving`` accepts: stop counting their ModelServings."""
+        for namespace, name in [key for key in self._by_ms if leaving(key[0])]:
+            self.set(namespace, name, None)
 
     def _count(self, labels: tuple[str, str], delta: int) -> None:
         count = self._counts.get(labels, 0) + delta

@@ -75,6 +75,10 @@ class _GatedSeries:
                 with contextlib.suppress(KeyError):
                     GATED.remove(changed)
 
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        for key in [key for key in self._reasons if leaving(key[0])]:
+            self.set(key, None)
+
 
 class ModelCacheGateReconciler:
     """Keeps the ``ModelCached`` condition of one ModelServing in line with its ModelCache."""
@@ -87,6 +91,10 @@ class ModelCacheGateReconciler:
         self.writer = StatusWriter(client, MODELSERVINGS, FIELD_MANAGER)
         self._now = wall_clock
         self.series = _GatedSeries()
+
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Another replica reconciles the namespaces ``leaving`` accepts: drop what is kept for them here."""
+        self.series.forget_namespaces(leaving)
 
     async def reconcile(self, request: Request) -> Result | None:
         """Write the condition of one ModelServing (or remove it when the annotation went)."""

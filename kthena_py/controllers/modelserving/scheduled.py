@@ -48,6 +48,10 @@ class ScheduledReconciler:
         self.cache = cache
         self.scheduling = SchedulingReporter(client, cache, recorder, wall_clock=wall_clock)
 
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Another replica reconciles the namespaces ``leaving`` accepts: they leave this replica's waiting gauge."""
+        self.scheduling.forget_namespaces(leaving)
+
     async def reconcile(self, request: Request) -> Result | None:
         """Decide the condition from the cache and write it if it changed."""
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)

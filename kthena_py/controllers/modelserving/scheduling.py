@@ -326,6 +326,10 @@ class SchedulingReporter:
         self.grace = grace
         self._now = wall_clock
 
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        """Another replica reconciles the namespaces ``leaving`` accepts: drop what is kept for them here."""
+        self.series.forget_namespaces(leaving)
+
     def forget(self, request: Request) -> None:
         """The ModelServing is gone (or being deleted): it waits for nothing any more."""
         self.series.forget(request.namespace, request.name)

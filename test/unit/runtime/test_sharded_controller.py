@@ -17,7 +17,7 @@ from kthena_py.kube.resources import CONFIGMAPS, PODS
 from kthena_py.runtime import metrics
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Controller, _Handler, _Watch, owner_mapper
-from kthena_py.runtime.reconcile import Request
+from kthena_py.runtime.reconcile import ForgetsNamespaces, Request
 from kthena_py.testing.fake import FakeKube
 from kthena_py.testing.wait import eventually
 
@@ -130,5 +130,31 @@ async def test_a_resync_queues_the_cached_objects_of_the_namespaces_taken_over()
         assert ctrl.resync(lambda ns: ns == "a") == 2
         await _until(lambda: rec.finished["a"] == 2)
         assert rec.calls["b"] == 0
+    finally:
+        await ctrl.stop(drain=False)
+
+
+class Remembering(Blocking):
+    """Keeps something per namespace and forgets it on demand (:class:`ForgetsNamespaces`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kept = {"a", "b", "c"}
+
+    def forget_namespaces(self, leaving: Callable[[str], bool]) -> None:
+        self.kept = {ns for ns in self.kept if not leaving(ns)}
+
+
+async def test_a_release_has_the_reconciler_forget_every_namespace_no_longer_owned() -> None:
+    owned = {"a", "b", "c"}
+    rec = Remembering()
+    assert isinstance(rec, ForgetsNamespaces)
+    ctrl = Controller("shard-forget", rec, SharedCache(FakeKube()), workers=1)
+    ctrl.shard_by(lambda ns: ns in owned)
+    await ctrl.start()
+    try:
+        owned.discard("b")
+        await ctrl.release(drain_timeout=0)  # nothing in flight: forgetting does not wait for a reconcile
+        assert rec.kept == {"a", "c"}
     finally:
         await ctrl.stop(drain=False)
