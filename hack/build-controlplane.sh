@@ -12,7 +12,7 @@
 # The go commands' own output goes to a log file per component; on a failure its last lines are shown.
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-1.35.4}
+K8S_VERSION=${K8S_VERSION:-1.36.3}
 ETCD_VERSION=${ETCD_VERSION:-3.6.16}
 KWOK_VERSION=${KWOK_VERSION:-0.8.0}
 VOLCANO_VERSION=${VOLCANO_VERSION:-1.14.1}

@@ -291,6 +291,8 @@ async def _run_manager(args: argparse.Namespace) -> int:
             metrics_bind_address=args.metrics_bind_address,
             health_probe_bind_address=args.health_probe_bind_address,
         )
+        # Each replica names itself to the API server, so an audit log attributes every write to one replica.
+        client.user_agent = f"kthena-py/{__version__} manager ({options.identity})"
         try:
             manager = Manager(client, options)
         except ValueError as exc:

@@ -103,6 +103,15 @@ class KubeClient:
         self._bulk = asyncio.Semaphore(bulk_slots(pool_size(api_client)))
         """Slots for requests outside the priority lane (:mod:`.lanes`)."""
 
+    @property
+    def user_agent(self) -> str:
+        """The ``User-Agent`` every request carries (the API server's audit log records it per request)."""
+        return str(self._api.user_agent)
+
+    @user_agent.setter
+    def user_agent(self, value: str) -> None:
+        self._api.user_agent = value
+
     @classmethod
     async def from_kubeconfig(
         cls, path: str | None = None, context: str | None = None, *, qps_pool: int = 100

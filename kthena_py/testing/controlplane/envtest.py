@@ -332,6 +332,8 @@ class EnvTest:
             # compaction an old resourceVersion really answers 410 Gone (see compact_etcd).
             "--watch-cache-sizes=podtemplates#0",
             "--endpoint-reconciler-type=none",
+            # Server-side sharded list and watch (KEP-5866, alpha in 1.36): what a sharded manager detects.
+            "--feature-gates=ShardedListAndWatch=true",
             "--v=1",
             *self._apiserver_args,
         ]
