@@ -10,8 +10,8 @@ what the API server sends it), reconciles and API writes (its ``/metrics``), and
 seconds with the fleet cached; and how many of the namespaces it owned.
 
 Every figure is printed with its ratio to R = 1 measured in the same run. The replicas filter on their own side
-(the API server of this tier has no ``ShardedListAndWatch``): every replica still receives and caches every
-object, so only the reconcile work divides. The fit below separates the two.
+(the manager does not send its slots as a ``shardSelector``; docs/sharding.md): every replica still receives and
+caches every object, so only the reconcile work divides. The fit below separates the two.
 
 The capacity model: per-replica CPU to converge = F + D / R, fitted by least squares over the runs (F: receiving,
 decoding and caching the whole fleet, paid by every replica; D: the reconciles, divided among them); the same for
