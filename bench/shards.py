@@ -6,8 +6,9 @@ For each replica count R (``--replicas``, default 1,2,4), on a fresh cluster tie
 default 60), each in a namespace of its own (2 groups x 2 roles x (entry + worker): 8 pods each), and waits until
 every one reports Available. Per replica it reads, from the fleet's creation to its convergence: CPU seconds,
 bytes read from its sockets (``/proc/<pid>/io`` ``rchar``: list and watch answers and the replies to its writes;
-what the API server sends it), reconciles and API writes (its ``/metrics``), and its RSS after ``--steady``
-seconds with the fleet cached; and how many of the namespaces it owned.
+what the API server sends it), of which its watch streams (``kthena_watch_received_bytes_total``) and the pod
+events among them (``kthena_watch_events_total{resource="pods"}``), reconciles and API writes (its ``/metrics``),
+and its RSS after ``--steady`` seconds with the fleet cached; and how many of the namespaces it owned.
 
 Every figure is printed with its ratio to R = 1 measured in the same run. The replicas filter on their own side
 (the manager does not send its slots as a ``shardSelector``; docs/sharding.md): every replica still receives and
@@ -61,6 +62,8 @@ class Replica:
     metrics_port: int
     cpu: float = 0.0
     bytes_read: float = 0.0
+    watch_bytes: float = 0.0
+    pod_events: float = 0.0
     rss: float = 0.0
     rss_idle: float = 0.0
     reconciles: float = 0.0
@@ -154,6 +157,7 @@ async def run(replicas: int, n: int, steady: float) -> Run:
                 m.rss_idle = proc_stats(m.proc.pid)[0]
             before = {m.proc.pid: (proc_stats(m.proc.pid)[1], bytes_read(m.proc.pid)) for m in members}
             reconciles_before = {m.proc.pid: reconciles(m.metrics_port) for m in members}
+            watched_before = {m.proc.pid: watched(m.metrics_port) for m in members}
             writes_before = {m.proc.pid: writes(m.metrics_port) for m in members}
             start = time.perf_counter()
             sem = asyncio.Semaphore(16)
@@ -179,6 +183,9 @@ async def run(replicas: int, n: int, steady: float) -> Run:
                 m.bytes_read = bytes_read(m.proc.pid) - read0
                 m.reconciles = reconciles(m.metrics_port) - reconciles_before[m.proc.pid]
                 m.writes = writes(m.metrics_port) - writes_before[m.proc.pid]
+                watch_bytes, pod_events = watched(m.metrics_port)
+                m.watch_bytes = watch_bytes - watched_before[m.proc.pid][0]
+                m.pod_events = pod_events - watched_before[m.proc.pid][1]
             await asyncio.sleep(steady)
             for m in members:
                 m.rss = proc_stats(m.proc.pid)[0]
@@ -196,6 +203,13 @@ def reconciles(port: int) -> float:
 def writes(port: int) -> float:
     made = manager_counter(port, "rest_client_requests_total", "method")
     return sum(v for k, v in made.items() if k in ("POST", "PUT", "PATCH", "DELETE"))
+
+
+def watched(port: int) -> tuple[float, float]:
+    """Bytes received on every watch stream so far, and the pod watch events among them."""
+    received = sum(manager_counter(port, "kthena_watch_received_bytes_total", "resource").values())
+    pods = sum(v for k, v in manager_counter(port, "kthena_watch_events_total", "resource").items() if k == "pods")
+    return received, pods
 
 
 def fit(points: list[tuple[int, float]]) -> tuple[float, float]:
@@ -221,26 +235,28 @@ def report(runs: list[Run], n: int, args: argparse.Namespace) -> None:
         f"{n * PODS_PER_MODELSERVING} pods:"
     )
     print(
-        f"  {'R':>2} {'converge s':>10} {'CPU s':>14} {'MiB read':>15} {'RSS MiB':>14} {'reconciles':>16} "
-        f"{'writes':>14} {'namespaces':>10}"
+        f"  {'R':>2} {'converge s':>10} {'CPU s':>14} {'MiB read':>15} {'watch MiB':>15} {'pod events':>16} "
+        f"{'RSS MiB':>14} {'reconciles':>16} {'writes':>14} {'namespaces':>10}"
     )
     for r in runs:
         cells = []
         for attr, fmt in (
             ("cpu", ".1f"),
             ("bytes_read", ".1f"),
+            ("watch_bytes", ".1f"),
+            ("pod_events", ".0f"),
             ("rss", ".0f"),
             ("reconciles", ".0f"),
             ("writes", ".0f"),
         ):
             v, b = r.mean(attr), base.mean(attr)
-            if attr == "bytes_read":
+            if attr in ("bytes_read", "watch_bytes"):
                 v, b = v / 2**20, b / 2**20
             cells.append(f"{v:{fmt}} ({ratio(v, b)})")
         spread = "/".join(str(m.namespaces) for m in r.members)
         print(
-            f"  {r.replicas:>2} {r.seconds:>10.1f} {cells[0]:>14} {cells[1]:>15} {cells[2]:>14} {cells[3]:>16} "
-            f"{cells[4]:>14} {spread:>10}"
+            f"  {r.replicas:>2} {r.seconds:>10.1f} {cells[0]:>14} {cells[1]:>15} {cells[2]:>15} {cells[3]:>16} "
+            f"{cells[4]:>14} {cells[5]:>16} {cells[6]:>14} {spread:>10}"
         )
         print(f"     1/R would be {1 / (r.replicas / base.replicas):.2f}x")
 

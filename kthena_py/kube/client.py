@@ -44,7 +44,7 @@ from pydantic_core import from_json
 from . import sdk
 from .errors import ApiError, ApiUnavailable, error_from_response
 from .lanes import bulk_slots, priority_request
-from .metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS, REST_CLIENT_WAIT
+from .metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS, REST_CLIENT_WAIT, WATCH_BYTES, WATCH_EVENTS
 from .objects import KubeObject
 from .resources import ResourceType
 from .transport import pool_size, tune
@@ -517,6 +517,9 @@ class KubeClient:
         )
         if on_open is not None:
             on_open()
+        resource = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+        received = WATCH_BYTES.labels(resource)
+        by_type: dict[str, Any] = {}
         try:
             while True:
                 try:
@@ -527,11 +530,16 @@ class KubeClient:
                     raise ApiUnavailable(f"watch {rt.plural}: {type(exc).__name__}: {exc}") from exc
                 if not line:
                     return
+                received.inc(len(line))
                 line = line.strip()
                 if not line:
                     continue
                 event = from_json(line)
                 etype = str(event.get("type", ""))
+                counter = by_type.get(etype)
+                if counter is None:
+                    counter = by_type[etype] = WATCH_EVENTS.labels(resource, etype)
+                counter.inc()
                 obj = event.get("object") or {}
                 if etype == "ERROR":
                     raise error_from_response(int(obj.get("code") or 500), json.dumps(obj))

@@ -4,7 +4,10 @@ Guarantees: every request the client layer sends is counted once in
 ``rest_client_requests_total{code,method,host}`` (``code`` is ``<error>`` when no answer came),
 and its latency observed in ``rest_client_request_duration_seconds{verb,host}``; the time a request waited
 for a connection its lane allows (:mod:`.client`) in ``rest_client_rate_limiter_duration_seconds{verb,host}``,
-where client-go reports its rate limiter's wait. The collectors
+where client-go reports its rate limiter's wait. Every watch stream counts what it received: its bytes in
+``kthena_watch_received_bytes_total{resource}`` and its events in ``kthena_watch_events_total{resource,type}``
+(``resource`` is ``<plural>`` for the core group, ``<plural>.<group>`` otherwise): the traffic a sharded replica's
+API-server filter divides, or its own filter does not. The collectors
 are not registered anywhere by this module; the runtime adds them to the manager's registry.
 """
 
@@ -37,3 +40,15 @@ REST_CLIENT_WAIT: Final = Histogram(
     registry=None,
 )
 WRITE_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+WATCH_BYTES: Final = Counter(
+    "kthena_watch_received_bytes_total",
+    "Bytes received on watch streams (each event's line, as sent), by resource.",
+    ("resource",),
+    registry=None,
+)
+WATCH_EVENTS: Final = Counter(
+    "kthena_watch_events_total",
+    "Watch events received, by resource and event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR).",
+    ("resource", "type"),
+    registry=None,
+)

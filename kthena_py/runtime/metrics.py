@@ -45,7 +45,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from kthena_py.kube.metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS, REST_CLIENT_WAIT
+from kthena_py.kube.metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS, REST_CLIENT_WAIT, WATCH_BYTES, WATCH_EVENTS
 
 if TYPE_CHECKING:
     from kthena_py.runtime.workqueue import InProgressSource
@@ -171,6 +171,9 @@ REGISTRY.register(_IN_PROGRESS)
 REGISTRY.register(REST_CLIENT_REQUESTS)
 REGISTRY.register(REST_CLIENT_LATENCY)
 REGISTRY.register(REST_CLIENT_WAIT)
+# What every watch stream received (bytes and events by resource).
+REGISTRY.register(WATCH_BYTES)
+REGISTRY.register(WATCH_EVENTS)
 
 
 class PrometheusQueueMetrics:

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 
 import pytest
 
 from kthena_py.kube import AlreadyExists, Conflict, Invalid, KubeClient, NotFound, ResourceType
 from kthena_py.kube.resources import CONFIGMAPS, CRDS
+from kthena_py.runtime import metrics
 
 pytestmark = pytest.mark.envtest
 
@@ -153,12 +155,23 @@ async def test_custom_resources_status_and_scale(kube: KubeClient, namespace: st
     assert (await kube.get(widgets, name, namespace))["spec"]["replicas"] == 3
 
 
+def watched(name: str, labels: dict[str, str]) -> float:
+    return metrics.REGISTRY.get_sample_value(name, labels) or 0.0
+
+
 async def test_watch_streams_events(kube: KubeClient, namespace: str) -> None:
     listed = await kube.list(CONFIGMAPS, namespace)
     seen: list[tuple[str, str]] = []
+    sizes: list[int] = []
+    bytes_before = watched("kthena_watch_received_bytes_total", {"resource": "configmaps"})
+    events_before = {
+        t: watched("kthena_watch_events_total", {"resource": "configmaps", "type": t})
+        for t in ("ADDED", "MODIFIED", "DELETED")
+    }
 
     async def consume() -> None:
         async for ev in kube.watch(CONFIGMAPS, namespace, resource_version=listed.resource_version):
+            sizes.append(len(json.dumps({"type": ev.type, "object": ev.object}, separators=(",", ":"))))
             if ev.type != "BOOKMARK":
                 seen.append((ev.type, ev.object["metadata"]["name"]))
             if len(seen) == 3:
@@ -170,6 +183,11 @@ async def test_watch_streams_events(kube: KubeClient, namespace: str) -> None:
     await kube.delete(CONFIGMAPS, "w", namespace)
     await asyncio.wait_for(task, 30)
     assert seen == [("ADDED", "w"), ("MODIFIED", "w"), ("DELETED", "w")]
+    # every line the stream carried is counted: at least the compact JSON of each event, plus its newline
+    received = watched("kthena_watch_received_bytes_total", {"resource": "configmaps"}) - bytes_before
+    assert received >= sum(sizes) + len(sizes)
+    for t in ("ADDED", "MODIFIED", "DELETED"):
+        assert watched("kthena_watch_events_total", {"resource": "configmaps", "type": t}) - events_before[t] == 1, t
 
 
 async def test_discovery(kube: KubeClient, widgets: ResourceType) -> None:
