@@ -19,6 +19,13 @@ Guarantees of :func:`plan_slots` (pure, deterministic, no clock: ``now`` is give
 * the map moves toward :func:`~.assignment.plan_assignment` over the live members: a replica releases what the
   assignment gives to another and takes what it gives to itself once free; when the map already matches, nothing
   is written (a restart on a settled group writes nothing).
+* **Recut** (``recut_pending``: new cut points of the hash space have been proposed, :mod:`.cuts`): a recut moves
+  namespaces between slots, so it may only take effect while no live member owns a slot. With a recut pending a
+  replica takes nothing and releases everything it owns (stopping first, as for any release); the replica that
+  finds no slot owned by a live member writes the empty map with ``recut=True``, which applies the new cut points
+  (a new generation of them) in the same write; slots are then taken again as after a start. No namespace is
+  reconciled under two generations of cut points at once. The runtime does not propose recuts yet (issue 31:
+  per-range informers).
 """
 
 from __future__ import annotations
@@ -65,6 +72,8 @@ class SlotPlan:
     released: frozenset[int] = frozenset()
     acquired: frozenset[int] = frozenset()
     """Slots the write takes: reconciled only once the write has succeeded (the next pass reads them as its own)."""
+    recut: bool = False
+    """The write (the empty map) also applies the pending cut points: no live member owns a slot."""
 
 
 def live_members(leases: Iterable[MemberLease], me: str, now: float) -> frozenset[str]:
@@ -80,6 +89,8 @@ def plan_slots(
     me: str,
     now: float,
     slot_count: int = SLOT_COUNT,
+    *,
+    recut_pending: bool = False,
 ) -> SlotPlan:
     """One pass of replica ``me`` over the group's slot map and leases (see the module docstring).
 
@@ -89,12 +100,19 @@ def plan_slots(
         me: This replica's member id (its current term's: :func:`member_id`).
         now: The current time (epoch seconds).
         slot_count: Number of slots.
+        recut_pending: New cut points wait to be applied (see the module docstring).
     """
     live = live_members(leases, me, now)
     if me not in live:
         return SlotPlan(reconcile=frozenset(), write=None)
     owners = {s: o for s, o in slot_map.items() if o}
     mine = frozenset(s for s, o in owners.items() if o == me)
+    if recut_pending:
+        if mine:
+            return SlotPlan(reconcile=frozenset(), write={s: o for s, o in owners.items() if o != me}, released=mine)
+        if any(o in live for o in owners.values()):
+            return SlotPlan(reconcile=frozenset(), write=None)  # the others release first
+        return SlotPlan(reconcile=frozenset(), write={}, recut=True)
     target = plan_assignment({s: o for s, o in owners.items() if o in live}, live, slot_count)
     released = frozenset(s for s in mine if target.get(s) != me)
     acquired = frozenset(

@@ -1,4 +1,8 @@
-"""The handover rule: replicas taking turns over one slot map never reconcile a slot twice, and converge."""
+"""The handover rule: replicas taking turns over one slot map never reconcile a slot twice, and converge.
+
+With recuts proposed at any moment: no two replicas ever reconcile under different generations of cut points (a
+recut moves namespaces between slots), and the survivors still converge, with the recut applied.
+"""
 
 from __future__ import annotations
 
@@ -67,6 +71,11 @@ class Group:
     reconciling: dict[str, frozenset[int]] = field(default_factory=dict)
     pending: dict[str, tuple[int, SlotPlan]] = field(default_factory=dict)
     dead: set[str] = field(default_factory=set)
+    recut_pending: bool = False
+    generation: int = 0
+    """Generation of the cut points the slots are ranges of (a recut write adds one)."""
+    generation_of: dict[str, int] = field(default_factory=dict)
+    """The generation each replica's reconciled slots were planned under."""
 
     def me(self, name: str) -> str:
         return member_id(name, str(self.renewed[name][0]))
@@ -94,20 +103,31 @@ class Group:
             else:
                 term = self.renewed[name][0]
             self.renewed[name] = (term, self.now)
+        elif action == "propose":  # a write of new cut points (annotation of the same object: a new version)
+            if not self.lapsed(name) and not self.recut_pending:
+                self.recut_pending, self.version = True, self.version + 1
         elif action == "kill":
             self.dead.add(name)  # a partitioned replica: it keeps reconciling until its own lease lapses
         elif action == "read" and name in self.renewed:
-            plan = plan_slots(self.slot_map, self.leases(), self.me(name), self.now, SLOTS)
+            plan = plan_slots(
+                self.slot_map, self.leases(), self.me(name), self.now, SLOTS, recut_pending=self.recut_pending
+            )
             self.reconciling[name] = plan.reconcile  # it stops what it releases before writing
+            self.generation_of[name] = self.generation
             if plan.write is not None:
                 self.pending[name] = (self.version, plan)
         elif action == "write" and name in self.pending:
             version, plan = self.pending.pop(name)
             if version == self.version and not self.lapsed(name) and plan.write is not None:
                 self.slot_map, self.version = plan.write, self.version + 1
+                if plan.recut:
+                    self.generation, self.recut_pending = self.generation + 1, False
                 self.reconciling[name] = plan.reconcile | plan.acquired
+                self.generation_of[name] = self.generation
 
     def assert_no_slot_twice(self) -> None:
+        generations = {self.generation_of[n] for n in self.renewed if self.effective(n)}
+        assert len(generations) <= 1, f"slots reconciled under cut generations {generations} at {self.now}"
         seen: dict[int, str] = {}
         for name in self.renewed:
             for slot in self.effective(name):
@@ -117,7 +137,7 @@ class Group:
 
 actions = st.lists(
     st.tuples(
-        st.sampled_from(["renew", "read", "write", "read", "write", "tick", "kill"]),
+        st.sampled_from(["renew", "read", "write", "read", "write", "tick", "kill", "propose"]),
         st.sampled_from(["a", "b", "c", "d"]),
         st.sampled_from([0.5, 3.0, 9.0, 20.0]),
     ),
@@ -146,6 +166,53 @@ def test_no_slot_is_ever_reconciled_by_two_replicas_and_the_survivors_converge(
         group.act("read", member, 0.0)
     if not survivors:
         return
+    assert not group.recut_pending  # a proposed recut took effect
     assert group.slot_map == plan_assignment(group.slot_map, [group.me(m) for m in survivors], SLOTS)
     owned = [slot for member in survivors for slot in group.effective(member)]
     assert sorted(owned) == list(range(SLOTS))
+
+
+def test_a_recut_waits_until_every_live_owner_has_released_then_empties_the_map() -> None:
+    halves = {**dict.fromkeys(range(4), "a"), **dict.fromkeys(range(4, SLOTS), "b")}
+    leases = [_lease("a", 0.0), _lease("b", 0.0)]
+    a_releases = plan_slots(halves, leases, "a", 1.0, SLOTS, recut_pending=True)
+    assert a_releases == SlotPlan(
+        reconcile=frozenset(), write=dict.fromkeys(range(4, SLOTS), "b"), released=frozenset(range(4))
+    )
+    assert a_releases.write is not None
+    # b still owns its half: a waits, and takes nothing while the recut is pending
+    assert plan_slots(a_releases.write, leases, "a", 1.0, SLOTS, recut_pending=True) == SlotPlan(
+        reconcile=frozenset(), write=None
+    )
+    b_releases = plan_slots(a_releases.write, leases, "b", 1.0, SLOTS, recut_pending=True)
+    assert b_releases.write == {} and b_releases.released == frozenset(range(4, SLOTS))
+    recut = plan_slots({}, leases, "a", 1.0, SLOTS, recut_pending=True)
+    assert recut == SlotPlan(reconcile=frozenset(), write={}, recut=True)
+    # an expired owner does not hold a recut up (it stopped by itself)
+    expired = plan_slots(
+        halves, [_lease("a", 20.0), _lease("b", 0.0)], "a", DURATION + CLOCK_SKEW + 1, SLOTS, recut_pending=True
+    )
+    assert expired.released == frozenset(range(4)) and expired.write == dict.fromkeys(range(4, SLOTS), "b")
+    assert plan_slots(
+        expired.write, [_lease("a", 20.0), _lease("b", 0.0)], "a", DURATION + CLOCK_SKEW + 1, SLOTS, recut_pending=True
+    ).recut
+
+
+def test_a_newcomer_cannot_apply_a_recut_while_the_owners_still_reconcile() -> None:
+    group = Group()
+    for name in ("a", "b"):
+        for action in ("renew", "read", "write", "renew", "read", "write"):
+            group.act(action, name, 0.0)
+    for action in ("renew", "read", "write", "read"):  # a releases its share to b, which has not read since
+        group.act(action, "a", 0.0)
+    group.act("renew", "c", 0.0)
+    group.act("propose", "c", 0.0)
+    for action in ("read", "write", "read", "write"):  # c owns nothing: it may only wait for a and b to release
+        group.act(action, "c", 0.0)
+        group.assert_no_slot_twice()
+    assert group.recut_pending and group.generation == 0
+    for name in ("a", "b", "c", "a", "b", "c", "a", "b", "c"):
+        for action in ("renew", "read", "write"):
+            group.act(action, name, 0.0)
+            group.assert_no_slot_twice()
+    assert not group.recut_pending and group.generation == 1
