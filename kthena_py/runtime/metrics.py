@@ -45,7 +45,13 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.metrics_core import Metric
 
-from kthena_py.kube.metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS, REST_CLIENT_WAIT, WATCH_BYTES, WATCH_EVENTS
+from kthena_py.kube.metrics import (
+    REST_CLIENT_LATENCY,
+    REST_CLIENT_REQUESTS,
+    REST_CLIENT_WAIT,
+    WATCH_BYTES,
+    WATCH_EVENTS,
+)
 
 if TYPE_CHECKING:
     from kthena_py.runtime.workqueue import InProgressSource
