@@ -43,8 +43,9 @@ class KubeApi(Protocol):
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        shard_selector: str | None = None,
     ) -> ObjectList:
-        """List objects of one type (one page when ``limit`` is set)."""
+        """List objects of one type (one page when ``limit`` is set; ``shard_selector``: KEP-5866's)."""
         ...
 
     async def list_all(
@@ -55,6 +56,7 @@ class KubeApi(Protocol):
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
+        shard_selector: str | None = None,
     ) -> ObjectList:
         """List every object of one type."""
         ...
@@ -148,6 +150,7 @@ class WatchApi(KubeApi, Protocol):
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
         on_open: Callable[[], None] | None = None,
+        shard_selector: str | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Stream watch events from ``resource_version`` until the server ends the watch."""
         ...

@@ -296,8 +296,13 @@ class KubeClient:
         resource_version: str | None = None,
         limit: int | None = None,
         continue_token: str | None = None,
+        shard_selector: str | None = None,
     ) -> ObjectList:
-        """List objects of one type (one page when ``limit`` is set)."""
+        """List objects of one type (one page when ``limit`` is set).
+
+        ``shard_selector`` is sent as ``shardSelector`` (KEP-5866): an API server with ``ShardedListAndWatch`` answers
+        only the objects whose hashed field falls in its ranges; one without ignores it.
+        """
         data = await self.request(
             "GET",
             rt.path(namespace),
@@ -307,6 +312,7 @@ class KubeClient:
                 "resourceVersion": resource_version,
                 "limit": limit,
                 "continue": continue_token,
+                "shardSelector": shard_selector,
             },
         )
         md = data.get("metadata") or {}
@@ -325,6 +331,7 @@ class KubeClient:
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,
+        shard_selector: str | None = None,
     ) -> ObjectList:
         """List every object of one type, following ``continue`` tokens."""
         items: list[KubeObject] = []
@@ -338,6 +345,7 @@ class KubeClient:
                 field_selector=field_selector,
                 limit=page_size,
                 continue_token=token,
+                shard_selector=shard_selector,
             )
             items.extend(page.items)
             rv = page.resource_version or rv
@@ -492,8 +500,11 @@ class KubeClient:
         timeout_seconds: int = 300,
         allow_bookmarks: bool = True,
         on_open: Callable[[], None] | None = None,
+        shard_selector: str | None = None,
     ) -> AsyncIterator[WatchEvent]:
         """Stream watch events from ``resource_version`` until the server ends the watch.
+
+        ``shard_selector`` is sent as ``shardSelector`` (see :meth:`list`).
 
         An ``ERROR`` event carrying a 410 Status is raised as :class:`~kthena_py.kube.errors.Gone`, other
         ``ERROR`` events as the matching :class:`~kthena_py.kube.errors.ApiError`. A stream that stays
@@ -512,6 +523,7 @@ class KubeClient:
                 "fieldSelector": field_selector,
                 "timeoutSeconds": timeout_seconds,
                 "allowWatchBookmarks": "true" if allow_bookmarks else None,
+                "shardSelector": shard_selector,
             },
             timeout=aiohttp.ClientTimeout(sock_connect=CONNECT_TIMEOUT, sock_read=idle),
         )

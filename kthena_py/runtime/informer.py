@@ -26,6 +26,13 @@ Guarantees:
   raising handler is logged and does not stop the informer.
 * An optional ``transform`` is applied to every object before it is stored (by default it drops
   ``metadata.managedFields``), to keep memory proportional to what controllers read.
+* **Shard selection** (KEP-5866): an informer given a ``shard_selector`` lists and watches with it, so an API server
+  with ``ShardedListAndWatch`` sends only the objects whose hashed field falls in its ranges.
+  :meth:`Informer.select_shards` changes the selection while the informer runs: the watch ends and the informer
+  relists with the new selector, delivering the difference (objects that left the selection as deletes, objects
+  that entered as adds); ``""`` selects nothing (the store empties and nothing is listed until the selection
+  changes). An informer built without a selector (``None``) watches exactly as before; a selection given to it
+  later takes effect when its current watch ends (within a watch timeout).
 """
 
 from __future__ import annotations
@@ -84,6 +91,7 @@ class Informer:
         page_size: int = 500,
         allow_missing: bool = False,
         rng: random.Random | None = None,
+        shard_selector: str | None = None,
     ) -> None:
         self.rt = rt
         self.namespace = namespace
@@ -100,6 +108,8 @@ class Informer:
         self._synced = asyncio.Event()
         self._resource_version = ""
         self._rng = rng or random.Random()
+        self._shard_selector = shard_selector
+        self._reselect = asyncio.Event()
         self.relists = 0
         """How many times the informer listed (1 after the first sync); visible for tests and metrics."""
         self.missing_retry_seconds = 15.0
@@ -124,6 +134,18 @@ class Informer:
     def field_selector(self) -> str | None:
         """The field selector the informer lists and watches with."""
         return self._field_selector
+
+    @property
+    def shard_selector(self) -> str | None:
+        """The ``shardSelector`` the informer lists and watches with (None: every object; "": none)."""
+        return self._shard_selector
+
+    def select_shards(self, selector: str | None) -> None:
+        """Change the shard selection; the running informer relists with it (see the module docstring)."""
+        if selector == self._shard_selector:
+            return
+        self._shard_selector = selector
+        self._reselect.set()
 
     @property
     def resource_version(self) -> str:
@@ -156,10 +178,20 @@ class Informer:
         need_list = True
         while True:
             try:
+                if self._reselect.is_set():
+                    self._reselect.clear()
+                    need_list = True
+                if self._shard_selector == "":
+                    self._select_nothing()
+                    await self._reselect.wait()
+                    continue
                 if need_list:
                     await self._relist()
                     need_list = False
-                await self._watch()
+                if self._shard_selector is None and not self._reselect.is_set():
+                    await self._watch()
+                elif not await self._watch_until_reselected():
+                    continue  # the selection changed: relist with it
                 backoff = BACKOFF_MIN
                 failures = 0
             except asyncio.CancelledError:
@@ -217,6 +249,27 @@ class Informer:
         self.connected = False
         self.last_disruption = self._clock.now()
 
+    def _select_nothing(self) -> None:
+        """The empty selection: forget every object (handlers hear deletes) and count as synced and connected."""
+        self._resource_version = ""
+        self.connected = True
+        self.sync([])
+
+    async def _watch_until_reselected(self) -> bool:
+        """Watch until the server ends the watch (True) or the shard selection changes (False)."""
+        watching = asyncio.create_task(self._watch())
+        reselected = asyncio.create_task(self._reselect.wait())
+        try:
+            await asyncio.wait((watching, reselected), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (watching, reselected):
+                task.cancel()
+            await asyncio.gather(watching, reselected, return_exceptions=True)
+        if watching.done() and not watching.cancelled():
+            watching.result()  # the watch's own end or failure, as the plain watch gives it
+            return True
+        return False
+
     async def _relist(self) -> None:
         page = await self._client.list_all(
             self.rt,
@@ -224,6 +277,7 @@ class Informer:
             label_selector=self._label_selector,
             field_selector=self._field_selector,
             page_size=self._page_size,
+            shard_selector=self._shard_selector,
         )
         if self.relists:
             self.last_disruption = self._clock.now()
@@ -294,6 +348,7 @@ class Informer:
             field_selector=self._field_selector,
             timeout_seconds=timeout,
             on_open=self._opened,
+            shard_selector=self._shard_selector,
         ):
             self.observe(event.type, event.object)
 
