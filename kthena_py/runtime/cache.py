@@ -25,6 +25,9 @@ Guarantees:
   The informer stays the only authority: nothing is ever written into a store, handlers see exactly what the
   watch delivered, and a read never returns anything older than the store. Only :meth:`SharedCache.get` (no
   field selector) consults it; lists and indices show the store.
+* A sharded replica narrows every *namespaced* type to its ranges with :meth:`SharedCache.select_shards` (a
+  ``shardSelector``; later informers start with it); cluster-scoped types stay whole.
+  :meth:`SharedCache.wait_for_shard_selection` returns once every namespaced store holds the new selection.
 * :meth:`SharedCache.recently_disrupted` says when the stores may disagree with each other and with
   the cluster (an informer is disconnected, or failed or relisted within a window): after a partition
   the informers catch up one by one, so a child store may already show a deletion its owner's store
@@ -231,6 +234,7 @@ class SharedCache:
         self._tasks: dict[_Key, asyncio.Task[None]] = {}
         self._started = False
         self._label_selectors: dict[ResourceType, str] = {}
+        self._shard_selector: str | None = None
         self._waiters = _Waiters()
         self._own = _OwnWrites()
 
@@ -273,6 +277,7 @@ class SharedCache:
                 transform=self._transform,
                 clock=self._clock,
                 allow_missing=optional,
+                shard_selector=self._shard_selector if rt.namespaced else None,
             )
             inf.add_indexer(NAMESPACE_INDEX, lambda o: [namespace_of(o)])
             inf.add_indexer(OWNER_INDEX, owner_uids)
@@ -281,6 +286,18 @@ class SharedCache:
             if self._started:
                 self._launch(key, inf)
         return inf
+
+    def select_shards(self, selector: str | None) -> None:
+        """List and watch every namespaced type with ``selector`` (a ``shardSelector``; "" selects nothing)."""
+        self._shard_selector = selector
+        for key, inf in self._informers.items():
+            if key.rt.namespaced:
+                inf.select_shards(selector)
+
+    async def wait_for_shard_selection(self, timeout: float | None = None) -> bool:
+        """Wait until every namespaced store holds its current selection's list; ``False`` on timeout."""
+        namespaced = [i for key, i in self._informers.items() if key.rt.namespaced]
+        return all(await asyncio.gather(*(i.wait_for_selection(timeout) for i in namespaced)))
 
     def informers(self) -> builtins.list[Informer]:
         """Every informer created so far, in creation order."""

@@ -31,8 +31,9 @@ Guarantees:
   :meth:`Informer.select_shards` changes the selection while the informer runs: the watch ends and the informer
   relists with the new selector, delivering the difference (objects that left the selection as deletes, objects
   that entered as adds); ``""`` selects nothing (the store empties and nothing is listed until the selection
-  changes). An informer built without a selector (``None``) watches exactly as before; a selection given to it
-  later takes effect when its current watch ends (within a watch timeout).
+  changes); ``None`` selects every object (no ``shardSelector`` is sent). :meth:`Informer.wait_for_selection`
+  returns once the store holds the current selection's list: a replica must not reconcile a namespace it just
+  took before its objects are in the cache (it would take them for missing and create them again).
 """
 
 from __future__ import annotations
@@ -110,6 +111,9 @@ class Informer:
         self._rng = rng or random.Random()
         self._shard_selector = shard_selector
         self._reselect = asyncio.Event()
+        self._listed_selection: str | None = None
+        """The shard selector of the store's last complete list (or empty selection)."""
+        self._selection_listed = asyncio.Event()
         self.relists = 0
         """How many times the informer listed (1 after the first sync); visible for tests and metrics."""
         self.missing_retry_seconds = 15.0
@@ -145,7 +149,25 @@ class Informer:
         if selector == self._shard_selector:
             return
         self._shard_selector = selector
+        self._selection_listed.clear()
         self._reselect.set()
+
+    async def wait_for_selection(self, timeout: float | None = None) -> bool:
+        """Wait until the store holds the list of the current shard selection; ``False`` on timeout."""
+        try:
+            async with asyncio.timeout(timeout):
+                while self._listed_selection != self._shard_selector or not self._selection_listed.is_set():
+                    await self._selection_listed.wait()
+                    if self._listed_selection != self._shard_selector:
+                        self._selection_listed.clear()
+        except TimeoutError:
+            return False
+        return True
+
+    def _listed(self, selection: str | None) -> None:
+        self._listed_selection = selection
+        if selection == self._shard_selector:
+            self._selection_listed.set()
 
     @property
     def resource_version(self) -> str:
@@ -188,9 +210,7 @@ class Informer:
                 if need_list:
                     await self._relist()
                     need_list = False
-                if self._shard_selector is None and not self._reselect.is_set():
-                    await self._watch()
-                elif not await self._watch_until_reselected():
+                if not await self._watch_until_reselected():
                     continue  # the selection changed: relist with it
                 backoff = BACKOFF_MIN
                 failures = 0
@@ -213,6 +233,7 @@ class Informer:
                 # synced collection and look again later.
                 self._deliver(self.store.replace([]))
                 self._synced.set()
+                self._listed(self._shard_selector)
                 self.connected = True  # a healthy answer: the type is not served
                 self._resource_version = ""
                 need_list = True
@@ -254,6 +275,7 @@ class Informer:
         self._resource_version = ""
         self.connected = True
         self.sync([])
+        self._listed("")
 
     async def _watch_until_reselected(self) -> bool:
         """Watch until the server ends the watch (True) or the shard selection changes (False)."""
@@ -271,19 +293,21 @@ class Informer:
         return False
 
     async def _relist(self) -> None:
+        selection = self._shard_selector
         page = await self._client.list_all(
             self.rt,
             self.namespace,
             label_selector=self._label_selector,
             field_selector=self._field_selector,
             page_size=self._page_size,
-            shard_selector=self._shard_selector,
+            shard_selector=selection,
         )
         if self.relists:
             self.last_disruption = self._clock.now()
         self.relists += 1
         self.connected = True
         self.sync(page.items, page.resource_version)
+        self._listed(selection)
 
     def sync(self, objects: Iterable[KubeObject], resource_version: str = "") -> None:
         """Take ``objects`` as the complete list, as a relist does.

@@ -17,8 +17,9 @@ import pytest
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import CONFIGMAPS
+from kthena_py.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS
 from kthena_py.runtime import metrics
+from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.informer import Informer
 from kthena_py.runtime.shards.cuts import plan_cuts, ranges_of_slots, slot_at
 from kthena_py.runtime.shards.hashing import SPACE, fnv1a64
@@ -117,3 +118,35 @@ async def test_informers_per_range_hold_and_hear_only_their_namespaces_and_follo
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_the_shared_cache_narrows_namespaced_types_to_the_selection_and_keeps_cluster_types_whole(
+    kube: KubeClient, make_namespace: Callable[..., str]
+) -> None:
+    namespaces = [make_namespace(f"shard-cache-{i}") for i in range(8)]
+    for ns in namespaces:
+        await kube.create(CONFIGMAPS, {"metadata": {"name": "a", "labels": {LABEL: "shard-cache"}}}, ns)
+    cuts = plan_cuts([fnv1a64(ns) for ns in namespaces], 2)
+    halves = [{ns for ns in namespaces if slot_at(fnv1a64(ns), cuts) == slot} for slot in range(2)]
+    cache = SharedCache(kube)
+    cache.select(CONFIGMAPS, f"{LABEL}=shard-cache")
+    configmaps, names = cache.informer(CONFIGMAPS), cache.informer(NAMESPACES)
+    await cache.start()
+    try:
+        assert await cache.wait_for_sync(30)
+        assert await cache.wait_for_shard_selection(5)  # no selection: the first lists are the selection's
+        assert {o["metadata"]["namespace"] for o in configmaps.store.values()} == set(namespaces)
+        for half in halves:
+            cache.select_shards(shard_selector(ranges_of_slots({0 if half is halves[0] else 1}, cuts)))
+            assert await cache.wait_for_shard_selection(30)
+            # as soon as the wait returns, the store holds exactly the selection: nothing of the other half
+            assert {o["metadata"]["namespace"] for o in configmaps.store.values()} == half
+            assert set(namespaces) <= {o["metadata"]["name"] for o in names.store.values()}  # cluster-scoped: whole
+            assert names.shard_selector is None
+        cache.select_shards("")
+        assert await cache.wait_for_shard_selection(30)
+        assert not configmaps.store.values()
+        late = cache.informer(SECRETS)  # a type first used after the selection starts with it
+        assert late.shard_selector == ""
+    finally:
+        await cache.stop()
