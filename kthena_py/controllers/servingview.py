@@ -166,12 +166,23 @@ def model_cache_gate(cache: CacheReader, obj: KubeObject | None) -> CacheGate | 
     """
     if obj is None:
         return None
-    annotations = meta(obj).get("annotations")
-    name = cache_name(annotations)
+    name = cache_name(meta(obj).get("annotations"))
     if name is None:
         return None
+    found = cache.get(MODELCACHES, name, str(meta(obj).get("namespace") or "")) if name else None
+    return gate_with(obj, found)
+
+
+def gate_with(obj: KubeObject, found: KubeObject | None) -> CacheGate | None:
+    """The serving gate of ModelServing ``obj`` given the ModelCache it names as read (``found``; None: absent).
+
+    Raises:
+        pydantic.ValidationError: The ModelServing's spec is invalid (as :func:`parse_modelserving`).
+    """
+    annotations = meta(obj).get("annotations")
+    if cache_name(annotations) is None:
+        return None
     ms = parse_modelserving(obj)
-    found = cache.get(MODELCACHES, name, ms.namespace) if name else None
     unreadable: str | None = None
     parsed: ModelCache | None = None
     if found is not None:

@@ -16,16 +16,18 @@ from __future__ import annotations
 import asyncio
 
 from kthena_py.api.modelserving import ModelServing
-from kthena_py.kube import KubeApi
-from kthena_py.kube.objects import KubeObject
+from kthena_py.kube import KubeApi, NotFound
+from kthena_py.kube.objects import KubeObject, meta
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODS, SERVICES
 from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.modelcache import CacheGate, cache_name
 from kthena_py.plan.modelserving.core.state import PlanningState, build_state
 from kthena_py.plan.modelserving.core.types import MSRef, Observed, PodGroupSupport
 from kthena_py.runtime.cache import CacheReader
 from kthena_py.vocab.owners import controller_uid
 
-from ..servingview import model_cache_gate, observe
+from ..resources import MODELCACHES
+from ..servingview import gate_with, model_cache_gate, observe
 
 __all__ = ["observe_cached", "observe_live", "planning_state"]
 
@@ -48,6 +50,24 @@ def _controlled(items: list[KubeObject], uid: str) -> tuple[KubeObject, ...]:
     return tuple(obj for obj in items if controller_uid(obj) == uid)
 
 
+async def _gate(client: KubeApi, cache: CacheReader, ms_obj: KubeObject) -> CacheGate | None:
+    """The serving gate as the controllers see it; a ModelCache the cache does not hold is read from the API server.
+
+    The cache first, so that the gate (which enters the revision hash) is the one the controllers planned with; a
+    cache without it (another sharded replica's namespace, or not yet delivered) must not turn a named cache into an
+    unresolved mount, so it is read live then (not found: as the cache would say).
+    """
+    name = cache_name(meta(ms_obj).get("annotations"))
+    namespace = str(meta(ms_obj).get("namespace") or "")
+    if not name or cache.get(MODELCACHES, name, namespace) is not None:
+        return model_cache_gate(cache, ms_obj)
+    try:
+        found: KubeObject | None = await client.get(MODELCACHES, name, namespace)
+    except NotFound:
+        found = None
+    return gate_with(ms_obj, found)
+
+
 async def observe_live(client: KubeApi, cache: CacheReader, ms_obj: KubeObject, ref: MSRef) -> Observed:
     """The ModelServing's pods, Services and revisions as the API server holds them now, with its serving gate.
 
@@ -56,14 +76,14 @@ async def observe_live(client: KubeApi, cache: CacheReader, ms_obj: KubeObject, 
 
     Args:
         client: Reads the pods, Services and revisions.
-        cache: Where the gate's ModelCache is read (as the controllers read it).
+        cache: Where the gate's ModelCache is read (as the controllers read it; live when the cache lacks it).
         ms_obj: The ModelServing object (its annotation names the cache).
         ref: Its identity.
 
     Raises:
         pydantic.ValidationError: The ModelServing names a ModelCache but its spec is invalid.
     """
-    gate = model_cache_gate(cache, ms_obj)
+    gate = await _gate(client, cache, ms_obj)
     selector = f"{naming.LABEL_NAME}={ref.name}"
     pods, services, revisions = await asyncio.gather(
         client.list_all(PODS, ref.namespace, label_selector=selector),

@@ -147,9 +147,13 @@ class EvictionWebhook:
             self.recorder.event(ms_obj, "Warning", EVENT_REASON, f"{verdict.message} (pod {request.name})")
         return AdmissionResponse.deny(verdict.message, code=429, reason="TooManyRequests")
 
-    def _namer_of(self, namespace: str, pod_name: str) -> str | None:
-        """The cached protected ModelServing one of whose pods would have this name (for a pod not found)."""
-        for obj in self.cache.list(MODELSERVINGS, namespace):
+    async def _namer_of(self, namespace: str, pod_name: str) -> str | None:
+        """The protected ModelServing one of whose pods would have this name (for a pod not found).
+
+        Listed from the API server, not the cache: every replica answers evictions for every namespace, and a
+        sharded replica's cache may not hold this one's ModelServings (a pod not found is rare: the cost is small).
+        """
+        for obj in (await self.client.list_all(MODELSERVINGS, namespace)).items:
             spec = obj.get("spec") or {}
             if not (spec.get("rolloutStrategy") or {}).get("evictionStrategy"):
                 continue
@@ -183,7 +187,12 @@ class EvictionWebhook:
             pod = None
         except ApiError as exc:
             return None, self._failed(reasons.LOOKUP_FAILED, f"failed to get pod {namespace}/{name}: {exc}")
-        ms_name = labels_of(pod).get(naming.LABEL_NAME) if pod is not None else self._namer_of(namespace, name)
+        try:
+            ms_name = (
+                labels_of(pod).get(naming.LABEL_NAME) if pod is not None else await self._namer_of(namespace, name)
+            )
+        except ApiError as exc:
+            return None, self._failed(reasons.LOOKUP_FAILED, f"failed to list ModelServings in {namespace}: {exc}")
         if not ms_name:
             return self._free(reasons.NOT_OWNED, "pod not managed by a ModelServing" if pod else "pod not found")
         ms_obj = self.cache.get(MODELSERVINGS, ms_name, namespace)

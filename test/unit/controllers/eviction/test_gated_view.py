@@ -117,3 +117,18 @@ async def test_a_group_being_scaled_away_does_not_count_toward_the_budget() -> N
     denied = await webhook(eviction(first))
     assert not denied.allowed and denied.code == 429
     assert "minAvailable (2)" in denied.message
+
+
+async def test_the_live_view_reads_the_gates_model_cache_live_when_the_cache_lacks_it() -> None:
+    """A sharded replica's cache may not hold the namespace: the gate must still resolve, or the revision differs."""
+    kube, cache = await gated_scene()
+    obj = cache.get(MODELSERVINGS, "llama", "ns")
+    assert obj is not None
+    ms, ref = ModelServing.model_validate(obj), ms_ref(obj)
+    empty = SharedCache(kube, namespace="ns")  # no ModelCache informer: nothing cached
+    assert model_cache_gate(empty, obj) != model_cache_gate(cache, obj)  # from the cache alone: unresolved
+    live_observed = await observe_live(kube, empty, obj, ref)
+    assert live_observed.model_cache == model_cache_gate(cache, obj)
+    assert (
+        planning_state(ms, ref, live_observed).revision == planning_state(ms, ref, observe_cached(cache, ref)).revision
+    )

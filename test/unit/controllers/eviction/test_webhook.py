@@ -233,3 +233,33 @@ async def test_a_tracker_replaced_meanwhile_meets_a_conflict_and_the_retry_honou
     assert len(replaces) == 1  # the stale one; the second decision spends nothing
     assert not denied.allowed and denied.code == 429
     assert granted(kube) == [first, third]
+
+
+async def test_a_pod_not_found_is_named_from_the_api_server_when_the_cache_lacks_its_namespace() -> None:
+    """A sharded replica's cache may hold nothing of the pod's namespace; the webhook answers for it all the same:
+    a protected ModelServing's pod being re-created under its name is granted and recorded, not let through free."""
+    kube = FakeKube()
+    await converge(kube, ms_doc(3, {"minAvailable": 2}))
+    empty = SharedCache(kube, namespace="ns")  # holds nothing: no informer, as for another replica's namespace
+    webhook = EvictionWebhook(kube, empty, RecordedEvents(), enabled=True, wall_clock=lambda: NOW)
+    gone = pod_names(kube)[0]
+    await kube.delete(PODS, gone, "ns")
+    assert (await webhook(eviction(gone))).allowed
+    assert granted(kube) == [gone]
+
+
+async def test_a_failed_modelserving_list_for_a_pod_not_found_denies() -> None:
+    kube = FakeKube()
+    await converge(kube, ms_doc(3, {"minAvailable": 2}))
+    webhook = EvictionWebhook(kube, SharedCache(kube, namespace="ns"), RecordedEvents(), enabled=True)
+    gone = pod_names(kube)[0]
+    await kube.delete(PODS, gone, "ns")
+
+    def broken(call: Call) -> None:
+        if call.verb == "list" and call.rt == MODELSERVINGS:
+            raise server_error("etcd timeout")
+
+    kube.intercept(broken)
+    answer = await webhook(eviction(gone))
+    assert not answer.allowed and "failed to list ModelServings" in answer.message
+    assert granted(kube) == []
