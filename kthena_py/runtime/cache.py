@@ -25,8 +25,9 @@ Guarantees:
   The informer stays the only authority: nothing is ever written into a store, handlers see exactly what the
   watch delivered, and a read never returns anything older than the store. Only :meth:`SharedCache.get` (no
   field selector) consults it; lists and indices show the store.
-* A sharded replica narrows every *namespaced* type to its ranges with :meth:`SharedCache.select_shards` (a
-  ``shardSelector``; later informers start with it); cluster-scoped types stay whole.
+* A cache built with ``sharded=True`` narrows every *namespaced* type to its ranges with
+  :meth:`SharedCache.select_shards` (a ``shardSelector``; later informers start with it); cluster-scoped types
+  stay whole.
   :meth:`SharedCache.wait_for_shard_selection` returns once every namespaced store holds the new selection.
 * :meth:`SharedCache.recently_disrupted` says when the stores may disagree with each other and with
   the cluster (an informer is disconnected, or failed or relisted within a window): after a partition
@@ -225,8 +226,10 @@ class SharedCache:
         namespace: str | None = None,
         transform: Transform | None = slim,
         clock: Clock | None = None,
+        sharded: bool = False,
     ) -> None:
         self._client = client
+        self._sharded = sharded
         self._namespace = namespace
         self._transform = transform
         self._clock = clock
@@ -278,6 +281,7 @@ class SharedCache:
                 clock=self._clock,
                 allow_missing=optional,
                 shard_selector=self._shard_selector if rt.namespaced else None,
+                selectable=self._sharded and rt.namespaced,
             )
             inf.add_indexer(NAMESPACE_INDEX, lambda o: [namespace_of(o)])
             inf.add_indexer(OWNER_INDEX, owner_uids)
@@ -288,7 +292,13 @@ class SharedCache:
         return inf
 
     def select_shards(self, selector: str | None) -> None:
-        """List and watch every namespaced type with ``selector`` (a ``shardSelector``; "" selects nothing)."""
+        """List and watch every namespaced type with ``selector`` (a ``shardSelector``; "" selects nothing).
+
+        Raises:
+            RuntimeError: The cache was not built with ``sharded=True``.
+        """
+        if not self._sharded:
+            raise RuntimeError("select_shards needs a cache built with sharded=True")
         self._shard_selector = selector
         for key, inf in self._informers.items():
             if key.rt.namespaced:

@@ -31,7 +31,11 @@ Guarantees:
   :meth:`Informer.select_shards` changes the selection while the informer runs: the watch ends and the informer
   relists with the new selector, delivering the difference (objects that left the selection as deletes, objects
   that entered as adds); ``""`` selects nothing (the store empties and nothing is listed until the selection
-  changes); ``None`` selects every object (no ``shardSelector`` is sent). :meth:`Informer.wait_for_selection`
+  changes); ``None`` selects every object (no ``shardSelector`` is sent). Only an informer built with a selection,
+  or ``selectable=True``, can be reselected: its watch runs in a task a new selection ends at once; any other
+  watches in its own task, as before (handlers running in the watch's task made the activator miss a wake-up in
+  about one run of five of the chart test; not understood yet, so kept out of unsharded processes).
+  :meth:`Informer.wait_for_selection`
   returns once the store holds the current selection's list: a replica must not reconcile a namespace it just
   took before its objects are in the cache (it would take them for missing and create them again).
 """
@@ -93,6 +97,7 @@ class Informer:
         allow_missing: bool = False,
         rng: random.Random | None = None,
         shard_selector: str | None = None,
+        selectable: bool = False,
     ) -> None:
         self.rt = rt
         self.namespace = namespace
@@ -110,6 +115,7 @@ class Informer:
         self._resource_version = ""
         self._rng = rng or random.Random()
         self._shard_selector = shard_selector
+        self._selectable = selectable or shard_selector is not None
         self._reselect = asyncio.Event()
         self._listed_selection: str | None = None
         """The shard selector of the store's last complete list (or empty selection)."""
@@ -146,6 +152,8 @@ class Informer:
 
     def select_shards(self, selector: str | None) -> None:
         """Change the shard selection; the running informer relists with it (see the module docstring)."""
+        if not self._selectable:
+            raise RuntimeError(f"{self.rt.plural}: informer built without a shard selection (selectable=False)")
         if selector == self._shard_selector:
             return
         self._shard_selector = selector
@@ -210,7 +218,9 @@ class Informer:
                 if need_list:
                     await self._relist()
                     need_list = False
-                if not await self._watch_until_reselected():
+                if not self._selectable:
+                    await self._watch()
+                elif not await self._watch_until_reselected():
                     continue  # the selection changed: relist with it
                 backoff = BACKOFF_MIN
                 failures = 0

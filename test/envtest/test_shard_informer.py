@@ -128,7 +128,7 @@ async def test_the_shared_cache_narrows_namespaced_types_to_the_selection_and_ke
         await kube.create(CONFIGMAPS, {"metadata": {"name": "a", "labels": {LABEL: "shard-cache"}}}, ns)
     cuts = plan_cuts([fnv1a64(ns) for ns in namespaces], 2)
     halves = [{ns for ns in namespaces if slot_at(fnv1a64(ns), cuts) == slot} for slot in range(2)]
-    cache = SharedCache(kube)
+    cache = SharedCache(kube, sharded=True)
     cache.select(CONFIGMAPS, f"{LABEL}=shard-cache")
     configmaps, names = cache.informer(CONFIGMAPS), cache.informer(NAMESPACES)
     await cache.start()
