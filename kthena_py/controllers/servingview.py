@@ -169,8 +169,7 @@ def model_cache_gate(cache: CacheReader, obj: KubeObject | None) -> CacheGate | 
     name = cache_name(meta(obj).get("annotations"))
     if name is None:
         return None
-    found = cache.get(MODELCACHES, name, str(meta(obj).get("namespace") or "")) if name else None
-    return gate_with(obj, found)
+    return gate_with(obj, cache.get(MODELCACHES, name, str(meta(obj).get("namespace") or "")))
 
 
 def gate_with(obj: KubeObject, found: KubeObject | None) -> CacheGate | None:

@@ -117,8 +117,8 @@ class Informer:
         self._shard_selector = shard_selector
         self._selectable = selectable or shard_selector is not None
         self._reselect = asyncio.Event()
-        self._listed_selection: str | None = None
-        """The shard selector of the store's last complete list (or empty selection)."""
+        self._listed_selection: tuple[str | None] | None = None
+        """The shard selector of the store's last complete list (or empty selection); None before the first."""
         self._selection_listed = asyncio.Event()
         self.relists = 0
         """How many times the informer listed (1 after the first sync); visible for tests and metrics."""
@@ -157,25 +157,22 @@ class Informer:
         if selector == self._shard_selector:
             return
         self._shard_selector = selector
-        self._selection_listed.clear()
         self._reselect.set()
 
     async def wait_for_selection(self, timeout: float | None = None) -> bool:
         """Wait until the store holds the list of the current shard selection; ``False`` on timeout."""
         try:
             async with asyncio.timeout(timeout):
-                while self._listed_selection != self._shard_selector or not self._selection_listed.is_set():
+                while self._listed_selection != (self._shard_selector,):
+                    self._selection_listed.clear()
                     await self._selection_listed.wait()
-                    if self._listed_selection != self._shard_selector:
-                        self._selection_listed.clear()
         except TimeoutError:
             return False
         return True
 
     def _listed(self, selection: str | None) -> None:
-        self._listed_selection = selection
-        if selection == self._shard_selector:
-            self._selection_listed.set()
+        self._listed_selection = (selection,)
+        self._selection_listed.set()
 
     @property
     def resource_version(self) -> str:

@@ -14,6 +14,7 @@ and could keep other units than the controllers' scaling plan keeps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from kthena_py.api.modelserving import ModelServing
 from kthena_py.kube import KubeApi, NotFound
@@ -27,7 +28,7 @@ from kthena_py.runtime.cache import CacheReader
 from kthena_py.vocab.owners import controller_uid
 
 from ..resources import MODELCACHES
-from ..servingview import gate_with, model_cache_gate, observe
+from ..servingview import gate_with, observe
 
 __all__ = ["observe_cached", "observe_live", "planning_state"]
 
@@ -58,13 +59,13 @@ async def _gate(client: KubeApi, cache: CacheReader, ms_obj: KubeObject) -> Cach
     unresolved mount, so it is read live then (not found: as the cache would say).
     """
     name = cache_name(meta(ms_obj).get("annotations"))
+    if name is None:
+        return None
     namespace = str(meta(ms_obj).get("namespace") or "")
-    if not name or cache.get(MODELCACHES, name, namespace) is not None:
-        return model_cache_gate(cache, ms_obj)
-    try:
-        found: KubeObject | None = await client.get(MODELCACHES, name, namespace)
-    except NotFound:
-        found = None
+    found = cache.get(MODELCACHES, name, namespace)
+    if found is None:
+        with contextlib.suppress(NotFound):
+            found = await client.get(MODELCACHES, name, namespace)
     return gate_with(ms_obj, found)
 
 
