@@ -66,6 +66,7 @@ class Activator:
         self._catalog: Catalog | None = None
         self._marker: StateMarker | None = None
         self._demand: DemandWriter | None = None
+        self._waker: Waker | None = None
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         self._probes = ProbeServer()
@@ -109,9 +110,10 @@ class Activator:
             connector=aiohttp.TCPConnector(limit=0),
         )
         self._demand = DemandWriter(client, self._catalog)
+        self._waker = Waker(client, self._catalog)
         proxy = Proxy(
             self._catalog,
-            Waker(client, self._catalog),
+            self._waker,
             self._demand,
             max_body_bytes=self.options.max_body_bytes,
             max_held=self.options.max_held,
@@ -147,6 +149,9 @@ class Activator:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        if self._waker is not None:
+            self._waker.stop()
+            self._waker = None
         if self._demand is not None:
             await self._demand.stop()
             self._demand = None

@@ -308,8 +308,14 @@ async def test_the_activator_with_the_charts_identity_wakes_a_modelserving(
 
     await eventually(create, timeout=120, description="a ModelServing at zero admitted")
     async with aiohttp.ClientSession(trust_env=False) as session:
-        url = f"http://127.0.0.1:{activator['port']}/v1/completions"
-        held = asyncio.create_task(session.post(url, json={"model": "sleepy", "prompt": "wake up"}))
+        base = f"http://127.0.0.1:{activator['port']}/v1"
+
+        async def routed() -> bool:  # until its informer has the ModelServing, the activator answers 404
+            async with session.get(f"{base}/models") as answer:
+                return any(card.get("id") == "sleepy" for card in (await answer.json()).get("data", []))
+
+        await eventually(routed, timeout=30, description="the activator routing the new model")
+        held = asyncio.create_task(session.post(f"{base}/completions", json={"model": "sleepy", "prompt": "wake up"}))
 
         async def woken() -> dict[str, Any] | None:
             ms = await admin.get(MODELSERVINGS, "sleepy", namespace)

@@ -14,9 +14,11 @@ from aiohttp import web
 
 from kthena_py.activator import Activator, ActivatorOptions
 from kthena_py.activator.resources import MODELROUTES, MODELSERVERS, MODELSERVINGS, PODS
+from kthena_py.kube.errors import Conflict, ServerError
 from kthena_py.kube.resources import ResourceType
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.fake import FakeKube
+from kthena_py.testing.fake.faults import refuse
 from kthena_py.testing.wait import eventually
 from kthena_py.vocab.labels import (
     ACTIVATOR_FIELD_MANAGER,
@@ -194,6 +196,38 @@ async def test_held_while_scaling_down_then_served_without_a_write() -> None:
         answer = await call
         assert answer.status == 200
         assert scale_writes(kube) == []
+
+
+@pytest.mark.parametrize(
+    ("error", "times"),
+    [(Conflict(409, "Conflict", "modified"), 3), (ServerError(500, "InternalError", "etcd"), 2)],
+    ids=["conflicts", "errors"],
+)
+async def test_a_wake_up_left_at_zero_is_tried_again_while_requests_are_held(error: Any, times: int) -> None:
+    # Writers that keep changing the ModelServing (the marker's annotation, the manager's status) can refuse every
+    # attempt of one wake-up, and nothing else may change it afterwards: the held requests must not just wait out
+    # their budget.
+    async with scene(budget="10s") as (kube, _engine, _a, url), aiohttp.ClientSession() as http:
+        refusal = refuse(error, "patch", MODELSERVINGS, subresource="scale", times=times)
+        kube.intercept(refusal)
+        call = asyncio.create_task(http.post(url + "/v1/chat/completions", json={"model": "llm"}))
+        await wait_for(lambda: refusal.times is not None and len(refusal.refused) == refusal.times)
+        await wait_for(lambda: kube.store.get(MODELSERVINGS, "llm", NS)["spec"]["replicas"] == 1, timeout=3)
+        assert not call.done()
+        put(kube, PODS, entry_pod("llm", "p"))
+        assert (await call).status == 200
+        assert len(scale_writes(kube)) == refusal.times + 1  # every refused attempt, then the one that took
+
+
+async def test_no_request_held_means_no_write_after_a_failed_wake_up() -> None:
+    async with scene(budget="200ms") as (kube, _engine, _a, url), aiohttp.ClientSession() as http:
+        kube.intercept(refuse(ServerError(500, "InternalError", "etcd"), "patch", MODELSERVINGS))
+        async with http.post(url + "/v1/chat/completions", json={"model": "llm"}) as answer:
+            assert answer.status == 503
+        tried = len(scale_writes(kube))
+        await asyncio.sleep(1.0)  # several retry delays
+        assert len(scale_writes(kube)) == tried
+        assert kube.store.get(MODELSERVINGS, "llm", NS)["spec"]["replicas"] == 0
 
 
 async def test_two_activators_make_one_write() -> None:
