@@ -10,9 +10,11 @@ what the API server sends it), of which its watch streams (``kthena_watch_receiv
 events among them (``kthena_watch_events_total{resource="pods"}``), reconciles and API writes (its ``/metrics``),
 and its RSS after ``--steady`` seconds with the fleet cached; and how many of the namespaces it owned.
 
-Every figure is printed with its ratio to R = 1 measured in the same run. The replicas filter on their own side
-(the manager does not send its slots as a ``shardSelector``; docs/sharding.md): every replica still receives and
-caches every object, so only the reconcile work divides. The fit below separates the two.
+Every figure is printed with its ratio to R = 1 measured in the same run. By default the replicas filter on their
+own side: every replica still receives and caches every object, so only the reconcile work divides. With
+``--shard-informers`` the replicas run with per-range informers and the API server (its ``ShardedListAndWatch``
+gate is on in the cluster tier) sends each only its namespaces' objects, so the watch divides too. The fit below
+separates the two.
 
 The capacity model: per-replica CPU to converge = F + D / R, fitted by least squares over the runs (F: receiving,
 decoding and caching the whole fleet, paid by every replica; D: the reconciles, divided among them); the same for
@@ -23,7 +25,7 @@ one core each, and each replica's memory: as measured (client-side filtering), a
 that filters (F and the per-pod memory divided by R too). A linear model; it says nothing about the API server's
 own limits.
 
-Usage: python bench/shards.py [--modelservings N] [--replicas 1,2,4] [--steady SECONDS]
+Usage: python bench/shards.py [--modelservings N] [--replicas 1,2,4] [--steady SECONDS] [--shard-informers]
                               [--target-modelservings M] [--target-pods P] [--target-seconds T]
 """
 
@@ -45,8 +47,8 @@ from converge import Side, crds, manager_counter, modelserving, proc_stats, star
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient, NotFound
 from kthena_py.kube.resources import LEASES, NAMESPACES
-from kthena_py.runtime.shards.hashing import SLOT_COUNT, namespace_slot
-from kthena_py.runtime.shards.member import read_slot_map
+from kthena_py.runtime.shards.hashing import SLOT_COUNT
+from kthena_py.runtime.shards.member import namespace_owner, read_cut_state, read_slot_map
 from kthena_py.testing.controlplane.process import free_ports
 
 GROUP = "bench-shards"
@@ -93,16 +95,17 @@ def bytes_read(pid: int) -> float:
     return 0.0
 
 
-def manager_side(port: int) -> Side:
+def manager_side(port: int, shard_informers: bool = False) -> Side:
     cmd = [sys.executable, "-m", "kthena_py", "manager", "--sharding", "--lease-group", GROUP]
+    cmd += ["--shard-informers"] if shard_informers else []
     cmd += ["--leader-election-namespace", LEASE_NAMESPACE, "--retry-period", "1", "--renew-deadline", "4"]
     cmd += ["--lease-duration", "6", "--metrics-bind-address", f"127.0.0.1:{port}"]
     cmd += ["--health-probe-bind-address", "0", "--webhook-port", "0", "--log-level", "warning"]
     return Side("kthena-py", crds(), cmd, metrics_port=port)
 
 
-async def balanced(client: KubeClient, replicas: int) -> dict[int, str] | None:
-    """The slot map once every slot has an owner and the shares are as even as 64 slots allow; else None."""
+async def balanced(client: KubeClient, replicas: int) -> dict[str, Any] | None:
+    """The slot map's Lease once every slot has an owner and the shares are as even as 64 slots allow; else None."""
     try:
         lease = await client.get(LEASES, f"{GROUP}-slots", LEASE_NAMESPACE)
     except NotFound:
@@ -111,12 +114,14 @@ async def balanced(client: KubeClient, replicas: int) -> dict[int, str] | None:
     shares = [sum(1 for o in owners.values() if o == m) for m in set(owners.values())]
     if len(owners) < SLOT_COUNT or len(shares) != replicas or max(shares) - min(shares) > 1:
         return None
-    return owners
+    if (cuts := read_cut_state(lease)) is not None and cuts.pending is not None:
+        return None  # a recut is under way
+    return lease
 
 
-def owner_of(slot_map: dict[int, str], namespace: str) -> str:
+def owner_of(slots_lease: dict[str, Any], namespace: str) -> str:
     """The identity (``<host>_<pid>``) that owns ``namespace``."""
-    return slot_map[namespace_slot(namespace)].split("@")[0]
+    return (namespace_owner(slots_lease, namespace) or "").split("@")[0]
 
 
 async def available(client: KubeClient, namespaces: list[str]) -> int:
@@ -128,7 +133,7 @@ async def available(client: KubeClient, namespaces: list[str]) -> int:
     return done
 
 
-async def run(replicas: int, n: int, steady: float) -> Run:
+async def run(replicas: int, n: int, steady: float, shard_informers: bool = False) -> Run:
     with tempfile.TemporaryDirectory() as d, tier_of(d, crds(), n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
         namespaces = [f"bench-{i}" for i in range(n)]
@@ -138,12 +143,12 @@ async def run(replicas: int, n: int, steady: float) -> Run:
                 await client.create(NAMESPACES, {"metadata": {"name": ns}})
             ports = free_ports(replicas)
             for port in ports:
-                side = manager_side(port)
+                side = manager_side(port, shard_informers)
                 log = Path(d) / f"manager-{port}.log"
                 proc = start_side(side, tier.kubeconfig_path, log, None)
                 members.append(Replica(proc, port))
             for m in members:
-                wait_started(manager_side(m.metrics_port), m.proc)
+                wait_started(manager_side(m.metrics_port, shard_informers), m.proc)
             deadline = time.monotonic() + 60
             slot_map = None
             while slot_map is None:
@@ -279,17 +284,15 @@ def report(runs: list[Run], n: int, args: argparse.Namespace) -> None:
         f"~{per_pod_mib * 1024:.0f} KiB per cached pod over {idle_rss:.0f} MiB before the fleet, both measured):"
     )
     print(f"  work: F = {f_t:.0f} s paid by every replica, D = {d_t:.0f} s divided among them")
+    measured = "per-range informers (measured)" if args.shard_informers else "client-side filtering (measured)"
     if f_t < t:
         need = max(1, math.ceil(d_t / (t - f_t)))
         print(
-            f"  client-side filtering (measured): {need} replicas, "
+            f"  {measured}: {need} replicas, "
             f"{f_t + d_t / need:.0f} s each, RSS ~{idle_rss + per_pod_mib * args.target_pods:.0f} MiB each"
         )
     else:
-        print(
-            f"  client-side filtering (measured): no number of replicas; the undivided part alone ({f_t:.0f} s) "
-            f"exceeds {t:.0f} s"
-        )
+        print(f"  {measured}: no number of replicas; the undivided part alone ({f_t:.0f} s) exceeds {t:.0f} s")
     need_s = max(1, math.ceil((f_t + d_t) / t))
     print(
         f"  server-side filtering (projected, F divided too): {need_s} replicas, {(f_t + d_t) / need_s:.0f} s each, "
@@ -305,11 +308,12 @@ async def main() -> None:
     p.add_argument("--target-modelservings", type=int, default=10_000)
     p.add_argument("--target-pods", type=int, default=100_000)
     p.add_argument("--target-seconds", type=float, default=300.0)
+    p.add_argument("--shard-informers", action="store_true", help="per-range informers (the watch divides)")
     args = p.parse_args()
     runs = []
     for r in (int(x) for x in args.replicas.split(",")):
         print(f"== {r} replica(s), {args.modelservings} ModelServings in as many namespaces", flush=True)
-        run_ = await run(r, args.modelservings, args.steady)
+        run_ = await run(r, args.modelservings, args.steady, args.shard_informers)
         print(
             f"   converged in {run_.seconds:.1f} s; per replica CPU "
             + ", ".join(f"{m.cpu:.1f}" for m in run_.members)

@@ -76,6 +76,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default="kthena-py-controller-manager",
         help="with --sharding: the lease group's name (its Leases live in --leader-election-namespace)",
     )
+    m.add_argument(
+        "--shard-informers",
+        action="store_true",
+        help="with --sharding: cut the API server's own namespace hash where the namespaces are and, where it "
+        "filters (ShardedListAndWatch), list and watch only the owned ranges (docs/sharding.md)",
+    )
     m.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
     m.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
     m.add_argument("--retry-period", type=float, default=2.0, help="seconds (default 2)")
@@ -285,6 +291,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             leader_election_namespace=args.leader_election_namespace or _own_namespace(),
             sharding=args.sharding,
             lease_group=args.lease_group,
+            shard_informers=args.shard_informers,
             lease_duration=args.lease_duration,
             renew_deadline=args.renew_deadline,
             retry_period=args.retry_period,
@@ -377,6 +384,8 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--webhook-cert-mode=cert-manager needs --webhook-cert-dir")
     if args.sharding and args.leader_elect:
         raise CommandError("--sharding replaces --leader-elect: every replica is active on its own namespaces")
+    if args.shard_informers and not args.sharding:
+        raise CommandError("--shard-informers needs --sharding")
     if args.sharding and args.namespace:
         raise CommandError("--sharding divides namespaces between replicas; it cannot be combined with --namespace")
     if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:

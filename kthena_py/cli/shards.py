@@ -49,16 +49,17 @@ class ShardView:
 def build_view(
     group: str, leases: Sequence[Mapping[str, Any]], namespaces: Sequence[str], *, slot_count: int = 64
 ) -> ShardView:
-    """Join the group's Leases (members and the slot map) with the namespaces' hash slots."""
-    from kthena_py.runtime.shards.hashing import namespace_slot
-    from kthena_py.runtime.shards.member import ROLE_LABEL, read_slot_map
+    """Join the group's Leases (members and the slot map) with the namespaces' slots (raw cuts when recorded)."""
+    from kthena_py.runtime.shards.member import ROLE_LABEL, namespace_owner, read_slot_map
 
     slot_map: dict[int, str] = {}
+    slots_lease: dict[str, Any] = {}
     members: dict[str, dict[str, Any]] = {}
     for lease in leases:
         role = ((lease.get("metadata") or {}).get("labels") or {}).get(ROLE_LABEL)
         if role == "slots":
-            slot_map = read_slot_map(dict(lease))
+            slots_lease = dict(lease)
+            slot_map = read_slot_map(slots_lease)
         elif role == "member":
             spec = lease.get("spec") or {}
             holder = str(spec.get("holderIdentity") or "")
@@ -68,7 +69,7 @@ def build_view(
         members.setdefault(owner, {"renewTime": None, "slots": 0, "namespaces": 0})["slots"] += 1
     owners: dict[str, str] = {}
     for ns in sorted(namespaces):
-        owner = slot_map.get(namespace_slot(ns), "-")
+        owner = namespace_owner(slots_lease, ns) or "-"
         owners[ns] = owner
         if owner in members:
             members[owner]["namespaces"] += 1

@@ -27,7 +27,8 @@ Guarantees:
   field selector) consults it; lists and indices show the store.
 * A cache built with ``sharded=True`` narrows every *namespaced* type to its ranges with
   :meth:`SharedCache.select_shards` (a ``shardSelector``; later informers start with it); cluster-scoped types
-  stay whole.
+  stay whole, and so do the types :meth:`SharedCache.keep_whole` names (read across namespaces, e.g. the
+  PodGroups that wait in one Volcano queue).
   :meth:`SharedCache.wait_for_shard_selection` returns once every namespaced store holds the new selection.
 * :meth:`SharedCache.recently_disrupted` says when the stores may disagree with each other and with
   the cluster (an informer is disconnected, or failed or relisted within a window): after a partition
@@ -238,6 +239,7 @@ class SharedCache:
         self._started = False
         self._label_selectors: dict[ResourceType, str] = {}
         self._shard_selector: str | None = None
+        self._whole: set[ResourceType] = set()
         self._waiters = _Waiters()
         self._own = _OwnWrites()
 
@@ -280,8 +282,8 @@ class SharedCache:
                 transform=self._transform,
                 clock=self._clock,
                 allow_missing=optional,
-                shard_selector=self._shard_selector if rt.namespaced else None,
-                selectable=self._sharded and rt.namespaced,
+                shard_selector=self._shard_selector if self._selects(rt) else None,
+                selectable=self._sharded and self._selects(rt),
             )
             inf.add_indexer(NAMESPACE_INDEX, lambda o: [namespace_of(o)])
             inf.add_indexer(OWNER_INDEX, owner_uids)
@@ -290,6 +292,19 @@ class SharedCache:
             if self._started:
                 self._launch(key, inf)
         return inf
+
+    def _selects(self, rt: ResourceType) -> bool:
+        return rt.namespaced and rt not in self._whole
+
+    def keep_whole(self, rt: ResourceType) -> None:
+        """List and watch every object of ``rt`` even when the cache selects shards (its readers cross namespaces).
+
+        Raises:
+            RuntimeError: An informer of ``rt`` already lists a selection.
+        """
+        if any(key.rt == rt and inf.shard_selector is not None for key, inf in self._informers.items()):
+            raise RuntimeError(f"{rt.plural}: keep_whole() must come before a shard selection")
+        self._whole.add(rt)
 
     def select_shards(self, selector: str | None) -> None:
         """List and watch every namespaced type with ``selector`` (a ``shardSelector``; "" selects nothing).
@@ -301,12 +316,12 @@ class SharedCache:
             raise RuntimeError("select_shards needs a cache built with sharded=True")
         self._shard_selector = selector
         for key, inf in self._informers.items():
-            if key.rt.namespaced:
+            if self._selects(key.rt):
                 inf.select_shards(selector)
 
     async def wait_for_shard_selection(self, timeout: float | None = None) -> bool:
         """Wait until every namespaced store holds its current selection's list; ``False`` on timeout."""
-        namespaced = [i for key, i in self._informers.items() if key.rt.namespaced]
+        namespaced = [i for key, i in self._informers.items() if self._selects(key.rt)]
         return all(await asyncio.gather(*(i.wait_for_selection(timeout) for i in namespaced)))
 
     def informers(self) -> builtins.list[Informer]:

@@ -24,6 +24,13 @@ Guarantees:
   every controller, then releases the slots and deletes the replica's Lease. The cache holds every namespace and
   requests are filtered on this side; whether the API server could filter them (``ShardedListAndWatch``) is asked
   at start, logged and exported (``kthena_shard_server_filtering``), see docs/sharding.md.
+* **Per-range informers** (``shard_informers`` with ``sharding``): slots are ranges of the API server's raw
+  namespace hash cut where the cluster's namespaces are (the member's raw cuts; the Namespaces are cached whole
+  for it). Where the API server filters, every namespaced informer but those kept whole lists and watches only the
+  ranges of the owned slots: nothing before the first slots are taken; on a take the selection widens and the new
+  slots' namespaces are reconciled only once every informer holds their objects (then resynced); on a release it
+  narrows after the drain. A reselection runs in its own task, so the member's renewals never wait for a relist.
+  Where the API server does not filter, the cache stays whole and the raw cuts only decide ownership.
 * Every replica gives memory freed after a burst of work back to the operating system (:mod:`.memory`) and
   measures how late its event loop runs what is due (:mod:`.looplag`).
 """
@@ -41,6 +48,8 @@ import structlog
 from prometheus_client import Gauge, Histogram
 
 from kthena_py.kube import KubeClient, WatchApi
+from kthena_py.kube.objects import name_of
+from kthena_py.kube.resources import NAMESPACES
 
 from . import looplag, memory, metrics
 from .cache import SharedCache
@@ -50,7 +59,7 @@ from .events import EventRecorder
 from .httpserver import ProbeServer
 from .leader import LeaderElector
 from .shards import ShardMember
-from .shards.hashing import namespace_slot
+from .shards.selector import shard_selector
 
 Runnable = Callable[[], Coroutine[Any, Any, None]]
 Closer = Callable[[], Awaitable[None]]
@@ -61,7 +70,7 @@ log = structlog.get_logger("kthena_py.manager")
 SERVER_FILTERING = Gauge(
     "kthena_shard_server_filtering",
     "1 when the API server filters list and watch by shardSelector (ShardedListAndWatch), 0 when it does not; "
-    "this release filters on the replica's side either way.",
+    "with --shard-informers the informers then list only the owned ranges, else the replica filters on its side.",
     registry=metrics.REGISTRY,
 )
 OWNED_OBJECTS = Gauge(
@@ -75,6 +84,11 @@ RELEASE_SECONDS = Histogram(
     "How long giving up slots took: the drain of their in-flight reconciles, before the release is written.",
     registry=metrics.REGISTRY,
     buckets=(0.001, 0.01, 0.05, 0.1, 0.5, 1, 2, 5),
+)
+SELECTION_SECONDS = Histogram(
+    "kthena_shard_selection_seconds",
+    "Time from a new shard selection of the informers (slots taken or released) until every store listed it.",
+    registry=metrics.REGISTRY,
 )
 
 
@@ -101,6 +115,7 @@ class ManagerOptions:
     component: str = "kthena-py-controller-manager"
     sharding: bool = False
     lease_group: str = "kthena-py-controller-manager"
+    shard_informers: bool = False
 
 
 class Manager:
@@ -110,7 +125,15 @@ class Manager:
         self.client = client
         self.options = options or ManagerOptions()
         self.clock = clock or RealClock()
-        self.cache = SharedCache(client, namespace=self.options.namespace, clock=self.clock)
+        self._per_range = self.options.sharding and self.options.shard_informers
+        self.cache = SharedCache(client, namespace=self.options.namespace, clock=self.clock, sharded=self._per_range)
+        if self._per_range:
+            self.cache.informer(NAMESPACES)  # the member cuts the hash space where the namespaces are
+        self._selecting = False
+        """Informers list only the owned ranges (per-range informers on an API server that filters)."""
+        self._listed: frozenset[int] = frozenset()
+        """Owned slots whose objects every selected informer holds (only these are reconciled while selecting)."""
+        self._selection_task: asyncio.Task[None] | None = None
         self._recorders: dict[str, EventRecorder] = {}
         self.recorder = self.recorder_for(self.options.component)
         self.probes = ProbeServer()
@@ -127,6 +150,14 @@ class Manager:
         self.add_runnable(memory.trim_when_idle, needs_leader=False)
         self.add_runnable(looplag.watch_lag, needs_leader=False)
 
+    @property
+    def caches_own_namespaces_only(self) -> bool:
+        """Whether the cache may hold only this replica's namespaces (``--sharding --shard-informers``).
+
+        Readers across namespaces must then read live, keep their type whole, or refuse (docs/sharding.md).
+        """
+        return self._per_range
+
     def recorder_for(self, component: str) -> EventRecorder:
         """The event recorder whose Events carry ``component`` as their source (one per component)."""
         recorder = self._recorders.get(component)
@@ -142,8 +173,16 @@ class Manager:
         """
         if not self.leading.is_set():
             return False
+        return self._owns(namespace)
+
+    def _owns(self, namespace: str) -> bool:
+        """Whether this replica reconciles ``namespace`` now (not sharded, or its slot is owned and listed)."""
         member = self.shard_member
-        return member is None or member.owns(namespace)
+        if member is None:
+            return True
+        if not member.owns(namespace):
+            return False
+        return not self._selecting or member.slot_of(namespace) in self._listed
 
     def add_controller(self, controller: Controller) -> None:
         """Register a controller (runs only while leading)."""
@@ -172,6 +211,12 @@ class Manager:
             health_address=self.options.health_probe_bind_address,
             metrics_address=self.options.metrics_bind_address,
         )
+        if self._per_range and isinstance(self.client, KubeClient):
+            from .shards.detect import server_filters_shards
+
+            self._selecting = await server_filters_shards(self.client)
+            if self._selecting:
+                self.cache.select_shards("")  # nothing until slots are taken
         await self.cache.start()
         self._other_tasks = [asyncio.create_task(r()) for r in self._everywhere_runnables]
         elector_task: asyncio.Task[None] | None = None
@@ -222,6 +267,8 @@ class Manager:
             if elector_task is not None:
                 elector_task.cancel()
                 await asyncio.gather(elector_task, return_exceptions=True)
+            if self._selection_task is not None:
+                self._other_tasks.append(self._selection_task)
             for t in self._other_tasks:
                 t.cancel()
             await asyncio.gather(*self._other_tasks, return_exceptions=True)
@@ -244,13 +291,15 @@ class Manager:
             clock=self.clock,
             on_acquire=self._acquired,
             on_release=self._released,
+            raw_cuts=self._per_range,
+            namespaces=lambda: (name_of(ns) for ns in self.cache.list(NAMESPACES)),
         )
         self.shard_member = member
         for c in self.controllers:
-            c.shard_by(member.owns)
+            c.shard_by(self._owns)
         self._watch_owned_objects(member)
-        server_side = False
-        if isinstance(self.client, KubeClient):
+        server_side = self._selecting
+        if isinstance(self.client, KubeClient) and not self._per_range:
             from .shards.detect import server_filters_shards
 
             server_side = await server_filters_shards(self.client)
@@ -259,14 +308,24 @@ class Manager:
             "sharded: reconciling the namespaces of the slots this replica owns",
             group=o.lease_group,
             identity=o.identity,
-            filtering="client-side",
+            filtering="server-side" if self._selecting else "client-side",
             server_filters_shards=server_side,
+            slots="raw cuts" if self._per_range else "mixed hash",
         )
         await self._start_leader_work()
         return asyncio.create_task(member.run(), name="shard-member")
 
     async def _acquired(self, slots: frozenset[int]) -> None:
-        queued = sum(c.resync(lambda ns: namespace_slot(ns) in slots) for c in self.controllers)
+        if self._selecting:
+            self._reselect()  # the new slots are reconciled once listed (then resynced)
+            return
+        self._resync(slots)
+
+    def _resync(self, slots: frozenset[int]) -> None:
+        member = self.shard_member
+        if member is None or not slots:
+            return
+        queued = sum(c.resync(lambda ns: member.slot_of(ns) in slots) for c in self.controllers)
         log.info("reconciling newly owned slots", slots=len(slots), requests=queued)
 
     async def _released(self, slots: frozenset[int]) -> None:
@@ -275,6 +334,33 @@ class Manager:
         timeout = self.options.retry_period if drain else 0.0
         with RELEASE_SECONDS.time():
             await asyncio.gather(*(c.release(drain_timeout=timeout) for c in self.controllers))
+        if self._selecting:
+            self._reselect()  # narrow after the drain: the objects that leave come as deletes nobody acts on
+
+    def _reselect(self) -> None:
+        """Select the owned slots' ranges now; mark them listed (and resync the new ones) once every store has them."""
+        member = self.shard_member
+        if member is None:
+            return
+        wanted = member.owned
+        self._listed &= wanted
+        self.cache.select_shards(shard_selector(member.ranges(wanted)))
+        if self._selection_task is not None:
+            self._selection_task.cancel()  # superseded: the newer selection is waited for instead
+        self._selection_task = asyncio.create_task(self._wait_for_selection(wanted), name="shard-selection")
+
+    async def _wait_for_selection(self, wanted: frozenset[int]) -> None:
+        member = self.shard_member
+        started = self.clock.now()
+        while not await self.cache.wait_for_shard_selection(timeout=30.0):
+            log.warning("the informers have not listed the owned ranges yet", slots=len(wanted))
+        if member is None:
+            return
+        added = (wanted & member.owned) - self._listed
+        self._listed = self._listed | added
+        SELECTION_SECONDS.observe(self.clock.now() - started)
+        log.info("informers list the owned ranges", slots=len(self._listed), added=len(added))
+        self._resync(added)
 
     def _watch_owned_objects(self, member: ShardMember) -> None:
         """Export how many cached objects of each kind this replica owns, counted when scraped."""

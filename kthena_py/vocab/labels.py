@@ -69,6 +69,7 @@ __all__ = [
     "SERVING_ROLE",
     "SERVING_ROLE_ID",
     "SERVING_ROLE_TEMPLATE_HASH",
+    "SHARD_CUTS",
     "SHARD_GROUP",
     "SHARD_ROLE",
     "SHARD_SLOTS",
@@ -133,6 +134,9 @@ SHARD_ROLE = "shards.kthena-py.io/role"
 """Label of a shard group's Lease: ``member`` (one replica's) or ``slots`` (the slot map)."""
 SHARD_SLOTS = "shards.kthena-py.io/slots"
 """Annotation of the slot-map Lease: JSON, slot number (as a string) to owner member id."""
+SHARD_CUTS = "shards.kthena-py.io/cuts"
+"""Annotation of the slot-map Lease (``--shard-informers``): JSON, the raw-hash cut points in force, their
+generation and a pending recut (kthena_py.runtime.shards.cutstate)."""
 
 # Test support (ours): the nodes a mini-kubelet serves (kthena_py.testing.kubelet).
 MINI_KUBELET = "kthena-py.io/mini-kubelet"

@@ -3,7 +3,10 @@ the API server's audit log as the witness.
 
 Thirty namespaces with a ModelServing each become Available; the audit log, which records every write with the
 ``User-Agent`` of the process that sent it (each replica names its identity there), must show every namespace's
-workload written by exactly one replica, the one the slot map gives its namespace to.
+workload written by exactly one replica, the one the slot map gives its namespace to. With ``--shard-informers``
+the API server filters each replica's watches: an observer in the test counts every pod watch event, and each
+replica must have received about its namespaces' share of them (their sum about the observer's count), where
+without per-range informers every replica receives all of them.
 
 Then, with the API server's ``ShardedListAndWatch`` gate on and off: a fourth replica joins while pods are deleted
 all the time, one replica is killed with SIGKILL and another stopped (3 -> 4 -> 2). The audit log must show every
@@ -34,8 +37,9 @@ import yaml
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient, NotFound
 from kthena_py.kube.resources import LEASES, NAMESPACES, PODS
+from kthena_py.runtime.informer import Informer
 from kthena_py.runtime.shards.hashing import namespace_slot
-from kthena_py.runtime.shards.member import read_slot_map
+from kthena_py.runtime.shards.member import namespace_owner, read_slot_map
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.process import free_ports
 from kthena_py.testing.wait import eventually
@@ -150,7 +154,48 @@ async def balanced_owners(kube: KubeClient, members: int) -> dict[int, str]:
     return {}
 
 
-async def test_three_replicas_each_write_exactly_the_namespaces_of_their_slots(tmp_path: Path) -> None:
+class EventCounter:
+    """An informer handler counting the pod watch events of some namespaces (what an unfiltered watch receives)."""
+
+    def __init__(self, namespaces: set[str]) -> None:
+        self.namespaces = namespaces
+        self.count = 0
+
+    def _seen(self, obj: dict[str, object]) -> None:
+        if (obj.get("metadata") or {}).get("namespace") in self.namespaces:  # type: ignore[union-attr]
+            self.count += 1
+
+    def on_add(self, obj: dict[str, object]) -> None:
+        self._seen(obj)
+
+    def on_update(self, old: dict[str, object], new: dict[str, object]) -> None:
+        self._seen(new)
+
+    def on_delete(self, obj: dict[str, object]) -> None:
+        self._seen(obj)
+
+
+async def pod_watch_events(session: aiohttp.ClientSession, port: int) -> float:
+    """The pod watch events (added, modified, deleted) a replica's ``/metrics`` counts."""
+    async with session.get(f"http://127.0.0.1:{port}/metrics") as reply:
+        text = await reply.text()
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith('kthena_watch_events_total{resource="pods"') and "BOOKMARK" not in line:
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+async def namespace_owners(kube: KubeClient, namespaces: list[str]) -> dict[str, str]:
+    """Each namespace's owner identity, as the slot map's Lease gives it (mixed slots or raw cuts)."""
+    lease = await kube.get(LEASES, f"{GROUP}-slots", LEASE_NAMESPACE)
+    return {ns: (namespace_owner(lease, ns) or "").split("@")[0] for ns in namespaces}
+
+
+@pytest.mark.parametrize("shard_informers", [False, True], ids=["client-side", "shard-informers"])
+async def test_three_replicas_each_write_exactly_the_namespaces_of_their_slots(
+    tmp_path: Path, shard_informers: bool
+) -> None:
     policy = tmp_path / "audit-policy.yaml"
     policy.write_text(yaml.safe_dump(AUDIT_POLICY))
     audit_log = tmp_path / "audit.log"
@@ -162,24 +207,44 @@ async def test_three_replicas_each_write_exactly_the_namespaces_of_their_slots(t
             teams = [f"team-{i:02d}" for i in range(30)]
             for ns in [LEASE_NAMESPACE, *teams]:
                 await kube.create(NAMESPACES, {"metadata": {"name": ns}})
-            for _ in range(3):
-                processes.append(
-                    await start_replica(tier.kubeconfig_path, "--metrics-bind-address", "0", "--retry-period", "1")
-                )
+            ports = free_ports(3)
+            flags = ["--retry-period", "1", *(["--shard-informers"] if shard_informers else [])]
+            for port in ports:
+                metrics = ["--metrics-bind-address", f"127.0.0.1:{port}"]
+                processes.append(await start_replica(tier.kubeconfig_path, *metrics, *flags))
+            observer = Informer(kube, PODS)
+            counter = EventCounter(set(teams))
+            observer.add_handler(counter)
+            watching = asyncio.create_task(observer.run())
 
-            owners = await eventually(
-                lambda: balanced_owners(kube, 3), timeout=60, description="three balanced members"
-            )
+            await eventually(lambda: balanced_owners(kube, 3), timeout=60, description="three balanced members")
+            owners = await namespace_owners(kube, teams)
             for ns in teams:
                 await kube.create(MODELSERVINGS, modelserving("llm", roles=[role("decode", gpu=0)]), ns)
             await asyncio.gather(*(wait_available(kube, ns, "llm", 1, timeout=240) for ns in teams))
             assert all(p.returncode is None for p in processes)
+            assert await namespace_owners(kube, teams) == owners  # no recut or handover meanwhile
 
             writers = writers_by_namespace(audit_log, set(teams))
             assert sorted(writers) == sorted(teams)
             for ns in teams:
-                assert writers[ns] == {owners[namespace_slot(ns)]}, ns
+                assert writers[ns] == {owners[ns]}, ns
             assert len({w for ws in writers.values() for w in ws}) == 3  # every replica did its share
+
+            await asyncio.sleep(2)  # the last status changes reach every watch
+            async with aiohttp.ClientSession() as session:
+                received = [await pod_watch_events(session, port) for port in ports]
+            everything = counter.count
+            watching.cancel()
+            await asyncio.gather(watching, return_exceptions=True)
+            assert everything > 3 * len(teams)
+            print(f"pod watch events: observer {everything}, replicas {received}")
+            if shard_informers:
+                # the API server sent each replica about its share, and each event to one replica only
+                assert 0.8 * everything <= sum(received) <= 1.2 * everything, (received, everything)
+                assert all(r <= 0.6 * everything for r in received), (received, everything)
+            else:
+                assert all(r >= 0.9 * everything for r in received), (received, everything)
         finally:
             await stop_all(processes)
             await kube.close()

@@ -9,16 +9,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 from pathlib import Path
 
 import pytest
 import yaml
 
-from kthena_py.kube import KubeClient
+from kthena_py.kube import KubeClient, NotFound
 from kthena_py.kube.resources import LEASES
 from kthena_py.runtime.shards import ShardMember
-from kthena_py.runtime.shards.hashing import SLOT_COUNT
-from kthena_py.runtime.shards.member import GROUP_LABEL, HANDOVERS, SLOT_MAP_ANNOTATION
+from kthena_py.runtime.shards.cuts import plan_cuts
+from kthena_py.runtime.shards.hashing import SLOT_COUNT, fnv1a64
+from kthena_py.runtime.shards.member import (
+    GROUP_LABEL,
+    HANDOVERS,
+    RECUTS,
+    SLOT_MAP_ANNOTATION,
+    namespace_owner,
+    read_cut_state,
+)
 from kthena_py.testing.proxy import proxy_kubeconfig
 from kthena_py.testing.wait import eventually
 
@@ -114,3 +123,85 @@ async def test_replicas_share_the_slots_and_hand_them_over_without_overlap(
         await proxy.stop()
     assert checker.samples > 100
     assert checker.violations == []
+
+
+class RangeChecker:
+    """Samples the raw-hash ranges each member reconciles (under its own cuts); records any two that overlap."""
+
+    def __init__(self, members: dict[str, ShardMember]) -> None:
+        self.members = members
+        self.violations: list[str] = []
+        self.samples = 0
+        self.generations: set[int] = set()
+
+    async def run(self) -> None:
+        while True:
+            ranges: list[tuple[int, int, str]] = []
+            for name, member in list(self.members.items()):
+                if member.holds_lease():
+                    ranges.extend((a, b, name) for a, b in member.ranges(member.owned))
+                    if member._cut_state is not None:
+                        self.generations.add(member._cut_state.generation)
+            ranges.sort()
+            for (_, end, first), (start, _, second) in itertools.pairwise(ranges):
+                if start < end:
+                    self.violations.append(f"{first} and {second} both reconcile {start:#x}..{end:#x}")
+            self.samples += 1
+            await asyncio.sleep(0.02)
+
+
+async def test_raw_cuts_follow_the_namespaces_and_a_recut_never_gives_a_namespace_two_owners(
+    kube: KubeClient, namespace: str
+) -> None:
+    names = [f"tenant-{i:03d}" for i in range(60)]
+
+    def member(name: str) -> ShardMember:
+        return ShardMember(
+            kube, group="r", namespace=namespace, identity=name, raw_cuts=True, namespaces=lambda: names, **TIMING
+        )
+
+    members = {n: member(n) for n in "abc"}
+    checker = RangeChecker(members)
+    proposed = RECUTS.labels("r", "proposed")._value.get()
+    applied = RECUTS.labels("r", "applied")._value.get()
+    tasks = {name: asyncio.create_task(m.run()) for name, m in members.items()}
+    watching = asyncio.create_task(checker.run())
+
+    async def settled_on(generation: int) -> dict[str, str | None] | None:
+        try:
+            lease = await kube.get(LEASES, "r-slots", namespace)
+        except NotFound:
+            return None
+        state = read_cut_state(lease)
+        if state is None or state.generation != generation or state.pending is not None:
+            return None
+        if shares(members) != [21, 21, 22]:
+            return None
+        owners = {ns: namespace_owner(lease, ns) for ns in names}
+        return owners if all(owners.values()) else None
+
+    try:
+        # the group starts with its first cuts pending: applied once, then every name has one owner
+        owners = await eventually(lambda: settled_on(1), timeout=30, description="generation 1 settled")
+        state = read_cut_state(await kube.get(LEASES, "r-slots", namespace))
+        assert state is not None and state.cuts == plan_cuts(fnv1a64(n) for n in names)
+        for ns in names:
+            holders = [n for n, m in members.items() if m.owns(ns)]
+            assert [members[h].me for h in holders] == [owners[ns]], ns
+        by_member = sorted(sum(1 for ns in names if m.owns(ns)) for m in members.values())
+        assert by_member == [19, 20, 21] or max(by_member) - min(by_member) <= 2, by_member
+
+        # a family of names created after the cut lands in a few slots: a recut, and every name still has one owner
+        names.extend(f"burst-{i}" for i in range(40))
+        owners = await eventually(lambda: settled_on(2), timeout=45, description="generation 2 settled")
+        for ns in names:
+            assert [m.me for m in members.values() if m.owns(ns)] == [owners[ns]], ns
+        assert RECUTS.labels("r", "proposed")._value.get() - proposed == 2
+        assert RECUTS.labels("r", "applied")._value.get() - applied == 2
+    finally:
+        for task in [*tasks.values(), watching]:
+            task.cancel()
+        await asyncio.gather(*tasks.values(), watching, return_exceptions=True)
+    assert checker.samples > 100
+    assert checker.violations == []
+    assert checker.generations == {0, 1, 2} or checker.generations == {1, 2}

@@ -6,8 +6,10 @@ import json
 
 from kthena_py.cli.shards import build_view, render_text
 from kthena_py.main import build_parser
-from kthena_py.runtime.shards.hashing import namespace_slot
-from kthena_py.runtime.shards.member import GROUP_LABEL, ROLE_LABEL, SLOT_MAP_ANNOTATION
+from kthena_py.runtime.shards.cuts import plan_cuts, slot_at
+from kthena_py.runtime.shards.cutstate import CutState, encode_cuts
+from kthena_py.runtime.shards.hashing import fnv1a64, namespace_slot
+from kthena_py.runtime.shards.member import CUTS_ANNOTATION, GROUP_LABEL, ROLE_LABEL, SLOT_MAP_ANNOTATION
 
 
 def _member(holder: str) -> dict[str, object]:
@@ -52,3 +54,14 @@ def test_a_slot_owner_whose_lease_is_gone_is_still_listed() -> None:
 def test_the_command_is_registered_with_its_defaults() -> None:
     args = build_parser().parse_args(["shards"])
     assert (args.lease_group, args.namespace, args.output) == ("kthena-py-controller-manager", "kthena-system", "text")
+
+
+def test_with_raw_cuts_recorded_each_namespace_is_shown_with_the_owner_of_its_raw_range() -> None:
+    namespaces = [f"tenant-{i:03d}" for i in range(128)]
+    cuts = plan_cuts(fnv1a64(ns) for ns in namespaces)
+    slots = _slots({s: ("a@1" if s < 32 else "b@1") for s in range(64)})
+    slots["metadata"]["annotations"][CUTS_ANNOTATION] = encode_cuts(CutState(3, cuts))  # type: ignore[index]
+    view = build_view("g", [_member("a@1"), _member("b@1"), slots], namespaces)
+    for ns in namespaces:
+        assert view.namespaces[ns] == ("a@1" if slot_at(fnv1a64(ns), cuts) < 32 else "b@1"), ns
+    assert view.members["a@1"]["namespaces"] == view.members["b@1"]["namespaces"] == 64  # two per slot

@@ -88,12 +88,17 @@ def parse_policy(obj: Mapping[str, Any]) -> AutoscalingPolicy:
     )
 
 
-def resolve_target(target_ref: Mapping[str, Any] | None, policy_namespace: str) -> TargetKey:
+def resolve_target(
+    target_ref: Mapping[str, Any] | None, policy_namespace: str, *, same_namespace: bool = False
+) -> TargetKey:
     """Return the ModelServing a ``targetRef`` names (Kthena's rules, autoscaler.md §1.7).
+
+    ``same_namespace``: the manager caches only its own namespaces (per-range informers, ``--shard-informers``), so
+    a target in another namespace than the policy's cannot be read and is refused.
 
     Raises:
         PolicyError: The kind is neither empty nor ``ModelServing``, the ``apiVersion`` is of another group,
-            or the name is empty.
+            the name is empty, or (``same_namespace``) the namespace is another than the policy's.
     """
     ref = dict(target_ref or {})
     kind = target_ref_kind(ref)
@@ -108,7 +113,13 @@ def resolve_target(target_ref: Mapping[str, Any] | None, policy_namespace: str) 
     if not name:
         raise PolicyError("targetRef.name must be set, but got empty")
     namespace = ref.get("namespace")
-    return TargetKey(namespace if isinstance(namespace, str) and namespace else policy_namespace, name)
+    key = TargetKey(namespace if isinstance(namespace, str) and namespace else policy_namespace, name)
+    if same_namespace and key.namespace != policy_namespace:
+        raise PolicyError(
+            f"targetRef.namespace {key.namespace} is not the policy's namespace {policy_namespace}: a sharded manager "
+            "with --shard-informers reads only its own namespaces; create the policy in its target's namespace"
+        )
+    return key
 
 
 def _stable(api: AutoscalingPolicyStablePolicy | None) -> StablePolicy:
@@ -226,7 +237,9 @@ def ratio_constraint(api: RoleRatioConstraint | None) -> RatioConstraint | None:
         raise PolicyError(f"ratioConstraint: {err}") from err
 
 
-def cost_params(policy: AutoscalingPolicy) -> list[tuple[CostParam, TargetKey, Mapping[str, MetricSource]]]:
+def cost_params(
+    policy: AutoscalingPolicy, *, same_namespace: bool = False
+) -> list[tuple[CostParam, TargetKey, Mapping[str, MetricSource]]]:
     """Return the params of a heterogeneous target: optimizer input, target and metric sources, in spec order.
 
     Each param is named ``<namespace>/<name>`` of its target (Kthena's ``HeterogeneousTargetKey``).
@@ -243,7 +256,7 @@ def cost_params(policy: AutoscalingPolicy) -> list[tuple[CostParam, TargetKey, M
     for index, param in enumerate(target.params):
         ref = None if param.target is None else param.target.target_ref
         try:
-            key = resolve_target(ref, namespace)
+            key = resolve_target(ref, namespace, same_namespace=same_namespace)
         except PolicyError as err:
             raise PolicyError(f"heterogeneousTarget.params[{index}]: {err}") from err
         if key in seen:

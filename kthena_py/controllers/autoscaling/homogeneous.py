@@ -73,7 +73,8 @@ class TargetReconciler(PolicyReconciler):
             raise PolicyError("the policy has no homogeneousTarget")
         namespace = policy.namespace or "default"
         try:
-            key = resolve_target(None if target.target is None else target.target.target_ref, namespace)
+            ref = None if target.target is None else target.target.target_ref
+            key = resolve_target(ref, namespace, same_namespace=deps.same_namespace_targets)
         except PolicyError as err:
             return target_invalid(str(err), requeue=False)
         ms = deps.cache.get(MODELSERVINGS, key.name, key.namespace)

@@ -108,8 +108,11 @@ def register_scheduling_informers(cache: SharedCache) -> None:
     """Cache what the decision reads besides the ModelServing's own objects, and the indexes its wake-ups use.
 
     Queues (optional CRD), PriorityClasses; PodGroups by the queue they wait in; ModelServings whose condition may
-    show a queue position.
+    show a queue position. PodGroups stay whole on a sharded replica that selects its namespaces
+    (:meth:`~kthena_py.runtime.cache.SharedCache.keep_whole`): a queue position counts the gangs of every namespace
+    waiting in the queue, and a change of any of them moves the positions this replica shows.
     """
+    cache.keep_whole(PODGROUPS)
     cache.informer(QUEUES, optional=True)
     cache.informer(PRIORITY_CLASSES)
     _register_indexes(cache)

@@ -56,6 +56,12 @@ def slot_of(hash_value: int) -> int:
 
 
 @lru_cache(maxsize=65536)
+def namespace_hash(namespace: str) -> int:
+    """The API server's raw hash of a namespace (:func:`fnv1a64`), memoised like :func:`namespace_slot`."""
+    return fnv1a64(namespace)
+
+
+@lru_cache(maxsize=65536)
 def namespace_slot(namespace: str) -> int:
     """The slot of a namespace (the sharding key: a ModelServing and everything it owns share it).
 

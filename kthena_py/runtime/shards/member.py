@@ -17,8 +17,15 @@ Guarantees:
 * **Release before hand-over.** ``on_release`` is awaited with the slots given up (e.g. the manager drains their
   reconciles) before the map is written without them; ``on_acquire`` is called with the slots gained after the write.
 * A graceful stop releases every slot and deletes the replica's Lease, so the others take over within one pass.
-* Metrics: ``kthena_shard_owned_slots`` and ``kthena_shard_members`` (gauges), ``kthena_shard_handovers_total``
-  (by direction).
+* **Raw cuts** (``raw_cuts=True``, for per-range informers): a slot is a range of the API server's raw namespace
+  hash between cut points recorded on the slot map's Lease (:mod:`.cutstate`, annotation :data:`CUTS_ANNOTATION`).
+  The member reconciles under the generation of cuts it last read and adopts a new one only while it owns no slot;
+  a new generation is written only by the handover rule's recut step (:func:`~.membership.plan_slots` with a recut
+  pending), in the same write as the empty slot map, once no live member owns a slot. A group without a record
+  starts with its first cuts pending, so they too take effect through that step. A member proposes a recut (the
+  cuts of the namespaces ``namespaces()`` lists) when their shares have drifted (:func:`~.cutstate.propose_recut`).
+* Metrics: ``kthena_shard_owned_slots``, ``kthena_shard_members`` and ``kthena_shard_cut_generation`` (gauges),
+  ``kthena_shard_handovers_total`` (by direction), ``kthena_shard_recuts_total`` (proposed, applied).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import asyncio
 import hashlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Final
 
 import structlog
@@ -35,17 +42,20 @@ from prometheus_client import Counter, Gauge
 
 from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
 from kthena_py.kube.resources import LEASES
-from kthena_py.vocab.labels import SHARD_GROUP, SHARD_ROLE, SHARD_SLOTS
+from kthena_py.vocab.labels import SHARD_CUTS, SHARD_GROUP, SHARD_ROLE, SHARD_SLOTS
 from kthena_py.vocab.times import format_time
 
 from ..clock import Clock, RealClock
 from ..metrics import REGISTRY
-from .hashing import SLOT_COUNT, namespace_slot
+from .cuts import ranges_of_slots, slot_at
+from .cutstate import CutState, applied, decode_cuts, encode_cuts, initial_state, propose_recut
+from .hashing import SLOT_COUNT, namespace_hash, namespace_slot
 from .membership import MemberLease, SlotPlan, member_id, plan_slots
 
 GROUP_LABEL: Final = SHARD_GROUP
 ROLE_LABEL: Final = SHARD_ROLE
 SLOT_MAP_ANNOTATION: Final = SHARD_SLOTS
+CUTS_ANNOTATION: Final = SHARD_CUTS
 
 OWNED_SLOTS: Final = Gauge(
     "kthena_shard_owned_slots", "Slots of the hash space this replica owns.", ("group",), registry=REGISTRY
@@ -57,6 +67,19 @@ HANDOVERS: Final = Counter(
     "kthena_shard_handovers_total",
     "Slots this replica acquired or released.",
     ("group", "direction"),
+    registry=REGISTRY,
+)
+
+CUT_GENERATION: Final = Gauge(
+    "kthena_shard_cut_generation",
+    "Generation of the raw-hash cut points this replica reconciles under (per-range informers only).",
+    ("group",),
+    registry=REGISTRY,
+)
+RECUTS: Final = Counter(
+    "kthena_shard_recuts_total",
+    "Recuts this replica proposed (the namespaces' shares drifted) or applied (the recut step's write).",
+    ("group", "step"),
     registry=REGISTRY,
 )
 
@@ -91,6 +114,8 @@ class ShardMember:
         clock: Clock | None = None,
         on_acquire: SlotsHook = _nothing,
         on_release: SlotsHook = _nothing,
+        raw_cuts: bool = False,
+        namespaces: Callable[[], Iterable[str]] = tuple,
     ) -> None:
         if not 0 < retry_period < renew_deadline < lease_duration:
             raise ValueError("need 0 < retry_period < renew_deadline < lease_duration")
@@ -108,6 +133,9 @@ class ShardMember:
         self._term = ""
         self._renewed_at: float | None = None
         self._seen: dict[str, tuple[Any, float]] = {}
+        self._raw_cuts = raw_cuts
+        self._namespaces = namespaces
+        self._cut_state: CutState | None = None
         self.owned: frozenset[int] = frozenset()
         """The slots this replica may reconcile now."""
 
@@ -116,9 +144,23 @@ class ShardMember:
         """This replica's member id in its current term."""
         return member_id(self.identity, self._term)
 
+    def slot_of(self, namespace: str) -> int | None:
+        """The slot of ``namespace`` (None with raw cuts before the first record was read)."""
+        if not self._raw_cuts:
+            return namespace_slot(namespace)
+        state = self._cut_state
+        return None if state is None else slot_at(namespace_hash(namespace), state.cuts)
+
     def owns(self, namespace: str) -> bool:
         """Whether objects of ``namespace`` are this replica's to reconcile now."""
-        return namespace_slot(namespace) in self.owned and self._within_deadline()
+        return self.slot_of(namespace) in self.owned and self._within_deadline()
+
+    def ranges(self, slots: Iterable[int]) -> tuple[tuple[int, int], ...]:
+        """The raw-hash ranges of ``slots`` under the cuts in force (for a ``shardSelector``; raw cuts only)."""
+        state = self._cut_state
+        if state is None:
+            return ()
+        return ranges_of_slots(slots, state.cuts)
 
     def holds_lease(self) -> bool:
         """Whether this replica's last renew is still within its renew deadline (its ownership is current)."""
@@ -157,9 +199,54 @@ class ShardMember:
             return
         members = self._members(leases, started)
         MEMBERS.labels(self.group).set(len(members))
+        recut_pending = False
+        if self._raw_cuts:
+            state = await self._follow_cuts(slots_lease)
+            if state is None:
+                return
+            recut_pending = state.pending is not None
         slot_map = read_slot_map(slots_lease)
-        plan = plan_slots(slot_map, members, self.me, self._clock.now(), self.slot_count)
+        plan = plan_slots(slot_map, members, self.me, self._clock.now(), self.slot_count, recut_pending=recut_pending)
         await self._apply(plan, slots_lease)
+
+    async def _follow_cuts(self, slots_lease: dict[str, Any]) -> CutState | None:
+        """Adopt the recorded cuts, or write a first record or a recut proposal (then None: plan on the next pass)."""
+        state = read_cut_state(slots_lease, self.slot_count)
+        if state is None or state.pending is None:
+            hashes = [namespace_hash(ns) for ns in self._namespaces()]
+            try:
+                proposal = initial_state(hashes, self.slot_count) if state is None else propose_recut(state, hashes)
+            except ValueError as exc:  # hashes closer together than the cuts between them: practically never
+                log.warning("cannot cut the namespaces' hashes", group=self.group, error=str(exc))
+                proposal = initial_state((), self.slot_count) if state is None else None
+            if proposal is not None:
+                if await self._write_slots_lease(slots_lease, {CUTS_ANNOTATION: encode_cuts(proposal)}):
+                    RECUTS.labels(self.group, "proposed").inc()
+                    log.info("proposed new cut points", group=self.group, generation=proposal.generation + 1)
+                return None
+        assert state is not None
+        current = self._cut_state
+        if current is None or current.generation != state.generation:
+            await self._give_up(self.owned, "the cut points changed")  # only after a lapse: owners release first
+            log.info("reconciling under new cut points", group=self.group, generation=state.generation)
+            CUT_GENERATION.labels(self.group).set(state.generation)
+        self._cut_state = state
+        return state
+
+    async def _write_slots_lease(self, slots_lease: dict[str, Any], annotations: dict[str, str]) -> bool:
+        """Replace the slot map's Lease with ``annotations`` set (its resourceVersion as precondition)."""
+        md = dict(slots_lease.get("metadata") or {})
+        md.pop("managedFields", None)
+        md["annotations"] = {**(md.get("annotations") or {}), **annotations}
+        try:
+            async with asyncio.timeout(self.renew_deadline):
+                await self._client.replace(LEASES, {**slots_lease, "metadata": md}, self.namespace)
+        except (Conflict, NotFound):
+            return False  # another member wrote first: the next pass plans from its map
+        except (TimeoutError, ApiError) as exc:
+            log.warning("cannot write the slot map", group=self.group, error=str(exc))
+            return False
+        return True
 
     async def _renew(self, started: float) -> bool:
         """Renew this replica's Lease (a new term after a lapse or at start); False when it could not."""
@@ -238,17 +325,15 @@ class ShardMember:
             await self._on_acquire(gained)
         if plan.write is None:
             return
-        md = dict(slots_lease.get("metadata") or {})
-        md.pop("managedFields", None)
-        md["annotations"] = {**(md.get("annotations") or {}), SLOT_MAP_ANNOTATION: _encode_map(plan.write)}
-        try:
-            async with asyncio.timeout(self.renew_deadline):
-                await self._client.replace(LEASES, {**slots_lease, "metadata": md}, self.namespace)
-        except (Conflict, NotFound):
-            return  # another member wrote first: the next pass plans from its map
-        except (TimeoutError, ApiError) as exc:
-            log.warning("cannot write the slot map", group=self.group, error=str(exc))
+        annotations = {SLOT_MAP_ANNOTATION: _encode_map(plan.write)}
+        state = read_cut_state(slots_lease, self.slot_count) if plan.recut else None
+        if state is not None:
+            annotations[CUTS_ANNOTATION] = encode_cuts(applied(state))
+        if not await self._write_slots_lease(slots_lease, annotations):
             return
+        if state is not None:
+            RECUTS.labels(self.group, "applied").inc()
+            log.info("applied new cut points", group=self.group, generation=state.generation + 1)
         if plan.released:
             HANDOVERS.labels(self.group, "released").inc(len(plan.released))
         if plan.acquired and self._within_deadline():
@@ -294,6 +379,19 @@ def read_slot_map(lease: dict[str, Any]) -> dict[int, str]:
     if not isinstance(decoded, dict):
         return {}
     return {int(k): str(v) for k, v in decoded.items() if str(k).isdigit() and isinstance(v, str)}
+
+
+def read_cut_state(lease: dict[str, Any], slot_count: int = SLOT_COUNT) -> CutState | None:
+    """The cut points a ``<group>-slots`` Lease records (None: no valid record)."""
+    raw = ((lease.get("metadata") or {}).get("annotations") or {}).get(CUTS_ANNOTATION)
+    return decode_cuts(raw if isinstance(raw, str) else None, slot_count)
+
+
+def namespace_owner(lease: dict[str, Any], namespace: str) -> str | None:
+    """The member id the ``<group>-slots`` Lease gives ``namespace`` to (raw cuts when recorded, else mixed slots)."""
+    state = read_cut_state(lease)
+    slot = namespace_slot(namespace) if state is None else slot_at(namespace_hash(namespace), state.cuts)
+    return read_slot_map(lease).get(slot)
 
 
 def _encode_map(slot_map: dict[int, str]) -> str:

@@ -77,6 +77,11 @@ def test_exact_ratio_bounds() -> None:
 def test_target_refs() -> None:
     assert resolve_target({"name": "a"}, "ns") == TargetKey("ns", "a")
     assert resolve_target({"name": "a", "namespace": "other", "kind": "ModelServing"}, "ns") == TargetKey("other", "a")
+    # a manager caching only its own namespaces (--shard-informers) refuses another namespace, and only that
+    assert resolve_target({"name": "a", "namespace": "ns"}, "ns", same_namespace=True) == TargetKey("ns", "a")
+    assert resolve_target({"name": "a"}, "ns", same_namespace=True) == TargetKey("ns", "a")
+    with pytest.raises(PolicyError, match=r"targetRef\.namespace other is not the policy's namespace ns"):
+        resolve_target({"name": "a", "namespace": "other"}, "ns", same_namespace=True)
     with pytest.raises(PolicyError, match="target ref kind Deployment, name: a not supported"):
         resolve_target({"name": "a", "kind": "Deployment"}, "ns")
     with pytest.raises(PolicyError, match="target ref group apps, kind ModelServing, name: a not supported"):
