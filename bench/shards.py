@@ -10,11 +10,11 @@ what the API server sends it), of which its watch streams (``kthena_watch_receiv
 events among them (``kthena_watch_events_total{resource="pods"}``), reconciles and API writes (its ``/metrics``),
 and its RSS after ``--steady`` seconds with the fleet cached; and how many of the namespaces it owned.
 
-Every figure is printed with its ratio to R = 1 measured in the same run. By default the replicas filter on their
-own side: every replica still receives and caches every object, so only the reconcile work divides. With
-``--shard-informers`` the replicas run with per-range informers and the API server (its ``ShardedListAndWatch``
-gate is on in the cluster tier) sends each only its namespaces' objects, so the watch divides too. The fit below
-separates the two.
+Every figure is printed with its ratio to R = 1 measured in the same run. By default the replicas run as the
+manager does, with per-range informers: the API server (its ``ShardedListAndWatch`` gate is on in the cluster tier)
+sends each only its namespaces' objects, so the watch divides too. With ``--client-side`` they run with
+``--no-shard-informers``: every replica receives and caches every object, and only the reconcile work divides.
+The fit below separates the two.
 
 The capacity model: per-replica CPU to converge = F + D / R, fitted by least squares over the runs (F: receiving,
 decoding and caching the whole fleet, paid by every replica; D: the reconciles, divided among them); the same for
@@ -25,7 +25,7 @@ one core each, and each replica's memory: as measured (client-side filtering), a
 that filters (F and the per-pod memory divided by R too). A linear model; it says nothing about the API server's
 own limits.
 
-Usage: python bench/shards.py [--modelservings N] [--replicas 1,2,4] [--steady SECONDS] [--shard-informers]
+Usage: python bench/shards.py [--modelservings N] [--replicas 1,2,4] [--steady SECONDS] [--client-side]
                               [--target-modelservings M] [--target-pods P] [--target-seconds T]
 """
 
@@ -95,9 +95,9 @@ def bytes_read(pid: int) -> float:
     return 0.0
 
 
-def manager_side(port: int, shard_informers: bool = False) -> Side:
+def manager_side(port: int, shard_informers: bool = True) -> Side:
     cmd = [sys.executable, "-m", "kthena_py", "manager", "--sharding", "--lease-group", GROUP]
-    cmd += ["--shard-informers"] if shard_informers else []
+    cmd += [] if shard_informers else ["--no-shard-informers"]
     cmd += ["--leader-election-namespace", LEASE_NAMESPACE, "--retry-period", "1", "--renew-deadline", "4"]
     cmd += ["--lease-duration", "6", "--metrics-bind-address", f"127.0.0.1:{port}"]
     cmd += ["--health-probe-bind-address", "0", "--webhook-port", "0", "--log-level", "warning"]
@@ -133,7 +133,7 @@ async def available(client: KubeClient, namespaces: list[str]) -> int:
     return done
 
 
-async def run(replicas: int, n: int, steady: float, shard_informers: bool = False) -> Run:
+async def run(replicas: int, n: int, steady: float, shard_informers: bool = True) -> Run:
     with tempfile.TemporaryDirectory() as d, tier_of(d, crds(), n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
         namespaces = [f"bench-{i}" for i in range(n)]
@@ -284,7 +284,7 @@ def report(runs: list[Run], n: int, args: argparse.Namespace) -> None:
         f"~{per_pod_mib * 1024:.0f} KiB per cached pod over {idle_rss:.0f} MiB before the fleet, both measured):"
     )
     print(f"  work: F = {f_t:.0f} s paid by every replica, D = {d_t:.0f} s divided among them")
-    measured = "per-range informers (measured)" if args.shard_informers else "client-side filtering (measured)"
+    measured = "client-side filtering (measured)" if args.client_side else "per-range informers (measured)"
     if f_t < t:
         need = max(1, math.ceil(d_t / (t - f_t)))
         print(
@@ -308,12 +308,12 @@ async def main() -> None:
     p.add_argument("--target-modelservings", type=int, default=10_000)
     p.add_argument("--target-pods", type=int, default=100_000)
     p.add_argument("--target-seconds", type=float, default=300.0)
-    p.add_argument("--shard-informers", action="store_true", help="per-range informers (the watch divides)")
+    p.add_argument("--client-side", action="store_true", help="--no-shard-informers: every replica caches everything")
     args = p.parse_args()
     runs = []
     for r in (int(x) for x in args.replicas.split(",")):
         print(f"== {r} replica(s), {args.modelservings} ModelServings in as many namespaces", flush=True)
-        run_ = await run(r, args.modelservings, args.steady, args.shard_informers)
+        run_ = await run(r, args.modelservings, args.steady, not args.client_side)
         print(
             f"   converged in {run_.seconds:.1f} s; per replica CPU "
             + ", ".join(f"{m.cpu:.1f}" for m in run_.members)

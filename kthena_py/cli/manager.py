@@ -78,9 +78,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     m.add_argument(
         "--shard-informers",
-        action="store_true",
-        help="with --sharding: cut the API server's own namespace hash where the namespaces are and, where it "
-        "filters (ShardedListAndWatch), list and watch only the owned ranges (docs/sharding.md)",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="with --sharding (default on): slots are ranges of the API server's own namespace hash, cut where the "
+        "namespaces are, and where it filters (ShardedListAndWatch) each replica lists and watches only its ranges; "
+        "--no-shard-informers: slots of a mixed hash, every replica caches everything (docs/sharding.md)",
     )
     m.add_argument("--lease-duration", type=float, default=15.0, help="seconds (default 15)")
     m.add_argument("--renew-deadline", type=float, default=10.0, help="seconds (default 10)")
@@ -384,8 +386,6 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError("--webhook-cert-mode=cert-manager needs --webhook-cert-dir")
     if args.sharding and args.leader_elect:
         raise CommandError("--sharding replaces --leader-elect: every replica is active on its own namespaces")
-    if args.shard_informers and not args.sharding:
-        raise CommandError("--shard-informers needs --sharding")
     if args.sharding and args.namespace:
         raise CommandError("--sharding divides namespaces between replicas; it cannot be combined with --namespace")
     if not 0 < args.retry_period < args.renew_deadline < args.lease_duration:

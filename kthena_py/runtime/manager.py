@@ -21,10 +21,10 @@ Guarantees:
   the replica owns (:meth:`~.controller.Controller.shard_by`; cluster-scoped objects go with the slot of ``""``).
   Slots taken over are resynced from the cache; slots given up are drained first (for at most ``retry_period``, so
   the renewals are not held up), or cancelled at once when the replica's renew deadline has passed. A stop drains
-  every controller, then releases the slots and deletes the replica's Lease. The cache holds every namespace and
-  requests are filtered on this side; whether the API server could filter them (``ShardedListAndWatch``) is asked
-  at start, logged and exported (``kthena_shard_server_filtering``), see docs/sharding.md.
-* **Per-range informers** (``shard_informers`` with ``sharding``): slots are ranges of the API server's raw
+  every controller, then releases the slots and deletes the replica's Lease. Requests are always filtered on this
+  side too; whether the API server filters lists and watches (``ShardedListAndWatch``) is asked at start, logged
+  and exported (``kthena_shard_server_filtering``), see docs/sharding.md.
+* **Per-range informers** (``shard_informers``, on by default with ``sharding``): slots are ranges of the API server's raw
   namespace hash cut where the cluster's namespaces are (the member's raw cuts; the Namespaces are cached whole
   for it). Where the API server filters, every namespaced informer but those kept whole lists and watches only the
   ranges of the owned slots: nothing before the first slots are taken; on a take the selection widens and the new
@@ -70,7 +70,8 @@ log = structlog.get_logger("kthena_py.manager")
 SERVER_FILTERING = Gauge(
     "kthena_shard_server_filtering",
     "1 when the API server filters list and watch by shardSelector (ShardedListAndWatch), 0 when it does not; "
-    "with --shard-informers the informers then list only the owned ranges, else the replica filters on its side.",
+    "with per-range informers (the default) the informers then list only the owned ranges, else the replica filters "
+    "on its side.",
     registry=metrics.REGISTRY,
 )
 OWNED_OBJECTS = Gauge(
@@ -115,7 +116,7 @@ class ManagerOptions:
     component: str = "kthena-py-controller-manager"
     sharding: bool = False
     lease_group: str = "kthena-py-controller-manager"
-    shard_informers: bool = False
+    shard_informers: bool = True
 
 
 class Manager:
@@ -152,11 +153,12 @@ class Manager:
 
     @property
     def caches_own_namespaces_only(self) -> bool:
-        """Whether the cache may hold only this replica's namespaces (``--sharding --shard-informers``).
+        """Whether the cache holds only this replica's namespaces (sharded, per-range, on a filtering API server).
 
-        Readers across namespaces must then read live, keep their type whole, or refuse (docs/sharding.md).
+        Known once :meth:`run` has asked the API server (before any controller starts). Readers across namespaces
+        must then read live, keep their type whole, or refuse (docs/sharding.md).
         """
-        return self._per_range
+        return self._selecting
 
     def recorder_for(self, component: str) -> EventRecorder:
         """The event recorder whose Events carry ``component`` as their source (one per component)."""

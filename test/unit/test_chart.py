@@ -401,10 +401,10 @@ def test_sharding_replaces_leader_election_and_installs_exactly_the_sharding_com
     assert the(sharded, "ClusterRole", "kthena-py-shards-namespaces")["rules"] == [
         {"apiGroups": [""], "resources": ["namespaces"], "verbs": ["get", "list", "watch"]}
     ]
-    assert "--shard-informers" not in args
+    assert "--no-shard-informers" not in args  # per-range informers: the manager's default
     named = manager_args(
         render(helm_path, "manager.sharding.enabled=true", "manager.sharding.leaseGroup=llm", crds=False)
     )
     assert named[1:3] == ["--sharding", "--lease-group=llm"]
-    ranged = manager_args(render(helm_path, "manager.sharding.enabled=true", "manager.sharding.shardInformers=true"))
-    assert ranged[1:3] == ["--sharding", "--shard-informers"]
+    whole = manager_args(render(helm_path, "manager.sharding.enabled=true", "manager.sharding.shardInformers=false"))
+    assert whole[1:3] == ["--sharding", "--no-shard-informers"]

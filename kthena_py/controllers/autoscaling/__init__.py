@@ -81,7 +81,7 @@ def register(
     cache.index_label(PODS, NAME_LABEL)
     scraper = PodScraper(timeout=settings.scrape_timeout, concurrency=settings.scrape_concurrency)
     deps = Deps(manager.client, cache, manager.recorder_for(AUTOSCALER), scraper, settings)
-    deps.same_namespace_targets = manager.caches_own_namespaces_only
+    deps.same_namespace_targets = lambda: manager.caches_own_namespaces_only
     controllers = []
     for reconciler in (TargetReconciler(deps), HeterogeneousReconciler(deps)):
         controller = (

@@ -144,8 +144,8 @@ class Deps:
     series: PolicySeries = field(default_factory=PolicySeries)
     wall_clock: Callable[[], float] = time.time
     monotonic: Callable[[], float] = time.monotonic
-    same_namespace_targets: bool = False
-    """Refuse targets outside the policy's namespace (a manager with per-range informers caches only its own)."""
+    same_namespace_targets: Callable[[], bool] = lambda: False
+    """Whether to refuse targets outside the policy's namespace (the manager's cache holds only its own ranges)."""
 
 
 @dataclass

@@ -117,7 +117,7 @@ def resolve_target(
     if same_namespace and key.namespace != policy_namespace:
         raise PolicyError(
             f"targetRef.namespace {key.namespace} is not the policy's namespace {policy_namespace}: a sharded manager "
-            "with --shard-informers reads only its own namespaces; create the policy in its target's namespace"
+            "with per-range informers reads only its own namespaces; create the policy in its target's namespace"
         )
     return key
 

@@ -104,7 +104,7 @@ async def scale_disaggregated(rec: PolicyReconciler, obj: KubeObject, policy: Au
         raise PolicyError("the policy has no disaggregatedTarget")
     namespace = policy.namespace or "default"
     try:
-        key = resolve_target(target.target_ref, namespace, same_namespace=deps.same_namespace_targets)
+        key = resolve_target(target.target_ref, namespace, same_namespace=deps.same_namespace_targets())
     except PolicyError as err:
         return target_invalid(str(err), requeue=False)
     ms = deps.cache.get(MODELSERVINGS, key.name, key.namespace)

@@ -72,7 +72,7 @@ class HeterogeneousReconciler(PolicyReconciler):
             raise PolicyError("the policy has no heterogeneousTarget")
         namespace = policy.namespace or "default"
         try:
-            params = cost_params(policy, same_namespace=deps.same_namespace_targets)
+            params = cost_params(policy, same_namespace=deps.same_namespace_targets())
         except PolicyError as err:
             return target_invalid(str(err), requeue=False)
         objects = {key: deps.cache.get(MODELSERVINGS, key.name, key.namespace) for _, key, _ in params}

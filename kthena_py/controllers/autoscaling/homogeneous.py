@@ -74,7 +74,7 @@ class TargetReconciler(PolicyReconciler):
         namespace = policy.namespace or "default"
         try:
             ref = None if target.target is None else target.target.target_ref
-            key = resolve_target(ref, namespace, same_namespace=deps.same_namespace_targets)
+            key = resolve_target(ref, namespace, same_namespace=deps.same_namespace_targets())
         except PolicyError as err:
             return target_invalid(str(err), requeue=False)
         ms = deps.cache.get(MODELSERVINGS, key.name, key.namespace)
