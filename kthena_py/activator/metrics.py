@@ -36,7 +36,7 @@ _LABELS = ("namespace", "modelserving")
 
 REQUESTS_HELD = Gauge(
     "kthena_activator_requests_held",
-    "Requests held while their ModelServing has no Ready backend.",
+    "Requests held while their ModelServing has no Ready backend, or waiting to retry after a failed attempt.",
     _LABELS,
     registry=REGISTRY,
 )

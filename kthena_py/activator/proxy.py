@@ -18,6 +18,9 @@ Guarantees:
   passed byte for byte (no decompression). A client that goes away cancels the upstream request.
 * Retries (:func:`~kthena_py.plan.activator.retry.retry_delay`): only before the first byte reached the client,
   after a refused connection or a 502/503, within the hold budget.
+* Demand: from arrival to answer a request counts in ``kthena_activator_requests_held`` (held, or waiting to
+  retry) or ``kthena_activator_requests_in_flight`` (forwarded), never in neither, so an autoscaler reading their
+  sum never sees no demand while a request is in the activator.
 """
 
 from __future__ import annotations
@@ -232,7 +235,12 @@ class Proxy:
             log.info("retrying", target=target.key, pod=backend.pod, failure=failure, status=status, delay=delay)
             if failure == "refused":
                 refused.add(backend.pod)
-            await asyncio.sleep(delay)
+            waiting = metrics.REQUESTS_HELD.labels(current.namespace, current.name)
+            waiting.inc()  # waiting for a working backend is demand too: the autoscaler must not read it as none
+            try:
+                await asyncio.sleep(delay)
+            finally:
+                waiting.dec()
 
     async def _hold(self, target: Target, deadline: float, adapter: AdapterRoute | None) -> None:
         """Wait for a Ready backend of ``target`` (with ``adapter`` loaded) until ``deadline``.

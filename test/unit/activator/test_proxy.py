@@ -373,6 +373,32 @@ async def test_a_503_from_a_loading_engine_is_retried_within_the_budget() -> Non
         assert len(engine.bodies) == 3  # two 503s, then the answer
 
 
+async def test_a_request_waiting_to_retry_still_counts_as_demand() -> None:
+    # Demand (held + in flight) feeds the autoscaler: a request between two attempts (a refused connection, an
+    # engine answering 503 while it loads) must not read as no demand, or a policy may scale the model back to zero
+    # under it.
+    labels = {"namespace": NS, "modelserving": "llm"}
+
+    def demand() -> float:
+        held = REGISTRY.get_sample_value("kthena_activator_requests_held", labels) or 0.0
+        return held + (REGISTRY.get_sample_value("kthena_activator_requests_in_flight", labels) or 0.0)
+
+    async with scene(replicas=1) as (kube, engine, _a, url), aiohttp.ClientSession() as http:
+        put(kube, PODS, entry_pod("llm", "p"))
+        engine.unavailable = 6
+        samples: list[float] = []
+        call = asyncio.create_task(http.post(url + "/v1/chat/completions", json={"model": "llm"}))
+        while not engine.bodies:
+            await asyncio.sleep(0)
+        while not call.done():
+            samples.append(demand())
+            await asyncio.sleep(0.002)
+        assert (await call).status == 200
+        assert len(engine.bodies) == 7
+        assert len(samples) > 20 and min(samples[:-1]) >= 1.0, samples
+        assert demand() == 0.0
+
+
 async def test_a_503_with_no_budget_left_is_the_activators_503() -> None:
     async with scene(replicas=1, budget="100ms") as (kube, engine, _a, url), aiohttp.ClientSession() as http:
         put(kube, PODS, entry_pod("llm", "p"))
