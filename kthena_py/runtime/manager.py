@@ -24,9 +24,9 @@ Guarantees:
   every controller, then releases the slots and deletes the replica's Lease. Requests are always filtered on this
   side too; whether the API server filters lists and watches (``ShardedListAndWatch``) is asked at start, logged
   and exported (``kthena_shard_server_filtering``), see docs/sharding.md.
-* **Per-range informers** (``shard_informers``, on by default with ``sharding``): slots are ranges of the API server's raw
-  namespace hash cut where the cluster's namespaces are (the member's raw cuts; the Namespaces are cached whole
-  for it). Where the API server filters, every namespaced informer but those kept whole lists and watches only the
+* **Per-range informers** (``shard_informers``, on by default with ``sharding``): slots are ranges of the API
+  server's raw namespace hash cut where the cluster's namespaces are (the member's raw cuts; the Namespaces are
+  cached whole for it). Where the API server filters, every namespaced informer but those kept whole lists and watches only the
   ranges of the owned slots: nothing before the first slots are taken; on a take the selection widens and the new
   slots' namespaces are reconciled only once every informer holds their objects (then resynced); on a release it
   narrows after the drain. A reselection runs in its own task, so the member's renewals never wait for a relist.

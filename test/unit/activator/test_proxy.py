@@ -388,8 +388,7 @@ async def test_a_request_waiting_to_retry_still_counts_as_demand() -> None:
         engine.unavailable = 6
         samples: list[float] = []
         call = asyncio.create_task(http.post(url + "/v1/chat/completions", json={"model": "llm"}))
-        while not engine.bodies:
-            await asyncio.sleep(0)
+        await wait_for(lambda: engine.bodies)
         while not call.done():
             samples.append(demand())
             await asyncio.sleep(0.002)
