@@ -27,10 +27,10 @@ Guarantees:
 * **Per-range informers** (``shard_informers``, on by default with ``sharding``): slots are ranges of the API
   server's raw namespace hash cut where the cluster's namespaces are (the member's raw cuts; the Namespaces are
   cached whole for it). Where the API server filters, every namespaced informer but those kept whole lists and
-  watches only the ranges of the owned slots: nothing before the first slots are taken; on a take the selection widens and the new
-  slots' namespaces are reconciled only once every informer holds their objects (then resynced); on a release it
-  narrows after the drain. A reselection runs in its own task, so the member's renewals never wait for a relist.
-  Where the API server does not filter, the cache stays whole and the raw cuts only decide ownership.
+  watches only the ranges of the owned slots: nothing before the first slots are taken; on a take the selection
+  widens and the new slots' namespaces are reconciled only once every informer holds their objects (then resynced);
+  on a release it narrows after the drain. A reselection runs in its own task, so the member's renewals never wait
+  for a relist. Where the API server does not filter, the cache stays whole and the raw cuts only decide ownership.
 * Every replica gives memory freed after a burst of work back to the operating system (:mod:`.memory`) and
   measures how late its event loop runs what is due (:mod:`.looplag`).
 """
