@@ -37,7 +37,9 @@ Guarantees:
   about one run of five of the chart test; not understood yet, so kept out of unsharded processes).
   :meth:`Informer.wait_for_selection`
   returns once the store holds the current selection's list: a replica must not reconcile a namespace it just
-  took before its objects are in the cache (it would take them for missing and create them again).
+  took before its objects are in the cache (it would take them for missing and create them again). An optional
+  type that is not served answers a new selection at once (it lists again without waiting out its retry period),
+  so one missing CRD never holds a replica's new namespaces up.
 """
 
 from __future__ import annotations
@@ -244,7 +246,7 @@ class Informer:
                 self.connected = True  # a healthy answer: the type is not served
                 self._resource_version = ""
                 need_list = True
-                await self._clock.sleep(self.missing_retry_seconds)
+                await self._sleep_unless_reselected(self.missing_retry_seconds)
             except (ApiError, ValueError) as exc:
                 # Keep the resourceVersion: a transient failure resumes the watch where it stopped;
                 # if that version has been compacted meanwhile, the server answers 410 and we relist.
@@ -276,6 +278,20 @@ class Informer:
         self.failures += 1
         self.connected = False
         self.last_disruption = self._clock.now()
+
+    async def _sleep_unless_reselected(self, seconds: float) -> None:
+        """Sleep ``seconds``, or less when the shard selection changes (a missing type then lists again at once)."""
+        if not self._selectable:
+            await self._clock.sleep(seconds)
+            return
+        sleeping = asyncio.create_task(self._clock.sleep(seconds))
+        reselected = asyncio.create_task(self._reselect.wait())
+        try:
+            await asyncio.wait((sleeping, reselected), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (sleeping, reselected):
+                task.cancel()
+            await asyncio.gather(sleeping, reselected, return_exceptions=True)
 
     def _select_nothing(self) -> None:
         """The empty selection: forget every object (handlers hear deletes) and count as synced and connected."""

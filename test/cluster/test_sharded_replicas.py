@@ -27,6 +27,7 @@ import json
 import signal
 import sys
 from collections import defaultdict
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -109,7 +110,10 @@ def runs_of(writes: list[Write]) -> list[list[Write]]:
 
 
 async def start_replica(kubeconfig: Path, *flags: str) -> asyncio.subprocess.Process:
-    """A ``kthena-py manager --sharding`` process of the test's lease group."""
+    """A ``kthena-py manager --sharding`` process of the test's lease group; its log goes next to the kubeconfig."""
+    logs = kubeconfig.parent / "replica-logs"
+    logs.mkdir(exist_ok=True)
+    log = open(logs / f"replica-{len(list(logs.iterdir()))}.log", "wb")  # noqa: SIM115 - the process keeps it
     return await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -127,8 +131,8 @@ async def start_replica(kubeconfig: Path, *flags: str) -> asyncio.subprocess.Pro
         "--webhook-port",
         "0",
         *flags,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
     )
 
 
@@ -254,8 +258,8 @@ async def test_three_replicas_each_write_exactly_the_namespaces_of_their_slots(
             everything = counter.count
             watching.cancel()
             await asyncio.gather(watching, return_exceptions=True)
-            assert everything > 3 * len(teams)
             print(f"pod watch events: observer {everything}, replicas {received}")
+            assert everything >= 3 * len(teams)  # at least a pod's creation, binding and start per namespace
             if shard_informers:
                 # the API server sent each replica about its share, and each event to one replica only
                 assert 0.8 * everything <= sum(received) <= 1.2 * everything, (received, everything)
@@ -269,6 +273,14 @@ async def test_three_replicas_each_write_exactly_the_namespaces_of_their_slots(
 
 TIMING = ("--lease-duration", "6", "--renew-deadline", "4", "--retry-period", "1")
 LEASE_DURATION, RETRY_PERIOD = 6.0, 1.0
+
+
+async def not_(wrong: Awaitable[list[tuple[str, int, int]]]) -> bool:
+    """True once nothing is wrong (for :func:`eventually`, whose failure message then carries the last list)."""
+    found = await wrong
+    if found:
+        raise AssertionError(f"namespaces without exactly one pod and one PodGroup: {found}")
+    return True
 
 
 def identity_of(process: asyncio.subprocess.Process, owners: dict[int, str]) -> str:
@@ -351,10 +363,14 @@ async def test_scale_three_to_four_to_two_with_a_killed_replica_under_churn(
             await churner
             await asyncio.gather(*(wait_available(kube, ns, "llm", 1, timeout=120) for ns in teams))
 
-            # the end state is exact: one pod and one PodGroup per ModelServing, nothing left over
-            for ns in teams:
-                assert len(await live_pods(kube, ns, "llm")) == 1, ns
-                assert len(await podgroups(kube, ns)) == 1, ns
+            # the end state is exact: one pod and one PodGroup per ModelServing, nothing left over (a status may
+            # still say Available from before the last deletion while its new owner lists the namespace: converge)
+            async def exact() -> list[tuple[str, int, int]]:
+                counts = [(ns, len(await live_pods(kube, ns, "llm")), len(await podgroups(kube, ns))) for ns in teams]
+                return [c for c in counts if c[1:] != (1, 1)]
+
+            await eventually(lambda: not_(exact()), timeout=60, description="one pod and one PodGroup per namespace")
+            await asyncio.gather(*(wait_available(kube, ns, "llm", 1, timeout=60) for ns in teams))
             survivors = {identity_of(p, two) for p in processes[2:]}
             assert set(two.values()) == survivors
 

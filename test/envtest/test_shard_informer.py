@@ -17,7 +17,7 @@ import pytest
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
-from kthena_py.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS
+from kthena_py.kube.resources import CONFIGMAPS, NAMESPACES, SECRETS, ResourceType
 from kthena_py.runtime import metrics
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.informer import Informer
@@ -150,3 +150,21 @@ async def test_the_shared_cache_narrows_namespaced_types_to_the_selection_and_ke
         assert late.shard_selector == ""
     finally:
         await cache.stop()
+
+
+async def test_a_type_the_server_does_not_serve_answers_a_new_selection_at_once(kube: KubeClient) -> None:
+    # An optional informer whose CRD is not installed retries every 15 s; a replica that takes slots waits for every
+    # informer to list the new selection, so the missing type must answer it at once, not after its retry period.
+    missing = ResourceType("absent.kthena-py.io", "v1", "Absent", "absents")
+    informer = Informer(kube, missing, shard_selector="", allow_missing=True)
+    assert informer.missing_retry_seconds >= 10
+    task = asyncio.create_task(informer.run())
+    try:
+        informer.select_shards(shard_selector([(0, SPACE)]))
+        assert await informer.wait_for_selection(timeout=5)  # lists, finds the type missing, counts as listed
+        informer.select_shards(shard_selector([(0, SPACE // 2)]))  # while it waits out its retry period
+        assert await informer.wait_for_selection(timeout=3)
+        assert informer.has_synced and not informer.store.values()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
