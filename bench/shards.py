@@ -16,14 +16,16 @@ sends each only its namespaces' objects, so the watch divides too. With ``--clie
 ``--no-shard-informers``: every replica receives and caches every object, and only the reconcile work divides.
 The fit below separates the two.
 
-The capacity model: per-replica CPU to converge = F + D / R, fitted by least squares over the runs (F: receiving,
-decoding and caching the whole fleet, paid by every replica; D: the reconciles, divided among them); the same for
-RSS. Scaled linearly to ``--target-modelservings`` (default 10,000) and ``--target-pods`` (default 100,000)
-(F and memory by pods, D by ModelServings), it prints how many replicas converge that fleet from scratch (a
-restart of every replica, or a change touching every ModelServing) within ``--target-seconds`` (default 300) with
-one core each, and each replica's memory: as measured (client-side filtering), and projected for an API server
-that filters (F and the per-pod memory divided by R too). A linear model; it says nothing about the API server's
-own limits.
+The capacity model: per-replica CPU to converge = F + D / R, fitted by least squares over the runs (F: what every
+replica pays whatever R is: with client-side filtering, receiving, decoding and caching the whole fleet; with
+per-range informers, what is left undivided (the whole PodGroup and cluster-scoped watches, the process's own
+upkeep); D: what is divided among them); the same for RSS. Scaled linearly to ``--target-modelservings`` (default
+10,000) and ``--target-pods`` (default 100,000) (F and memory by pods, D by ModelServings), it prints how many
+replicas converge that fleet from scratch (a restart of every replica, or a change touching every ModelServing)
+within ``--target-seconds`` (default 300) with one core each, and each replica's memory (the pods it caches: all of
+them with client-side filtering, its share with per-range informers); with ``--client-side`` also the projection
+for per-range informers (F and the per-pod memory divided by R too). A linear model; it says nothing about the API
+server's own limits.
 
 Usage: python bench/shards.py [--modelservings N] [--replicas 1,2,4] [--steady SECONDS] [--client-side]
                               [--target-modelservings M] [--target-pods P] [--target-seconds T]
@@ -274,7 +276,12 @@ def report(runs: list[Run], n: int, args: argparse.Namespace) -> None:
     pods = n * PODS_PER_MODELSERVING
     every = [m for r in runs for m in r.members]
     idle_rss = sum(m.rss_idle for m in every) / len(every)
-    per_pod_mib = max(sum(m.rss - m.rss_idle for m in every) / len(every), 0.0) / pods
+
+    # memory per cached pod from the run with the fewest replicas: there each caches the most (with one replica,
+    # the whole fleet in either mode), so the fleet's share of its RSS stands out of the process's own the most
+    fewest = min(runs, key=lambda r: r.replicas)
+    cached = pods if args.client_side else pods / fewest.replicas
+    per_pod_mib = max(sum(m.rss - m.rss_idle for m in fewest.members) / len(fewest.members), 0.0) / cached
     s_pods, s_ms = args.target_pods / pods, args.target_modelservings / n
     f_t, d_t = cpu_f * s_pods, cpu_d * s_ms
     t = args.target_seconds
@@ -287,17 +294,19 @@ def report(runs: list[Run], n: int, args: argparse.Namespace) -> None:
     measured = "client-side filtering (measured)" if args.client_side else "per-range informers (measured)"
     if f_t < t:
         need = max(1, math.ceil(d_t / (t - f_t)))
+        held = args.target_pods if args.client_side else args.target_pods / need
         print(
             f"  {measured}: {need} replicas, "
-            f"{f_t + d_t / need:.0f} s each, RSS ~{idle_rss + per_pod_mib * args.target_pods:.0f} MiB each"
+            f"{f_t + d_t / need:.0f} s each, RSS ~{idle_rss + per_pod_mib * held:.0f} MiB each"
         )
     else:
         print(f"  {measured}: no number of replicas; the undivided part alone ({f_t:.0f} s) exceeds {t:.0f} s")
-    need_s = max(1, math.ceil((f_t + d_t) / t))
-    print(
-        f"  server-side filtering (projected, F divided too): {need_s} replicas, {(f_t + d_t) / need_s:.0f} s each, "
-        f"RSS ~{idle_rss + per_pod_mib * args.target_pods / need_s:.0f} MiB each"
-    )
+    if args.client_side:
+        need_s = max(1, math.ceil((f_t + d_t) / t))
+        print(
+            f"  per-range informers (projected, F divided too): {need_s} replicas, {(f_t + d_t) / need_s:.0f} s "
+            f"each, RSS ~{idle_rss + per_pod_mib * args.target_pods / need_s:.0f} MiB each"
+        )
 
 
 async def main() -> None:
