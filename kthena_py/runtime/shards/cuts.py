@@ -1,11 +1,10 @@
 """Slots as ranges of the API server's *raw* namespace hash, cut where the namespaces are.
 
-The step before per-range informers (issue 31). The slots of :mod:`.hashing` are ranges of a mixed hash, which
-the API server cannot select. Ranges of the raw FNV-1a hash can be sent as a ``shardSelector``, but equal ranges
-give unequal shares of real names (a family of names that differ in their last characters shares its top bits).
-Cutting the raw space at the quantiles of the namespaces' hashes gives both: this module plans such cuts. Nothing
-in the manager uses it yet; the recut step of the handover rule is planned (:mod:`.membership`), its apply and
-informers restarted with their new selector are what remains.
+What per-range informers select (issue 31). The slots of :mod:`.hashing` are ranges of a mixed hash, which the
+API server cannot select. Ranges of the raw FNV-1a hash can be sent as a ``shardSelector``, but equal ranges give
+unequal shares of real names (a family of names that differ in their last characters shares its top bits).
+Cutting the raw space at the quantiles of the namespaces' hashes gives both: this module plans such cuts; a lease
+group records them and recuts when the shares drift (:mod:`.cutstate`, applied by the handover rule's recut step).
 
 Guarantees (pure, deterministic, no clock):
 

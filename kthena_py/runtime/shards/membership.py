@@ -1,6 +1,6 @@
 """Which slots one replica may reconcile now, and the slot map it writes: the handover rule of a lease group.
 
-The cluster state this plans from (level-based; written by the runtime, not built yet, issue 31):
+The cluster state this plans from (level-based; written by :class:`~.member.ShardMember`):
 
 * each live replica renews a Lease of its own in the group (holder, acquire and renew times, duration), as a
   leader does; its member id (:func:`member_id`) names the holder *and* the lease's term (its ``acquireTime``),
@@ -24,8 +24,8 @@ Guarantees of :func:`plan_slots` (pure, deterministic, no clock: ``now`` is give
   replica takes nothing and releases everything it owns (stopping first, as for any release); the replica that
   finds no slot owned by a live member writes the empty map with ``recut=True``, which applies the new cut points
   (a new generation of them) in the same write; slots are then taken again as after a start. No namespace is
-  reconciled under two generations of cut points at once. The runtime does not propose recuts yet (issue 31:
-  per-range informers).
+  reconciled under two generations of cut points at once. The runtime proposes recuts when the namespaces' shares
+  drift and records the cut points next to the slot map (:mod:`.cutstate`, :class:`~.member.ShardMember`).
 """
 
 from __future__ import annotations

@@ -4,8 +4,9 @@ Guarantees: :func:`ranges_of` merges adjacent slots into the fewest half-open ra
 the slots cut; :func:`shard_selector` renders ranges in the grammar the API server accepts
 (``shardRange(field, 'start', 'end')`` joined by ``||``, bounds as ``0x`` and 16 lowercase hex digits, the space's
 end as ``0x10000000000000000``). The slots of :mod:`.hashing` cut the *mixed* hash, which the API server does not
-compute, so a member's slots are never sent as a selector; the manager sends the whole space to learn whether the
-API server filters at all (:mod:`.detect`).
+compute, so those are never sent as a selector; with per-range informers the slots are ranges of raw-hash cuts
+(:mod:`.cuts`), which are. The manager also sends the whole space once to learn whether the API server filters at
+all (:mod:`.detect`).
 """
 
 from __future__ import annotations
