@@ -135,9 +135,9 @@ async def test_each_replica_lists_only_its_ranges_and_follows_a_recut(
             owners = {ns: (namespace_owner(lease, ns) or "").split("@")[0] for ns in teams + burst}
             return owners if all(owners.values()) else None
 
-        for manager in replicas.values():
-            assert manager.caches_own_namespaces_only
         owners = await eventually(lambda: settled(1), timeout=60, description="the first cuts applied and listed")
+        for manager in replicas.values():  # known once the manager asked the API server, before its controllers ran
+            assert manager.caches_own_namespaces_only
         for ms in teams:
             await kube.create(MODELSERVINGS, modelserving("llm"), ms)
 
