@@ -48,8 +48,8 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Iterable
-from typing import Protocol
+from collections.abc import Callable, Coroutine, Iterable
+from typing import Any, Protocol
 
 import structlog
 
@@ -286,14 +286,19 @@ class Informer:
         if not self._selectable:
             await self._clock.sleep(seconds)
             return
-        sleeping = asyncio.create_task(self._clock.sleep(seconds))
+        await self._until_reselected(self._clock.sleep(seconds))
+
+    async def _until_reselected(self, work: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
+        """Run ``work`` until it ends or the shard selection changes (then it is cancelled); return its task."""
+        working = asyncio.create_task(work)
         reselected = asyncio.create_task(self._reselect.wait())
         try:
-            await asyncio.wait((sleeping, reselected), return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait((working, reselected), return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for task in (sleeping, reselected):
+            for task in (working, reselected):
                 task.cancel()
-            await asyncio.gather(sleeping, reselected, return_exceptions=True)
+            await asyncio.gather(working, reselected, return_exceptions=True)
+        return working
 
     def _select_nothing(self) -> None:
         """The empty selection: forget every object (handlers hear deletes) and count as synced and connected."""
@@ -304,14 +309,7 @@ class Informer:
 
     async def _watch_until_reselected(self) -> bool:
         """Watch until the server ends the watch (True) or the shard selection changes (False)."""
-        watching = asyncio.create_task(self._watch())
-        reselected = asyncio.create_task(self._reselect.wait())
-        try:
-            await asyncio.wait((watching, reselected), return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (watching, reselected):
-                task.cancel()
-            await asyncio.gather(watching, reselected, return_exceptions=True)
+        watching = await self._until_reselected(self._watch())
         if watching.done() and not watching.cancelled():
             watching.result()  # the watch's own end or failure, as the plain watch gives it
             return True

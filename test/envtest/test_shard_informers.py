@@ -9,28 +9,25 @@ no namespace written by two replicas in turn more than once.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kthena_py.controllers import register_all
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import AlreadyExists, KubeClient, NotFound
 from kthena_py.kube.resources import LEASES, NAMESPACES, PODS
-from kthena_py.runtime.manager import Manager, ManagerOptions
+from kthena_py.runtime.manager import Manager
 from kthena_py.runtime.shards.member import namespace_owner, read_cut_state
 from kthena_py.testing.wait import eventually
 
-from .test_sharded_managers import WriteLog, handed_over_cleanly, modelserving, pods_of, writers
+from .test_sharded_managers import WriteLog, handed_over_cleanly, modelserving, pods_of, sharded_manager, writers
 
 pytestmark = pytest.mark.envtest
 
-TIMING = {"lease_duration": 6.0, "renew_deadline": 4.0, "retry_period": 0.5}
 GROUP = "shard-informers"
 
 
@@ -46,40 +43,6 @@ class CreateLog(WriteLog):
             if method == "POST" and "/leases" not in path and "/events" not in path:
                 self.refused.append((self.identity, path))
             raise
-
-
-@contextlib.asynccontextmanager
-async def replica(
-    kubeconfig: Path,
-    identity: str,
-    lease_namespace: str,
-    log: list[tuple[float, str, str]],
-    refused: list[tuple[str, str]],
-) -> AsyncIterator[Manager]:
-    client = await CreateLog.from_kubeconfig(str(kubeconfig))
-    assert isinstance(client, CreateLog)
-    client.identity, client.log, client.refused = identity, log, refused
-    options = ManagerOptions(
-        sharding=True,
-        shard_informers=True,
-        lease_group=GROUP,
-        leader_election_namespace=lease_namespace,
-        identity=identity,
-        metrics_bind_address="0",
-        health_probe_bind_address="0",
-        shutdown_timeout=10,
-        **TIMING,
-    )
-    manager = Manager(client, options)
-    register_all(manager, workers=2)
-    stopping = asyncio.Event()
-    task = asyncio.create_task(manager.run(stopping))
-    try:
-        yield manager
-    finally:
-        stopping.set()
-        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), 60)
-        await client.close()
 
 
 def cached_namespaces(manager: Manager, rt: Any) -> set[str]:
@@ -114,7 +77,19 @@ async def test_each_replica_lists_only_its_ranges_and_follows_a_recut(
     burst = [f"{family}-{i}" for i in range(40)]
     async with contextlib.AsyncExitStack() as stack:
         replicas = {
-            name: await stack.enter_async_context(replica(kubeconfig, name, namespace, log, refused))
+            name: (
+                await stack.enter_async_context(
+                    sharded_manager(
+                        kubeconfig,
+                        name,
+                        namespace,
+                        log,
+                        group=GROUP,
+                        client_type=CreateLog,
+                        client_attributes={"refused": refused},
+                    )
+                )
+            ).manager
             for name in ("a", "b", "c")
         }
 

@@ -70,14 +70,20 @@ async def sharded_manager(
     log: list[tuple[float, str, str]],
     *,
     shard_informers: bool = True,
+    group: str = GROUP,
+    client_type: type[WriteLog] = WriteLog,
+    client_attributes: dict[str, Any] | None = None,
 ) -> AsyncIterator[Replica]:
-    client = await WriteLog.from_kubeconfig(str(kubeconfig))
-    assert isinstance(client, WriteLog)
+    """A sharded manager in this process; a ``client_type`` client (given ``client_attributes``) logs its writes."""
+    client = await client_type.from_kubeconfig(str(kubeconfig))
+    assert isinstance(client, client_type)
     client.identity, client.log = identity, log
+    for attribute, value in (client_attributes or {}).items():
+        setattr(client, attribute, value)
     options = ManagerOptions(
         sharding=True,
         shard_informers=shard_informers,
-        lease_group=GROUP,
+        lease_group=group,
         leader_election_namespace=lease_namespace,
         identity=identity,
         metrics_bind_address="0",
