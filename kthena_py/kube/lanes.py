@@ -29,6 +29,8 @@ def bulk_slots(pool: int) -> int:
 
 def priority_request(path: str) -> bool:
     """Whether a (non-watch) request to ``path`` goes in the priority lane: a ``status`` subresource or a Lease."""
+    if "/status" not in path and "coordination.k8s.io" not in path:
+        return False  # neither can be named without these (most requests: no split of the path)
     group, _, subresource = _resource_of(path)
     return subresource == "status" or group == "coordination.k8s.io"
 

@@ -20,6 +20,8 @@ KubeObject = dict[str, Any]
 def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     """Return ``metadata`` or an empty mapping."""
     m = obj.get("metadata")
+    if type(m) is dict:  # what decoded JSON holds: no abstract-class check on the hot path
+        return m
     return m if isinstance(m, Mapping) else {}
 
 

@@ -13,6 +13,10 @@ Guarantees:
   update of it is waiting to be verified (:mod:`kthena_py.plan.modelserving.core.inplace_state`): a pod patched in place
   counts as unavailable until the rollout has seen it Ready on its new image.
 * ``restarts`` leaves out the container restarts an in-place update explains, so recovery never acts on them.
+* A pod object is read once while it lives: its :class:`PodState` is kept for the object (by identity, the entry
+  holding the object so its ``id`` cannot be reused; the :data:`POD_STATE_MEMO` most recent objects), so the
+  planners' reconciles of an unchanged pod do not parse it again. Objects are read as the cache holds them:
+  replaced on every change, never modified in place.
 """
 
 from __future__ import annotations
@@ -294,7 +298,26 @@ def _problem(status: dict[str, Any]) -> str:
     return ""
 
 
+POD_STATE_MEMO = 2048
+"""Pod objects whose :class:`PodState` is kept (first in, first out): a burst of reconciles reads each pod of a
+ModelServing several times, and the entries hold their objects alive, so few are kept."""
+
+_POD_STATES: dict[tuple[int, str], tuple[KubeObject, PodState | None]] = {}
+
+
 def _pod_state(ms: str, obj: KubeObject) -> PodState | None:
+    key = (id(obj), ms)
+    hit = _POD_STATES.get(key)
+    if hit is not None and hit[0] is obj:
+        return hit[1]
+    state = _read_pod_state(ms, obj)
+    if len(_POD_STATES) >= POD_STATE_MEMO:
+        del _POD_STATES[next(iter(_POD_STATES))]
+    _POD_STATES[key] = (obj, state)
+    return state
+
+
+def _read_pod_state(ms: str, obj: KubeObject) -> PodState | None:
     identity = _identity(ms, obj)
     metadata = obj.get("metadata", {})
     name = metadata.get("name")

@@ -80,3 +80,24 @@ def test_pods_are_grouped_and_foreign_ones_ignored() -> None:
     # r2 is on two pods, but only one of them is not terminating: r1 and r2 tie, the smallest wins
     assert instance.revision() == "r1"
     assert group.revision(prefer="r2") == "r2"
+
+
+def test_a_pod_object_is_parsed_once_and_a_new_object_anew() -> None:
+    import copy
+
+    from kthena_py.plan.modelserving.core import groups as groups_module
+
+    ready = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+    pod = _pod("llama-0-p-0-0", "llama-0", "p", "p-0", status=ready)
+    first = parse_observed("llama", Observed(pods=(pod,))).groups[0].instances[("p", 0)].pods[0]
+    again = parse_observed("llama", Observed(pods=(pod,))).groups[0].instances[("p", 0)].pods[0]
+    assert again is first  # the same object: not parsed again
+    changed = copy.deepcopy(pod)  # what the cache holds after the pod changed: a new object
+    changed["status"]["phase"] = "Failed"
+    fresh = parse_observed("llama", Observed(pods=(changed,))).groups[0].instances[("p", 0)].pods[0]
+    assert fresh.phase == "Failed" and first.phase == "Running"
+    # the same object read for another ModelServing's name is not its pod there
+    assert parse_observed("other", Observed(pods=(pod,))).groups == {}
+    for i in range(groups_module.POD_STATE_MEMO + 10):  # bounded: the oldest objects are let go
+        parse_observed("llama", Observed(pods=(_pod(f"llama-{i}-p-0-0", f"llama-{i}", "p", "p-0"),)))
+    assert len(groups_module._POD_STATES) == groups_module.POD_STATE_MEMO
