@@ -1,7 +1,8 @@
 """Descriptors of the resource types the project talks to.
 
 Guarantees: a :class:`ResourceType` is enough to build every REST path of its kind (collection,
-object, subresource, watch), for core, built-in and custom resources alike, without discovery.
+object, subresource, watch), for core, built-in and custom resources alike, without discovery. Equal descriptors
+hash alike (the hash of their fields, computed once per descriptor).
 """
 
 from __future__ import annotations
@@ -18,6 +19,14 @@ class ResourceType:
     kind: str
     plural: str
     namespaced: bool = True
+
+    def __hash__(self) -> int:
+        # Types key the caches' dicts on every lookup: the fields' hash is computed once per descriptor.
+        cached: int | None = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.group, self.version, self.kind, self.plural, self.namespaced))
+            object.__setattr__(self, "_hash", cached)
+        return cached
 
     @property
     def api_version(self) -> str:

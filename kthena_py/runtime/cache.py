@@ -235,6 +235,8 @@ class SharedCache:
         self._transform = transform
         self._clock = clock
         self._informers: dict[_Key, Informer] = {}
+        self._plain: dict[ResourceType, Informer] = {}
+        """The informers without a field selector by type: the lookup every cache read makes, without a key object."""
         self._tasks: dict[_Key, asyncio.Task[None]] = {}
         self._started = False
         self._label_selectors: dict[ResourceType, str] = {}
@@ -270,6 +272,10 @@ class SharedCache:
             optional: The type may not be served (a CRD that is not installed): the informer then
                 counts as synced and empty, and keeps looking for it.
         """
+        if field_selector is None:
+            found = self._plain.get(rt)
+            if found is not None:
+                return found
         key = _Key(rt, field_selector)
         inf = self._informers.get(key)
         if inf is None:
@@ -289,6 +295,8 @@ class SharedCache:
             inf.add_indexer(OWNER_INDEX, owner_uids)
             inf.add_handler(_WakeWaiters(self._waiters, rt, self._own if field_selector is None else None))
             self._informers[key] = inf
+            if field_selector is None:
+                self._plain[rt] = inf
             if self._started:
                 self._launch(key, inf)
         return inf
