@@ -7,7 +7,7 @@ Guarantees: every predicate is total (absent or malformed ``status``, ``conditio
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from .conditions import POD_READY
 
@@ -38,9 +38,14 @@ CRASH_LOOP = "CrashLoopBackOff"
 """The container waiting reason of a container that keeps exiting (the kubelet's)."""
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    # JSON objects are dicts: the exact type check spares the abstract-class check of almost every call.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _status(pod: Mapping[str, Any]) -> Mapping[str, Any]:
     status = pod.get("status")
-    return status if isinstance(status, Mapping) else {}
+    return status if _is_mapping(status) else {}
 
 
 def phase_of(pod: Mapping[str, Any]) -> Any:
@@ -51,7 +56,7 @@ def phase_of(pod: Mapping[str, Any]) -> Any:
 def ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """Return the first ``Ready`` condition of ``status.conditions``, if any."""
     for condition in _status(pod).get("conditions") or []:
-        if isinstance(condition, Mapping) and condition.get("type") == POD_READY:
+        if _is_mapping(condition) and condition.get("type") == POD_READY:
             return condition
     return None
 
@@ -59,7 +64,7 @@ def ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
 def is_ready(pod: Mapping[str, Any]) -> bool:
     """Return whether some condition ``Ready`` has status ``"True"``."""
     return any(
-        isinstance(c, Mapping) and c.get("type") == POD_READY and c.get("status") == "True"
+        _is_mapping(c) and c.get("type") == POD_READY and c.get("status") == "True"
         for c in _status(pod).get("conditions") or []
     )
 
@@ -72,4 +77,4 @@ def running_and_ready(pod: Mapping[str, Any]) -> bool:
 def is_terminating(obj: Mapping[str, Any]) -> bool:
     """Return whether ``metadata.deletionTimestamp`` is set."""
     metadata = obj.get("metadata")
-    return isinstance(metadata, Mapping) and bool(metadata.get("deletionTimestamp"))
+    return _is_mapping(metadata) and bool(metadata.get("deletionTimestamp"))
