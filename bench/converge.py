@@ -12,7 +12,9 @@ fresh tier of the same shape, in the same run:
   ``hack/build-kthena.sh``, with its own CRDs (``crds/`` beside the binary, or ``--kthena-crds``) and
   raised client limits (64 workers, 1000 QPS, burst 2000); skipped with a message when the binary is absent;
 * ``kthena-py/asyncio`` (with ``--compare-loops``): the same manager on asyncio's own event loop
-  (``--event-loop=asyncio``), against ``kthena-py`` on its default (uvloop): what the loop buys (issue 33).
+  (``--event-loop=asyncio``), against ``kthena-py`` on its default (uvloop): what the loop buys (issue 33);
+* ``kthena-py@REF`` (with ``--compare-ref REF``): the manager as committed at a git ref, run from a temporary
+  worktree: what the commits since buy, measured in the same run (issue 33's before/after).
 
 Per side it prints where the time and the work went: a timeline (p50 and max over ModelServings of when the
 first PodGroup, first and last pod appeared, the last pod was bound and Ready, and the ModelServing was
@@ -34,6 +36,7 @@ Targets are printed beside the figures (issues 15 and 33), not asserted.
 
 Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
                                 [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops]
+                                [--compare-ref GIT_REF]
                                 [--after-restart SECONDS] [--profile DIR]
 
 ``--profile DIR`` attaches py-spy (when installed) to each kthena-py side from the fleet's creation to its
@@ -61,7 +64,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -687,6 +690,8 @@ class Side:
     metrics_port: int | None = None
     """kthena-py's metrics endpoint (its own request counters); None for the Go manager."""
     timeline: bool = False
+    cwd: Path | None = None
+    """Where the manager runs from (``--compare-ref``: a worktree of the earlier commit, whose package it imports)."""
 
 
 @dataclass
@@ -750,6 +755,24 @@ def kthena_py_side(workers: int, event_loop: str | None = None) -> Side:
     )
 
 
+def kthena_py_ref_side(workers: int, worktree: Path, ref: str) -> Side:
+    """kthena-py's manager as committed at ``ref`` (checked out in ``worktree``): the "before" of a change, same run."""
+    side = kthena_py_side(workers)
+    return Side(f"kthena-py@{ref}", crds(), side.command, metrics_port=side.metrics_port, timeline=True, cwd=worktree)
+
+
+@contextlib.contextmanager
+def worktree_of(ref: str) -> Iterator[Path]:
+    """A detached git worktree of ``ref`` in a temporary directory, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="converge-ref-") as parent:
+        path = Path(parent) / "tree"
+        subprocess.run(["git", "-C", str(REPO), "worktree", "add", "--detach", "-q", str(path), ref], check=True)
+        try:
+            yield path
+        finally:
+            subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(path)], check=False)
+
+
 def kthena_go_side(binary: Path, crd_dir: Path) -> Side:
     cmd = [str(binary), "--enable-webhook=false", "--controllers=modelserving", "--leader-elect=false"]
     cmd += ["--workers=64", "--kube-api-qps=1000", "--kube-api-burst=2000"]
@@ -764,7 +787,10 @@ def start_side(side: Side, kubeconfig: Path, log: Path, timeline_file: Path | No
     cmd = [*side.command, f"--kubeconfig={kubeconfig}"]
     if timeline_file is not None:
         cmd += ["--timeline-file", str(timeline_file)]
-    return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    if side.cwd is None:
+        return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+    env = {**os.environ, "PYTHONPATH": str(side.cwd)}  # the worktree's package, not the installed one
+    return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT, cwd=side.cwd, env=env)
 
 
 def wait_started(side: Side, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
@@ -1029,7 +1055,9 @@ def manager_cpu_report(n: int, runs: dict[str, list[SideRun]]) -> list[str]:
         ratio = f"{ours_settled / go_settled:.2f}" if go_settled else "n/a"
         lines.append(f"  own Events stored once settled, kthena-py / kthena-go: {ratio} (target <= 1.5)")
     ours = cpu["kthena-py"]
-    for peer, target in (("kthena-go", " (target <= 1.2)"), ("kthena-py/asyncio", "")):
+    peers = [("kthena-go", " (target <= 1.2)"), ("kthena-py/asyncio", "")]
+    peers += [(name, " (before/after: what the commits since buy)") for name in cpu if name.startswith("kthena-py@")]
+    for peer, target in peers:
         if peer in cpu and cpu[peer] > 0:
             paired = " ".join(
                 f"{o.manager_cpu / p.manager_cpu:.2f}"
@@ -1121,7 +1149,20 @@ async def main() -> None:
         action="store_true",
         help="also run kthena-py's manager on asyncio's own event loop, as a side of its own (kthena-py/asyncio)",
     )
+    ap.add_argument(
+        "--compare-ref",
+        metavar="GIT_REF",
+        help="also run kthena-py's manager as committed at GIT_REF (a worktree), as a side of its own "
+        "(kthena-py@GIT_REF): a before/after measured in the same run",
+    )
     args = ap.parse_args()
+    with contextlib.ExitStack() as stack:
+        ref_tree = stack.enter_context(worktree_of(args.compare_ref)) if args.compare_ref else None
+        await run_sides(args, ref_tree)
+
+
+async def run_sides(args: argparse.Namespace, ref_tree: Path | None) -> None:
+    """Every side asked for, ``--repeat`` times, then the summary."""
     if not crds():
         sys.exit("manifests/crd is empty: generate the CRDs first (kthena-py crds)")
     n = args.modelservings
@@ -1129,6 +1170,8 @@ async def main() -> None:
     sides = [kthena_py_side(args.workers)]
     if args.compare_loops:
         sides.append(kthena_py_side(args.workers, "asyncio"))
+    if ref_tree is not None:
+        sides.append(kthena_py_ref_side(args.workers, ref_tree, args.compare_ref))
     if args.compare_kthena is not None:
         binary: Path = args.compare_kthena
         crd_dir: Path = args.kthena_crds or binary.parent / "crds"
