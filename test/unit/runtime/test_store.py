@@ -78,3 +78,28 @@ def test_replace_sequence_keeps_store_and_index_exact(snapshots: list[dict[str, 
         for team in ("x", "y"):
             expected = sorted(n for n, (_, t) in snap.items() if t == team)
             assert [o["metadata"]["name"] for o in s.by_index("team", team)] == expected  # type: ignore[index]
+
+
+def by_teams(o: dict[str, object]) -> list[str]:
+    """Several values per object, some shared between versions: an update refiles only what changed."""
+    team = o["metadata"]["labels"].get("team")  # type: ignore[index]
+    return ["all", team, f"{team}-2"] if team else ["all"]
+
+
+step = st.tuples(st.sampled_from(["upsert", "delete"]), names, st.sampled_from(["x", "y", "z", None]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(step, min_size=1, max_size=30))
+def test_upserts_and_deletes_keep_every_index_equal_to_a_rebuild(steps: list[tuple[str, str, str | None]]) -> None:
+    s = Store({"team": by_team, "teams": by_teams})
+    for n, (op, name, team) in enumerate(steps):
+        if op == "upsert":
+            s.upsert(obj(name, str(n), team))
+        else:
+            s.delete(obj(name))
+    rebuilt = Store({"team": by_team, "teams": by_teams})
+    for o in s.values():
+        rebuilt.upsert(o)
+    assert s._indices == rebuilt._indices  # same buckets, and no empty bucket left behind
+    assert s._filed == rebuilt._filed

@@ -267,21 +267,59 @@ def queue_position(
 
     Ordered as Volcano's ``priority`` job order serves them: higher effective priority (the PriorityClass value of
     ``spec.priorityClassName``, ``default`` without one) first, then older ``creationTimestamp``, then namespace
-    and name. ``None`` when ``pg`` itself does not wait.
+    and name. ``None`` when ``pg`` itself does not wait. A queue of N waiting PodGroups costs one pass over them
+    (no sort), each PodGroup object's facts read once while it lives (:func:`_queue_facts`).
     """
-    if not waiting_in_queue(pg):
+    facts = _queue_facts(pg)
+    if facts is None:
         return None
-    queue = queue_of(pg)
-    mine = (str(_md(pg).get("namespace") or ""), _name(pg))
+    queue = facts[0]
     waiting: dict[tuple[str, str], tuple[int, float, str, str]] = {}
     for other in [*candidates, pg]:
-        if not waiting_in_queue(other) or queue_of(other) != queue:
+        seen = _queue_facts(other)
+        if seen is None or seen[0] != queue:
             continue
-        key = (str(_md(other).get("namespace") or ""), _name(other))
-        created = parse_time(_md(other).get("creationTimestamp"))
-        waiting[key] = (-_priority(other, classes, default), created if created is not None else 0.0, *key)
-    order = sorted(waiting.values())
-    return order.index(waiting[mine]) + 1, len(order)
+        _, class_name, created, namespace, name = seen
+        priority = int(classes.get(class_name, default)) if class_name else default
+        waiting[(namespace, name)] = (-priority, created, namespace, name)
+    mine = waiting[(facts[3], facts[4])]
+    return 1 + sum(1 for order in waiting.values() if order < mine), len(waiting)
+
+
+_QueueFacts = tuple[str, str, float, str, str]
+"""A waiting PodGroup's queue, PriorityClass name, creation time (0 when unreadable), namespace and name."""
+
+QUEUE_FACTS_MEMO = 8192
+"""PodGroup objects whose queue facts are kept (first in, first out; the entries hold their objects)."""
+
+_QUEUE_FACTS: dict[int, tuple[Mapping[str, Any], _QueueFacts | None]] = {}
+
+
+def _queue_facts(pg: Mapping[str, Any]) -> _QueueFacts | None:
+    """What :func:`queue_position` orders ``pg`` by (``None``: it does not wait), once per object (by identity).
+
+    The cache replaces an object on every change and never modifies one in place, so an object's facts never
+    change while it lives; an entry holds its object, so its ``id`` cannot be reused meanwhile.
+    """
+    hit = _QUEUE_FACTS.get(id(pg))
+    if hit is not None and hit[0] is pg:
+        return hit[1]
+    facts: _QueueFacts | None = None
+    if waiting_in_queue(pg):
+        md = _md(pg)
+        class_name = _spec(pg).get("priorityClassName")
+        created = parse_time(md.get("creationTimestamp"))
+        facts = (
+            queue_of(pg),
+            class_name if isinstance(class_name, str) else "",
+            created if created is not None else 0.0,
+            str(md.get("namespace") or ""),
+            _name(pg),
+        )
+    if len(_QUEUE_FACTS) >= QUEUE_FACTS_MEMO:
+        del _QUEUE_FACTS[next(iter(_QUEUE_FACTS))]
+    _QUEUE_FACTS[id(pg)] = (pg, facts)
+    return facts
 
 
 # -- inputs and decision -------------------------------------------------------------------------------------

@@ -141,3 +141,50 @@ def test_positions_are_a_ranking_by_priority_then_age(world: tuple[list[dict[str
         by_place = [pg for _, pg in sorted(ranked, key=lambda r: r[0])]
         prio = [classes.get(pg["spec"].get("priorityClassName") or "", 0) for pg in by_place]
         assert prio == sorted(prio, reverse=True)
+
+
+def _position_by_sorting(pg: dict[str, Any], candidates: list[dict[str, Any]], classes: dict[str, int]) -> Any:
+    """The queue order written out the plain way: every waiting PodGroup of the queue keyed, sorted, then indexed."""
+
+    def waiting(o: dict[str, Any]) -> bool:
+        return "deletionTimestamp" not in o["metadata"] and o["status"].get("phase") not in ("Running", "Completed")
+
+    if not waiting(pg):
+        return None
+    queue_name = pg["spec"].get("queue") or "default"
+    keys = {}
+    for o in [*candidates, pg]:
+        if waiting(o) and (o["spec"].get("queue") or "default") == queue_name:
+            name = (o["metadata"]["namespace"], o["metadata"]["name"])
+            priority = classes.get(o["spec"].get("priorityClassName") or "", 0)
+            keys[name] = (-priority, o["metadata"]["creationTimestamp"], *name)
+    order = sorted(keys.values())
+    return order.index(keys[(pg["metadata"]["namespace"], pg["metadata"]["name"])]) + 1, len(order)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "d"]),
+            st.sampled_from(["ns1", "ns2"]),
+            st.sampled_from(["Pending", "Inqueue", "Running"]),
+            st.sampled_from([None, "q2"]),
+            st.sampled_from([None, "high", "low", "unknown"]),
+            st.sampled_from(["2023-11-14T22:00:00Z", "2023-11-14T21:00:00Z"]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.data(),
+)
+def test_queue_position_is_the_sorted_order_of_the_waiting_podgroups(rows: list[Any], data: st.DataObject) -> None:
+    groups = [
+        podgroup(name, namespace=ns, phase=phase, queue=q, priority_class=pc, created=created)
+        for name, ns, phase, q, pc, created in rows
+    ]
+    classes = {"high": 100, "low": -5}
+    pg = data.draw(st.sampled_from(groups))
+    candidates = data.draw(st.lists(st.sampled_from(groups), max_size=12))
+    assert queue_position(pg, candidates, classes) == _position_by_sorting(pg, candidates, classes)
+    assert queue_position(pg, candidates, classes) == queue_position(pg, candidates, classes)  # memoised alike
