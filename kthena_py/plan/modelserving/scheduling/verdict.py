@@ -289,8 +289,9 @@ def queue_position(
 _QueueFacts = tuple[str, str, float, str, str]
 """A waiting PodGroup's queue, PriorityClass name, creation time (0 when unreadable), namespace and name."""
 
-QUEUE_FACTS_MEMO = 8192
-"""PodGroup objects whose queue facts are kept (first in, first out; the entries hold their objects)."""
+QUEUE_FACTS_MEMO = 2048
+"""PodGroup objects whose queue facts are kept (first in, first out): the entries hold their objects, replaced ones
+included, so few are kept (a queue of 1,000 waiting PodGroups fits twice)."""
 
 _QUEUE_FACTS: dict[int, tuple[Mapping[str, Any], _QueueFacts | None]] = {}
 
