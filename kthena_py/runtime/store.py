@@ -4,9 +4,7 @@ Guarantees:
 
 * The store only ever holds what the informer last saw from the API server; it is rebuilt from a
   list at every (re)start, so it cannot drift from the cluster for longer than one watch gap.
-* Indices are kept consistent with the items on every add, update, delete and replace. Each object's index
-  values are computed once, when it is stored: an update touches an index only where its values changed (a pod's
-  status update, most of a fleet's watch events, changes none).
+* Indices are kept consistent with the items on every add, update, delete and replace.
 * :meth:`Store.replace` returns the exact difference to the previous content (added, updated,
   deleted), so an informer can deliver a relist as ordinary events and no delete is ever missed.
 """
@@ -38,8 +36,6 @@ class Store:
         self._items: dict[str, KubeObject] = {}
         self._indexers: dict[str, IndexFunc] = {}
         self._indices: dict[str, dict[str, set[str]]] = {}
-        self._filed: dict[str, dict[str, tuple[str, ...]]] = {}
-        """Per key, the values its object is filed under in each index (as computed when it was stored)."""
         for name, fn in (indexers or {}).items():
             self.add_indexer(name, fn)
 
@@ -54,9 +50,7 @@ class Store:
         index: dict[str, set[str]] = {}
         self._indices[name] = index
         for key, obj in self._items.items():
-            values = tuple(fn(obj))
-            self._filed[key][name] = values
-            for value in values:
+            for value in fn(obj):
                 index.setdefault(value, set()).add(key)
 
     def get(self, key: str) -> KubeObject | None:
@@ -89,14 +83,10 @@ class Store:
         """Insert or replace ``obj``; return the previous version, if any."""
         key = object_key(obj)
         old = self._items.get(key)
-        filed = {name: tuple(fn(obj)) for name, fn in self._indexers.items()}
-        before = self._filed.get(key) if old is not None else None
-        for name, values in filed.items():
-            was = before.get(name, ()) if before is not None else ()
-            if values != was:
-                self._refile(name, key, was, values)
+        if old is not None:
+            self._unindex(key, old)
         self._items[key] = obj
-        self._filed[key] = filed
+        self._index(key, obj)
         return old
 
     def delete(self, obj: KubeObject) -> KubeObject | None:
@@ -104,8 +94,7 @@ class Store:
         key = object_key(obj)
         old = self._items.pop(key, None)
         if old is not None:
-            for name, values in self._filed.pop(key, {}).items():
-                self._refile(name, key, values, ())
+            self._unindex(key, old)
         return old
 
     def replace(self, objs: Iterable[KubeObject]) -> ReplaceDiff:
@@ -126,15 +115,18 @@ class Store:
                 diff.updated.append((old, obj))
         return diff
 
-    def _refile(self, name: str, key: str, was: tuple[str, ...], values: tuple[str, ...]) -> None:
-        index = self._indices[name]
-        for value in was:
-            if value in values:
-                continue
-            bucket = index.get(value)
-            if bucket is not None:
-                bucket.discard(key)
-                if not bucket:
-                    del index[value]
-        for value in values:
-            index.setdefault(value, set()).add(key)
+    def _index(self, key: str, obj: KubeObject) -> None:
+        for name, fn in self._indexers.items():
+            index = self._indices[name]
+            for value in fn(obj):
+                index.setdefault(value, set()).add(key)
+
+    def _unindex(self, key: str, obj: KubeObject) -> None:
+        for name, fn in self._indexers.items():
+            index = self._indices[name]
+            for value in fn(obj):
+                bucket = index.get(value)
+                if bucket is not None:
+                    bucket.discard(key)
+                    if not bucket:
+                        del index[value]

@@ -81,7 +81,7 @@ def test_replace_sequence_keeps_store_and_index_exact(snapshots: list[dict[str, 
 
 
 def by_teams(o: dict[str, object]) -> list[str]:
-    """Several values per object, some shared between versions: an update refiles only what changed."""
+    """Several values per object, some shared between versions."""
     team = o["metadata"]["labels"].get("team")  # type: ignore[index]
     return ["all", team, f"{team}-2"] if team else ["all"]
 
@@ -102,4 +102,3 @@ def test_upserts_and_deletes_keep_every_index_equal_to_a_rebuild(steps: list[tup
     for o in s.values():
         rebuilt.upsert(o)
     assert s._indices == rebuilt._indices  # same buckets, and no empty bucket left behind
-    assert s._filed == rebuilt._filed
