@@ -36,6 +36,7 @@ from kthena_py.plan.modelserving.core.inplace_state import (
     excused_restarts,
     parse_state,
 )
+from kthena_py.plan.modelserving.core.memo import ObjectMemo
 from kthena_py.plan.modelserving.core.types import KubeObject, Observed
 from kthena_py.vocab.pods import CRASH_LOOP, IMAGE_PULL_REASONS, PHASE_RUNNING, ready_condition
 from kthena_py.vocab.times import parse_time
@@ -302,19 +303,11 @@ POD_STATE_MEMO = 2048
 """Pod objects whose :class:`PodState` is kept (first in, first out): a burst of reconciles reads each pod of a
 ModelServing several times, and the entries hold their objects alive, so few are kept."""
 
-_POD_STATES: dict[tuple[int, str], tuple[KubeObject, PodState | None]] = {}
+_POD_STATES: ObjectMemo[PodState | None] = ObjectMemo(POD_STATE_MEMO)
 
 
 def _pod_state(ms: str, obj: KubeObject) -> PodState | None:
-    key = (id(obj), ms)
-    hit = _POD_STATES.get(key)
-    if hit is not None and hit[0] is obj:
-        return hit[1]
-    state = _read_pod_state(ms, obj)
-    if len(_POD_STATES) >= POD_STATE_MEMO:
-        del _POD_STATES[next(iter(_POD_STATES))]
-    _POD_STATES[key] = (obj, state)
-    return state
+    return _POD_STATES.get(obj, ms, lambda: _read_pod_state(ms, obj))
 
 
 def _read_pod_state(ms: str, obj: KubeObject) -> PodState | None:

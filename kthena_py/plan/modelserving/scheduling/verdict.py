@@ -50,6 +50,7 @@ from typing import Any
 
 from kthena_py.api.quantity import Quantity, QuantityError, QuantityFormat, format_quantity
 from kthena_py.plan.modelserving.core import naming
+from kthena_py.plan.modelserving.core.memo import ObjectMemo
 from kthena_py.plan.modelserving.core.types import KubeObject, PlannedEvent
 from kthena_py.vocab.conditions import (
     POD_SCHEDULED,
@@ -293,7 +294,7 @@ QUEUE_FACTS_MEMO = 2048
 """PodGroup objects whose queue facts are kept (first in, first out): the entries hold their objects, replaced ones
 included, so few are kept (a queue of 1,000 waiting PodGroups fits twice)."""
 
-_QUEUE_FACTS: dict[int, tuple[Mapping[str, Any], _QueueFacts | None]] = {}
+_QUEUE_FACTS: ObjectMemo[_QueueFacts | None] = ObjectMemo(QUEUE_FACTS_MEMO)
 
 
 def _queue_facts(pg: Mapping[str, Any]) -> _QueueFacts | None:
@@ -302,25 +303,22 @@ def _queue_facts(pg: Mapping[str, Any]) -> _QueueFacts | None:
     The cache replaces an object on every change and never modifies one in place, so an object's facts never
     change while it lives; an entry holds its object, so its ``id`` cannot be reused meanwhile.
     """
-    hit = _QUEUE_FACTS.get(id(pg))
-    if hit is not None and hit[0] is pg:
-        return hit[1]
-    facts: _QueueFacts | None = None
-    if waiting_in_queue(pg):
-        md = _md(pg)
-        class_name = _spec(pg).get("priorityClassName")
-        created = parse_time(md.get("creationTimestamp"))
-        facts = (
-            queue_of(pg),
-            class_name if isinstance(class_name, str) else "",
-            created if created is not None else 0.0,
-            str(md.get("namespace") or ""),
-            _name(pg),
-        )
-    if len(_QUEUE_FACTS) >= QUEUE_FACTS_MEMO:
-        del _QUEUE_FACTS[next(iter(_QUEUE_FACTS))]
-    _QUEUE_FACTS[id(pg)] = (pg, facts)
-    return facts
+    return _QUEUE_FACTS.get(pg, None, lambda: _read_queue_facts(pg))
+
+
+def _read_queue_facts(pg: Mapping[str, Any]) -> _QueueFacts | None:
+    if not waiting_in_queue(pg):
+        return None
+    md = _md(pg)
+    class_name = _spec(pg).get("priorityClassName")
+    created = parse_time(md.get("creationTimestamp"))
+    return (
+        queue_of(pg),
+        class_name if isinstance(class_name, str) else "",
+        created if created is not None else 0.0,
+        str(md.get("namespace") or ""),
+        _name(pg),
+    )
 
 
 # -- inputs and decision -------------------------------------------------------------------------------------
