@@ -24,10 +24,11 @@ resourceVersion, apart from the API server's late delivery of the ModelServing s
 latency for status writes, pod creates and Events, CPU
 seconds per control-plane process, the API server's requests by verb and resource, Events by source and
 reason; for the managers their RSS (idle, and at steady state with the fleet cached: the growth per pod),
-writes to converge and writes in the ``--after-restart`` seconds after a restart. For kthena-py it also
-prints the per-stage timeline from its ``--timeline-file``: for each ModelServing's last pod to become
-Ready, when the manager's informer received that change, when the ServingGroup reconciler was asked to
-reconcile and started, and when it wrote the Available status.
+writes to converge and writes in the ``--after-restart`` seconds after a restart. With ``--stages``, kthena-py's
+managers write their ``--timeline-file`` and it also prints the per-stage timeline from it: for each
+ModelServing's last pod to become Ready, when the manager's informer received that change, when the ServingGroup
+reconciler was asked to reconcile and started, and when it wrote the Available status. Recording costs the manager
+CPU that Kthena Go's side does not pay, so it is off unless asked for.
 
 The summary adds, per side, the manager's CPU to converge (and per ModelServing), over the 60 s after
 converging, and idle: over 60 s once no writer has touched a workload object for 10 s (the Event writers have
@@ -37,7 +38,7 @@ Targets are printed beside the figures (issues 15 and 33), not asserted.
 Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
                                 [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops]
                                 [--compare-ref GIT_REF]
-                                [--after-restart SECONDS] [--profile DIR]
+                                [--after-restart SECONDS] [--profile DIR] [--stages]
 
 ``--profile DIR`` attaches py-spy (when installed) to each kthena-py side from the fleet's creation to its
 last Available, keeps the raw stacks in ``DIR`` and prints the CPU samples by stage and by activity
@@ -742,23 +743,27 @@ async def until_quiet(tier: ClusterTier, cap: float, poll: float = 2.0) -> float
     return None
 
 
-def kthena_py_side(workers: int, event_loop: str | None = None) -> Side:
-    """kthena-py's manager on its default event loop, or (``event_loop``) on the one named, as its own side."""
+def kthena_py_side(workers: int, event_loop: str | None = None, *, stages: bool = False) -> Side:
+    """kthena-py's manager on its default event loop, or (``event_loop``) on the one named, as its own side.
+
+    ``stages``: the manager writes its ``--timeline-file`` (the per-stage report). Off by default: recording costs
+    the manager CPU (about 6 % of its samples at 100) that Kthena Go's side does not pay.
+    """
     port = free_ports(1)[0]
     cmd = [sys.executable, "-m", "kthena_py", "manager", "--workers", str(workers)]
     cmd += ["--metrics-bind-address", f"127.0.0.1:{port}", "--health-probe-bind-address", "0", "--webhook-port", "0"]
     cmd += ["--log-level", "warning"]
     if event_loop is None:
-        return Side("kthena-py", crds(), cmd, metrics_port=port, timeline=True)
+        return Side("kthena-py", crds(), cmd, metrics_port=port, timeline=stages)
     return Side(
-        f"kthena-py/{event_loop}", crds(), [*cmd, f"--event-loop={event_loop}"], metrics_port=port, timeline=True
+        f"kthena-py/{event_loop}", crds(), [*cmd, f"--event-loop={event_loop}"], metrics_port=port, timeline=stages
     )
 
 
-def kthena_py_ref_side(workers: int, worktree: Path, ref: str) -> Side:
+def kthena_py_ref_side(workers: int, worktree: Path, ref: str, *, stages: bool = False) -> Side:
     """kthena-py's manager as committed at ``ref`` (checked out in ``worktree``): the "before" of a change, same run."""
     side = kthena_py_side(workers)
-    return Side(f"kthena-py@{ref}", crds(), side.command, metrics_port=side.metrics_port, timeline=True, cwd=worktree)
+    return Side(f"kthena-py@{ref}", crds(), side.command, metrics_port=side.metrics_port, timeline=stages, cwd=worktree)
 
 
 @contextlib.contextmanager
@@ -1145,6 +1150,12 @@ async def main() -> None:
     ap.add_argument("--keep", metavar="DIR", type=Path, help="copy each run's manager log and timeline here")
     ap.add_argument("--profile", metavar="DIR", type=Path, help="py-spy on kthena-py's sides; raw stacks kept here")
     ap.add_argument(
+        "--stages",
+        action="store_true",
+        help="kthena-py's managers write their --timeline-file and the per-stage report is printed (costs the "
+        "manager CPU that Kthena Go's side does not pay: leave it off when comparing CPU)",
+    )
+    ap.add_argument(
         "--compare-loops",
         action="store_true",
         help="also run kthena-py's manager on asyncio's own event loop, as a side of its own (kthena-py/asyncio)",
@@ -1167,11 +1178,11 @@ async def run_sides(args: argparse.Namespace, ref_tree: Path | None) -> None:
         sys.exit("manifests/crd is empty: generate the CRDs first (kthena-py crds)")
     n = args.modelservings
     print(f"{n} ModelServings = {n * 8} pods, {n * 4} Services, {n * 2} PodGroups; {args.workers} workers")
-    sides = [kthena_py_side(args.workers)]
+    sides = [kthena_py_side(args.workers, stages=args.stages)]
     if args.compare_loops:
-        sides.append(kthena_py_side(args.workers, "asyncio"))
+        sides.append(kthena_py_side(args.workers, "asyncio", stages=args.stages))
     if ref_tree is not None:
-        sides.append(kthena_py_ref_side(args.workers, ref_tree, args.compare_ref))
+        sides.append(kthena_py_ref_side(args.workers, ref_tree, args.compare_ref, stages=args.stages))
     if args.compare_kthena is not None:
         binary: Path = args.compare_kthena
         crd_dir: Path = args.kthena_crds or binary.parent / "crds"
