@@ -23,6 +23,9 @@ Guarantees:
 * A revision that cannot be resolved (its ControllerRevision is gone or unreadable) is never replaced by the
   current spec for part of a unit: the target says ``revision=None`` and lists it in ``unresolved``, and the
   planners create nothing from it (the ServingGroup planner emits ``RevisionUnresolved``).
+* Each observed group is decided once: a wanted group whose first-pass target came from the same inputs (not
+  partition-protected, its revision resolved, no unresolvable revision met) takes that target, which equals what
+  deciding it again would give (property-tested).
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ def _never(_group: str, _role_id: str | None) -> bool:
 
 
 _NO_ROLLOUT = Budget(max_unavailable=1, max_surge=0, partition=0)
+
+REUSE_OBSERVED_TARGETS = True
+"""A wanted group that was observed takes its first-pass target when that was computed from the same inputs
+(unprotected, its revision resolved); tests turn this off to check the reuse against computing it again."""
 
 
 @dataclass(frozen=True)
@@ -330,11 +337,18 @@ def build_targets(
         for g in groups.sorted()
     )
     plan = plan_units(views, ms.spec.replicas, budget, rollout_in_progress=in_progress)
+    reusable = REUSE_OBSERVED_TARGETS and not ctx.unresolved
     ctx.unresolved.clear()
-    wanted = {
-        ordinal: _group_target(ctx, ordinal, groups.get(ordinal), ordinal in plan.protected, True)
-        for ordinal in plan.desired
-    }
+    wanted: dict[int, GroupTarget] = {}
+    for ordinal in plan.desired:
+        protected = ordinal in plan.protected
+        seen = observed.get(ordinal)
+        if reusable and seen is not None and not protected and (role_level or seen.data is not None):
+            # The first pass computed this group from the very same inputs: an unprotected group whose revision
+            # resolved, with no unresolvable revision met anywhere (so no side effect is skipped).
+            wanted[ordinal] = seen
+        else:
+            wanted[ordinal] = _group_target(ctx, ordinal, groups.get(ordinal), protected, True)
     return Targets(
         role_granularity=role_level,
         rollout_in_progress=in_progress,
