@@ -368,6 +368,9 @@ async def _run_manager(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
+        from kthena_py.runtime.memory import freeze_startup
+
+        log.debug("startup objects frozen", objects=freeze_startup())  # no collection walks them again
         try:
             return await manager.run(stop)
         except OSError as exc:

@@ -16,7 +16,15 @@ Guarantees:
   work (e.g. idle keep-alive connections closing, with their TLS buffers). Never while busy, and not in the lulls
   of a burst: a full collection over a large cache costs a tenth of a second or more (measured: 5 % of the
   manager's CPU while a 2,400-pod fleet converged, when one idle interval sufficed).
-* Trimming never changes what the program computes: it only returns free memory.
+* "Idle" means under ``idle_share`` of one core: 5 % by default, what a manager with nothing to do stays well
+  under (0.3 % with 4,000 pods cached). A fleet converging keeps it above that; at 25 % (the former default) the
+  lulls of a 100-ModelServing converge, where the manager averages about 20 % of a core, counted as idle, and the
+  collection ran in the middle of the work (about 8 % of the manager's profile samples to converge).
+* :func:`freeze_startup` moves every object alive when the manager starts (modules, classes, the generated client's
+  models: some 40,000 tracked objects) out of the cyclic collector's reach, so no later collection, automatic or
+  ours, walks them again. They live as long as the process; the manager's CLI calls it once, before the informers
+  start, and never in a process that runs managers as tests do.
+* Trimming and freezing never change what the program computes: they only return free memory or skip work.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ from functools import cache
 
 import structlog
 
-__all__ = ["resident_mib", "trim", "trim_when_idle"]
+__all__ = ["freeze_startup", "resident_mib", "trim", "trim_when_idle"]
 
 log = structlog.get_logger("kthena_py.memory")
 
@@ -72,9 +80,16 @@ def trim() -> bool:
     return True
 
 
+def freeze_startup() -> int:
+    """Collect once, then exempt every surviving object from later cyclic collections; how many were frozen."""
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
+
+
 async def trim_when_idle(
     interval: float = 5.0,
-    idle_share: float = 0.25,
+    idle_share: float = 0.05,
     work: float = 0.5,
     every: float = 30.0,
     quiet: int = 2,

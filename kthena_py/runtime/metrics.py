@@ -3,7 +3,7 @@
 Guarantees:
 
 * Every metric lives in the one module-level `REGISTRY` (not prometheus_client's global
-  default registry), together with the process and platform collectors, so a /metrics
+  default registry), together with the process, platform and GC collectors, so a /metrics
   handler serving `REGISTRY` exposes exactly these series.
 * Metrics are module-level singletons, created once at import; using them from several
   controllers or queues only adds label values.
@@ -37,6 +37,7 @@ from prometheus_client import (
     CollectorRegistry,
     Counter,
     Gauge,
+    GCCollector,
     Histogram,
     PlatformCollector,
     ProcessCollector,
@@ -89,6 +90,7 @@ REGISTRY: Final = CollectorRegistry()
 
 ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)
+GCCollector(registry=REGISTRY)  # python_gc_*: collections by generation, what they found and freed
 
 # -- work queues -----------------------------------------------------------------------
 

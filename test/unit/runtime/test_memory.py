@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 
 import pytest
@@ -47,3 +48,47 @@ def test_resident_size_is_read() -> None:
     if not sys.platform.startswith("linux"):
         pytest.skip("/proc exists on Linux only")
     assert memory.resident_mib() > 1
+
+
+async def run_defaults(per_interval: list[float]) -> list[int]:
+    """The ticks at which :func:`memory.trim_when_idle`, with its default thresholds, trims (5 s intervals)."""
+    totals = [0.0]
+    for used in per_interval:
+        totals.append(totals[-1] + used)
+    readings = iter(totals)
+    trims: list[int] = []
+    ticks = 0
+
+    async def sleep(_: float) -> None:
+        nonlocal ticks
+        ticks += 1
+        if ticks > len(per_interval):
+            raise asyncio.CancelledError
+
+    def trimmer() -> bool:
+        trims.append(ticks)
+        return True
+
+    with pytest.raises(asyncio.CancelledError):
+        await memory.trim_when_idle(cpu_time=lambda: next(readings), sleep=sleep, trimmer=trimmer)
+    return trims
+
+
+async def test_by_default_the_lulls_of_a_converging_fleet_are_not_idle() -> None:
+    # A fleet converging: the manager near 20 % of a core (1 CPU s per 5 s interval), with lulls at 10 % and 6 %;
+    # then nothing to do (0.3 % of a core).
+    converging = [1.2, 0.5, 0.5, 1.0, 0.3, 0.3, 1.1, 0.5]
+    settled = [0.015] * 4
+    trims = await run_defaults(converging + settled)
+    # Not in the lulls (ticks 2-3, 5-6): once, after two settled intervals.
+    assert trims == [len(converging) + 2]
+
+
+def test_startup_objects_are_frozen_out_of_collections() -> None:
+    try:
+        frozen = memory.freeze_startup()
+        assert frozen > 1000  # at least the modules and classes imported so far
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    assert gc.get_freeze_count() == 0
