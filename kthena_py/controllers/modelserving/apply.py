@@ -40,7 +40,6 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
-import functools
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -89,9 +88,27 @@ async def _bounded(tasks: Iterable[Awaitable[None]], limit: int = CONCURRENCY) -
         raise errors[0]
 
 
+class _LazyDigest:
+    """:func:`body_digest` of a body, computed on first call (only a write that was or is refused needs it).
+
+    A plain object rather than ``functools.cache`` over a lambda: that built a cache wrapper per write.
+    """
+
+    __slots__ = ("_body", "_digest")
+
+    def __init__(self, body: KubeObject) -> None:
+        self._body = body
+        self._digest: str | None = None
+
+    def __call__(self) -> str:
+        if self._digest is None:
+            self._digest = body_digest(self._body)
+        return self._digest
+
+
 def _lazy_digest(body: KubeObject) -> Callable[[], str]:
-    """:func:`body_digest` of ``body``, computed on first call (only a write that was or is refused needs it)."""
-    return functools.cache(lambda: body_digest(body))
+    """:func:`body_digest` of ``body``, computed on first call (:class:`_LazyDigest`)."""
+    return _LazyDigest(body)
 
 
 def _phase(obj: KubeObject) -> int:

@@ -261,3 +261,21 @@ async def test_a_status_write_is_read_back_at_once_and_leaves_nothing_to_wait_fo
     again = await applier.apply(Plan(status=STATUS), cached, defer_observation=True)
     assert again.writes == 0
     assert applier.cache.informer(MODELSERVINGS).store.get("ns/ms") == stored  # the store itself is untouched
+
+
+def test_a_writes_digest_is_computed_once_and_only_when_asked(monkeypatch: Any) -> None:
+    from kthena_py.controllers.modelserving import apply
+
+    computed: list[object] = []
+
+    def counting(body: Any) -> str:
+        computed.append(body)
+        return f"digest-{len(computed)}"
+
+    monkeypatch.setattr(apply, "body_digest", counting)
+    body = {"metadata": {"name": "p"}}
+    digest = apply._lazy_digest(body)
+    assert computed == []  # a write that succeeds never pays for it
+    assert digest() == "digest-1"
+    assert digest() == "digest-1"
+    assert computed == [body]
