@@ -943,8 +943,12 @@ async def run_side(
                 done = ", ".join(f"{c} {v:.0f}" for c, v in sorted(reconciles_made(side.metrics_port).items()) if v)
                 print(f"    {side.name} reconciles until Available: {done}")
                 collected = manager_counter(side.metrics_port, "python_gc_collections_total", "generation")
-                shown = ", ".join(f"generation {g} {v:.0f}" for g, v in sorted(collected.items())) or "not exported"
-                print(f"    {side.name} cyclic garbage collections since the start: {shown}")
+                paused = manager_counter(side.metrics_port, "kthena_gc_pause_seconds_total", "generation")
+                shown = ", ".join(
+                    f"generation {g} {v:.0f} ({paused[g]:.2f} s)" if g in paused else f"generation {g} {v:.0f}"
+                    for g, v in sorted(collected.items())
+                )
+                print(f"    {side.name} cyclic garbage collections since the start: {shown or 'not exported'}")
                 print(f"    {side.name} log warnings until Available: {warnings_report(log)}")
             await asyncio.sleep(max(0.0, STEADY_AFTER - (time.monotonic() - converged_at)))  # steady state
             events_settled = await event_counts(client)

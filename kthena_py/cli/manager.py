@@ -368,9 +368,10 @@ async def _run_manager(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        from kthena_py.runtime.memory import freeze_startup
+        from kthena_py.runtime.memory import freeze_startup, time_collections
 
         log.debug("startup objects frozen", objects=freeze_startup())  # no collection walks them again
+        time_collections()
         try:
             return await manager.run(stop)
         except OSError as exc:

@@ -24,7 +24,11 @@ Guarantees:
   models: some 40,000 tracked objects) out of the cyclic collector's reach, so no later collection, automatic or
   ours, walks them again. They live as long as the process; the manager's CLI calls it once, before the informers
   start, and never in a process that runs managers as tests do.
-* Trimming and freezing never change what the program computes: they only return free memory or skip work.
+* :func:`time_collections` counts the seconds every cyclic collection holds the process in
+  ``kthena_gc_pause_seconds_total{generation}``: a collection runs inside whatever allocation triggered it, so a
+  profiler charges its time to that line; this says what it costs in all.
+* Trimming, freezing and timing never change what the program computes: they only return free memory, skip work
+  or count.
 """
 
 from __future__ import annotations
@@ -39,10 +43,20 @@ from collections.abc import Awaitable, Callable
 from functools import cache
 
 import structlog
+from prometheus_client import Counter
 
-__all__ = ["freeze_startup", "resident_mib", "trim", "trim_when_idle"]
+from .metrics import REGISTRY
+
+__all__ = ["GC_PAUSES", "freeze_startup", "resident_mib", "time_collections", "trim", "trim_when_idle"]
 
 log = structlog.get_logger("kthena_py.memory")
+
+GC_PAUSES = Counter(
+    "kthena_gc_pause_seconds_total",
+    "Seconds the cyclic garbage collector held the process, by generation (automatic collections and ours).",
+    ("generation",),
+    registry=REGISTRY,
+)
 
 
 @cache
@@ -78,6 +92,27 @@ def trim() -> bool:
         return False
     fn(0)
     return True
+
+
+class _CollectionTimer:
+    """A ``gc.callbacks`` entry adding each collection's duration to :data:`GC_PAUSES`."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
+        self._clock = clock
+        self._started = 0.0
+        self._children = [GC_PAUSES.labels(str(generation)) for generation in range(3)]
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = self._clock()
+        else:
+            self._children[info.get("generation", 2)].inc(self._clock() - self._started)
+
+
+def time_collections() -> None:
+    """Count every later cyclic collection's pause in :data:`GC_PAUSES` (once per process; again does nothing)."""
+    if not any(isinstance(cb, _CollectionTimer) for cb in gc.callbacks):
+        gc.callbacks.append(_CollectionTimer())
 
 
 def freeze_startup() -> int:

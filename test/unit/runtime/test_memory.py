@@ -92,3 +92,23 @@ def test_startup_objects_are_frozen_out_of_collections() -> None:
     finally:
         gc.unfreeze()
     assert gc.get_freeze_count() == 0
+
+
+def test_collections_are_timed_by_generation() -> None:
+    from kthena_py.runtime.metrics import REGISTRY
+
+    def paused(generation: int) -> float:
+        value = REGISTRY.get_sample_value("kthena_gc_pause_seconds_total", {"generation": str(generation)})
+        return value or 0.0
+
+    before = paused(2), paused(0)
+    memory.time_collections()
+    memory.time_collections()  # once per process
+    try:
+        assert sum(isinstance(cb, memory._CollectionTimer) for cb in gc.callbacks) == 1
+        gc.collect()
+        gc.collect(0)
+        assert paused(2) > before[0]
+        assert paused(0) > before[1]
+    finally:
+        gc.callbacks[:] = [cb for cb in gc.callbacks if not isinstance(cb, memory._CollectionTimer)]
