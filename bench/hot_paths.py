@@ -6,6 +6,9 @@ process, in alternating rounds, against the way it used to be done, kept callabl
 * ``plan``: microseconds per :func:`~kthena_py.plan.modelserving.groups.servinggroups.plan_servinggroups` of a
   settled ModelServing (2 groups x 2 roles x 2 pods, the converge benchmark's shape), with the pod-state memo,
   against the same with the memo emptied before each call (every pod parsed again, as before);
+* ``targets``: microseconds per ``plan_servinggroups`` of the same settled ModelServing, with each observed group's
+  first-pass target reused as its wanted target (``targets.REUSE_OBSERVED_TARGETS``), against deciding every wanted
+  group again (as before);
 * ``cache lookup``: nanoseconds to find a type's informer, by type (how a cache read finds it now) against by a
   ``(type, field selector)`` key object (how it did before).
 
@@ -22,6 +25,7 @@ from pathlib import Path
 
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelserving.core import groups as pod_states
+from kthena_py.plan.modelserving.core import targets
 from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
 from kthena_py.runtime.cache import _Key
 from kthena_py.simulation import VOLCANO, Simulation
@@ -54,6 +58,31 @@ def plans(n: int, rounds: int) -> tuple[list[float], list[float]]:
     return with_memo, without
 
 
+def target_reuse(n: int, rounds: int) -> tuple[list[float], list[float]]:
+    sim = Simulation(modelserving(1))
+    sim.settle()
+    ms = sim.parse()
+    ref, observed = sim.ref(ms), sim.observed()
+
+    def plan() -> None:
+        plan_servinggroups(ms, ref, observed, VOLCANO, sim.now)
+
+    reused: list[float] = []
+    again: list[float] = []
+    try:
+        for r in range(rounds):
+            targets.REUSE_OBSERVED_TARGETS = True
+            a = timeit.timeit(plan, number=n) * 1e6 / n
+            targets.REUSE_OBSERVED_TARGETS = False
+            b = timeit.timeit(plan, number=n) * 1e6 / n
+            reused.append(a)
+            again.append(b)
+            print(f"  targets round {r + 1}: reused {a:.0f} us, decided again {b:.0f} us ({a / b:.2f})")
+    finally:
+        targets.REUSE_OBSERVED_TARGETS = True
+    return reused, again
+
+
 def lookups(rounds: int) -> tuple[list[float], list[float]]:
     by_type = {PODS: object()}
     by_key = {_Key(PODS, None): object()}
@@ -81,9 +110,11 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
     memo, parsed = plans(args.plans, args.rounds)
+    reused, again = target_reuse(args.plans, args.rounds)
     by_type, by_key = lookups(args.rounds)
     print("summary (medians; ratio < 1: the path as it is now costs less):")
     print(line("plan_servinggroups (settled, 8 pods)", "us", memo, parsed))
+    print(line("plan_servinggroups, targets reused (settled, 8 pods)", "us", reused, again))
     print(line("informer lookup", "ns", by_type, by_key))
 
 
