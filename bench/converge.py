@@ -13,6 +13,8 @@ fresh tier of the same shape, in the same run:
   raised client limits (64 workers, 1000 QPS, burst 2000); skipped with a message when the binary is absent;
 * ``kthena-py/asyncio`` (with ``--compare-loops``): the same manager on asyncio's own event loop
   (``--event-loop=asyncio``), against ``kthena-py`` on its default (uvloop): what the loop buys (issue 33);
+* ``kthena-py/gc=N0,N1,N2`` (with ``--compare-gc N0,N1,N2``, repeatable): the same manager with its cyclic garbage
+  collector's thresholds set so (``--gc-threshold``);
 * ``kthena-py@REF`` (with ``--compare-ref REF``): the manager as committed at a git ref, run from a temporary
   worktree: what the commits since buy, measured in the same run (issue 33's before/after).
 
@@ -37,7 +39,7 @@ Targets are printed beside the figures (issues 15 and 33), not asserted.
 
 Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
                                 [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops]
-                                [--compare-ref GIT_REF]
+                                [--compare-ref GIT_REF] [--compare-gc N0,N1,N2 ...]
                                 [--after-restart SECONDS] [--profile DIR] [--stages]
 
 ``--profile DIR`` attaches py-spy (when installed) to each kthena-py side from the fleet's creation to its
@@ -66,7 +68,7 @@ import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -1069,6 +1071,7 @@ def manager_cpu_report(n: int, runs: dict[str, list[SideRun]]) -> list[str]:
     ours = cpu["kthena-py"]
     peers = [("kthena-go", " (target <= 1.2)"), ("kthena-py/asyncio", "")]
     peers += [(name, " (before/after: what the commits since buy)") for name in cpu if name.startswith("kthena-py@")]
+    peers += [(name, " (the default thresholds against these)") for name in cpu if name.startswith("kthena-py/gc=")]
     for peer, target in peers:
         if peer in cpu and cpu[peer] > 0:
             paired = " ".join(
@@ -1168,6 +1171,13 @@ async def main() -> None:
         help="also run kthena-py's manager on asyncio's own event loop, as a side of its own (kthena-py/asyncio)",
     )
     ap.add_argument(
+        "--compare-gc",
+        metavar="N0,N1,N2",
+        action="append",
+        default=[],
+        help="also run kthena-py's manager with --gc-threshold N0,N1,N2, as a side of its own (repeatable)",
+    )
+    ap.add_argument(
         "--compare-ref",
         metavar="GIT_REF",
         help="also run kthena-py's manager as committed at GIT_REF (a worktree), as a side of its own "
@@ -1188,6 +1198,11 @@ async def run_sides(args: argparse.Namespace, ref_tree: Path | None) -> None:
     sides = [kthena_py_side(args.workers, stages=args.stages)]
     if args.compare_loops:
         sides.append(kthena_py_side(args.workers, "asyncio", stages=args.stages))
+    for thresholds in args.compare_gc:
+        side = kthena_py_side(args.workers, stages=args.stages)
+        sides.append(
+            replace(side, name=f"kthena-py/gc={thresholds}", command=[*side.command, f"--gc-threshold={thresholds}"])
+        )
     if ref_tree is not None:
         sides.append(kthena_py_ref_side(args.workers, ref_tree, args.compare_ref, stages=args.stages))
     if args.compare_kthena is not None:

@@ -224,12 +224,36 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the asyncio event loop to run on (default auto: uvloop when importable, else asyncio's own)",
     )
     m.add_argument(
+        "--gc-threshold",
+        type=_gc_thresholds,
+        default=DEFAULT_GC_THRESHOLDS,
+        metavar="N0,N1,N2",
+        help="the cyclic garbage collector's thresholds (Python's gc.set_threshold; the counterpart of Go's GOGC; "
+        f"default: {','.join(map(str, DEFAULT_GC_THRESHOLDS))})",
+    )
+    m.add_argument(
         "--timeline-file",
         default=None,
         metavar="PATH",
         help="diagnostics: append a JSON line per watch event, enqueue, reconcile start/end and status write "
         "to PATH (see bench/converge.py; default: off)",
     )
+
+
+DEFAULT_GC_THRESHOLDS: tuple[int, int, int] = (700, 10, 10)
+"""The cyclic collector's thresholds the manager runs with unless ``--gc-threshold`` says otherwise."""
+
+
+def _gc_thresholds(text: str) -> tuple[int, int, int]:
+    """``"N0,N1,N2"`` as three thresholds (N0 > 0, N1 and N2 >= 1)."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        n0, n1, n2 = (int(p) for p in parts)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected three comma-separated integers N0,N1,N2, got {text!r}") from None
+    if n0 <= 0 or n1 < 1 or n2 < 1:
+        raise argparse.ArgumentTypeError(f"need N0 > 0 (0 turns the collector off) and N1, N2 >= 1, got {text!r}")
+    return n0, n1, n2
 
 
 def _attestation_settings(args: argparse.Namespace, log: Any) -> dict[str, Any]:
@@ -368,9 +392,10 @@ async def _run_manager(args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        from kthena_py.runtime.memory import freeze_startup, time_collections
+        from kthena_py.runtime.memory import time_collections, tune_collector
 
-        log.debug("startup objects frozen", objects=freeze_startup())  # no collection walks them again
+        frozen = tune_collector(args.gc_threshold)  # no collection walks what start-up left alive again
+        log.debug("cyclic collector tuned", thresholds=list(args.gc_threshold), frozen_objects=frozen)
         time_collections()
         try:
             return await manager.run(stop)

@@ -24,6 +24,8 @@ Guarantees:
   models: some 40,000 tracked objects) out of the cyclic collector's reach, so no later collection, automatic or
   ours, walks them again. They live as long as the process; the manager's CLI calls it once, before the informers
   start, and never in a process that runs managers as tests do.
+* :func:`tune_collector` sets the collector's thresholds (``--gc-threshold``, the manager's counterpart of Go's
+  ``GOGC``) before freezing.
 * :func:`time_collections` counts the seconds every cyclic collection holds the process in
   ``kthena_gc_pause_seconds_total{generation}``: a collection runs inside whatever allocation triggered it, so a
   profiler charges its time to that line; this says what it costs in all.
@@ -47,7 +49,15 @@ from prometheus_client import Counter
 
 from .metrics import REGISTRY
 
-__all__ = ["GC_PAUSES", "freeze_startup", "resident_mib", "time_collections", "trim", "trim_when_idle"]
+__all__ = [
+    "GC_PAUSES",
+    "freeze_startup",
+    "resident_mib",
+    "time_collections",
+    "trim",
+    "trim_when_idle",
+    "tune_collector",
+]
 
 log = structlog.get_logger("kthena_py.memory")
 
@@ -113,6 +123,12 @@ def time_collections() -> None:
     """Count every later cyclic collection's pause in :data:`GC_PAUSES` (once per process; again does nothing)."""
     if not any(isinstance(cb, _CollectionTimer) for cb in gc.callbacks):
         gc.callbacks.append(_CollectionTimer())
+
+
+def tune_collector(thresholds: tuple[int, int, int]) -> int:
+    """Set the cyclic collector's thresholds, then :func:`freeze_startup`; how many objects were frozen."""
+    gc.set_threshold(*thresholds)
+    return freeze_startup()
 
 
 def freeze_startup() -> int:
