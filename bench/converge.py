@@ -1123,6 +1123,8 @@ def summarize(
         f"(growth {growth / 1024:.1f} KiB per pod, with its share of Services, PodGroups and revisions); "
         f"CPU {r0.cpu:.1f} s"
     )
+    by_side = ", ".join(f"{name} {med([r.rss for r in rs]):.0f} MiB" for name, rs in runs.items())
+    print(f"  RSS at steady state by side (medians): {by_side}")
     own, events = r0.manager_writes or 0.0, r0.manager_event_writes or 0.0
     print(
         f"  kthena-py writes: {own:.0f} of its own to converge (today 2,200 at 100), {events:.0f} of them Events, "
