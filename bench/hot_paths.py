@@ -21,6 +21,7 @@ import argparse
 import statistics
 import sys
 import timeit
+from collections.abc import Callable
 from pathlib import Path
 
 from kthena_py.kube.resources import PODS
@@ -34,53 +35,55 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from converge import modelserving  # the converge benchmark's ModelServing: both price one shape
 
 
-def plans(n: int, rounds: int) -> tuple[list[float], list[float]]:
+def settled_plan() -> Callable[[], object]:
+    """``plan_servinggroups`` of one settled ModelServing of the converge benchmark's shape, ready to call."""
     sim = Simulation(modelserving(1))
     sim.settle()
     ms = sim.parse()
     ref, observed = sim.ref(ms), sim.observed()
+    return lambda: plan_servinggroups(ms, ref, observed, VOLCANO, sim.now)
 
-    def memoised() -> None:
-        plan_servinggroups(ms, ref, observed, VOLCANO, sim.now)
 
-    def parsed_again() -> None:
-        pod_states._POD_STATES.clear()
-        plan_servinggroups(ms, ref, observed, VOLCANO, sim.now)
-
-    with_memo: list[float] = []
-    without: list[float] = []
+def alternate(
+    name: str, n: int, rounds: int, now: Callable[[], object], before: Callable[[], object]
+) -> tuple[list[float], list[float]]:
+    """Microseconds per call of ``now`` and of ``before``, in alternating rounds."""
+    first: list[float] = []
+    second: list[float] = []
     for r in range(rounds):
-        a = timeit.timeit(memoised, number=n) * 1e6 / n
-        b = timeit.timeit(parsed_again, number=n) * 1e6 / n
-        with_memo.append(a)
-        without.append(b)
-        print(f"  plan round {r + 1}: memoised {a:.0f} us, parsed again {b:.0f} us ({a / b:.2f})")
-    return with_memo, without
+        a = timeit.timeit(now, number=n) * 1e6 / n
+        b = timeit.timeit(before, number=n) * 1e6 / n
+        first.append(a)
+        second.append(b)
+        print(f"  {name} round {r + 1}: now {a:.0f} us, before {b:.0f} us ({a / b:.2f})")
+    return first, second
+
+
+def plans(n: int, rounds: int) -> tuple[list[float], list[float]]:
+    plan = settled_plan()
+
+    def parsed_again() -> object:
+        pod_states._POD_STATES.clear()
+        return plan()
+
+    return alternate("plan (memoised / parsed again)", n, rounds, plan, parsed_again)
 
 
 def target_reuse(n: int, rounds: int) -> tuple[list[float], list[float]]:
-    sim = Simulation(modelserving(1))
-    sim.settle()
-    ms = sim.parse()
-    ref, observed = sim.ref(ms), sim.observed()
+    plan = settled_plan()
 
-    def plan() -> None:
-        plan_servinggroups(ms, ref, observed, VOLCANO, sim.now)
+    def reused() -> object:
+        targets.REUSE_OBSERVED_TARGETS = True
+        return plan()
 
-    reused: list[float] = []
-    again: list[float] = []
+    def decided_again() -> object:
+        targets.REUSE_OBSERVED_TARGETS = False
+        return plan()
+
     try:
-        for r in range(rounds):
-            targets.REUSE_OBSERVED_TARGETS = True
-            a = timeit.timeit(plan, number=n) * 1e6 / n
-            targets.REUSE_OBSERVED_TARGETS = False
-            b = timeit.timeit(plan, number=n) * 1e6 / n
-            reused.append(a)
-            again.append(b)
-            print(f"  targets round {r + 1}: reused {a:.0f} us, decided again {b:.0f} us ({a / b:.2f})")
+        return alternate("targets (reused / decided again)", n, rounds, reused, decided_again)
     finally:
         targets.REUSE_OBSERVED_TARGETS = True
-    return reused, again
 
 
 def lookups(rounds: int) -> tuple[list[float], list[float]]:

@@ -17,9 +17,8 @@ def test_trim_returns_free_memory_on_glibc() -> None:
     assert memory.trim() is True
 
 
-async def test_trims_when_idle_after_enough_work() -> None:
-    # CPU seconds used per 10 s interval: busy, busy, idle, idle, busy, idle (a light tail), busy, idle, idle, idle...
-    per_interval = [5.0, 4.0, 0.1, 0.1, 5.0, 0.3, 5.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]
+async def trim_ticks(per_interval: list[float], **thresholds: float) -> list[int]:
+    """The ticks at which :func:`memory.trim_when_idle` trims, given the CPU seconds used in each interval."""
     totals = [0.0]
     for used in per_interval:
         totals.append(totals[-1] + used)
@@ -38,7 +37,19 @@ async def test_trims_when_idle_after_enough_work() -> None:
         return True
 
     with pytest.raises(asyncio.CancelledError):
-        await memory.trim_when_idle(10.0, 0.2, 0.5, 30.0, cpu_time=lambda: next(readings), sleep=sleep, trimmer=trimmer)
+        await memory.trim_when_idle(
+            **thresholds,
+            cpu_time=lambda: next(readings),
+            sleep=sleep,
+            trimmer=trimmer,
+        )
+    return trims
+
+
+async def test_trims_when_idle_after_enough_work() -> None:
+    # CPU seconds used per 10 s interval: busy, busy, idle, idle, busy, idle (a light tail), busy, idle, idle, idle...
+    per_interval = [5.0, 4.0, 0.1, 0.1, 5.0, 0.3, 5.0, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1]
+    trims = await trim_ticks(per_interval, interval=10.0, idle_share=0.2, work=0.5, every=30.0)
     # Never while busy (1, 2, 5, 7) nor in a lull of one idle interval (3, 6): after two idle intervals in a row
     # following work (4, 9); then, idle with too little work, once 30 s have passed since the last trim (tick 12).
     assert trims == [4, 9, 12]
@@ -50,36 +61,12 @@ def test_resident_size_is_read() -> None:
     assert memory.resident_mib() > 1
 
 
-async def run_defaults(per_interval: list[float]) -> list[int]:
-    """The ticks at which :func:`memory.trim_when_idle`, with its default thresholds, trims (5 s intervals)."""
-    totals = [0.0]
-    for used in per_interval:
-        totals.append(totals[-1] + used)
-    readings = iter(totals)
-    trims: list[int] = []
-    ticks = 0
-
-    async def sleep(_: float) -> None:
-        nonlocal ticks
-        ticks += 1
-        if ticks > len(per_interval):
-            raise asyncio.CancelledError
-
-    def trimmer() -> bool:
-        trims.append(ticks)
-        return True
-
-    with pytest.raises(asyncio.CancelledError):
-        await memory.trim_when_idle(cpu_time=lambda: next(readings), sleep=sleep, trimmer=trimmer)
-    return trims
-
-
 async def test_by_default_the_lulls_of_a_converging_fleet_are_not_idle() -> None:
     # A fleet converging: the manager near 20 % of a core (1 CPU s per 5 s interval), with lulls at 10 % and 6 %;
     # then nothing to do (0.3 % of a core).
     converging = [1.2, 0.5, 0.5, 1.0, 0.3, 0.3, 1.1, 0.5]
     settled = [0.015] * 4
-    trims = await run_defaults(converging + settled)
+    trims = await trim_ticks(converging + settled)  # the default thresholds, 5 s intervals
     # Not in the lulls (ticks 2-3, 5-6): once, after two settled intervals.
     assert trims == [len(converging) + 2]
 
