@@ -15,6 +15,8 @@ fresh tier of the same shape, in the same run:
   (``--event-loop=asyncio``), against ``kthena-py`` on its default (uvloop): what the loop buys (issue 33);
 * ``kthena-py/gc=N0,N1,N2`` (with ``--compare-gc N0,N1,N2``, repeatable): the same manager with its cyclic garbage
   collector's thresholds set so (``--gc-threshold``);
+* ``kthena-py[FLAGS]`` (with ``--compare-flags FLAGS``, repeatable): the same manager with extra flags, e.g.
+  ``--api-connections=32``;
 * ``kthena-py@REF`` (with ``--compare-ref REF``): the manager as committed at a git ref, run from a temporary
   worktree: what the commits since buy, measured in the same run (issue 33's before/after).
 
@@ -40,6 +42,7 @@ Targets are printed beside the figures (issues 15 and 33), not asserted.
 Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
                                 [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops]
                                 [--compare-ref GIT_REF] [--compare-gc N0,N1,N2 ...]
+                                [--compare-flags FLAGS ...]
                                 [--after-restart SECONDS] [--profile DIR] [--stages]
 
 ``--profile DIR`` attaches py-spy (when installed) to each kthena-py side from the fleet's creation to its
@@ -1180,6 +1183,14 @@ async def main() -> None:
         help="also run kthena-py's manager with --gc-threshold N0,N1,N2, as a side of its own (repeatable)",
     )
     ap.add_argument(
+        "--compare-flags",
+        metavar="FLAGS",
+        action="append",
+        default=[],
+        help="also run kthena-py's manager with these extra flags (one string, split on spaces), as a side of its "
+        "own named kthena-py[FLAGS] (repeatable; e.g. '--api-connections=32')",
+    )
+    ap.add_argument(
         "--compare-ref",
         metavar="GIT_REF",
         help="also run kthena-py's manager as committed at GIT_REF (a worktree), as a side of its own "
@@ -1205,6 +1216,9 @@ async def run_sides(args: argparse.Namespace, ref_tree: Path | None) -> None:
         sides.append(
             replace(side, name=f"kthena-py/gc={thresholds}", command=[*side.command, f"--gc-threshold={thresholds}"])
         )
+    for flags in args.compare_flags:
+        side = kthena_py_side(args.workers, stages=args.stages)
+        sides.append(replace(side, name=f"kthena-py[{flags}]", command=[*side.command, *flags.split()]))
     if ref_tree is not None:
         sides.append(kthena_py_ref_side(args.workers, ref_tree, args.compare_ref, stages=args.stages))
     if args.compare_kthena is not None:

@@ -139,6 +139,14 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     m.add_argument("--workers", type=positive_int, default=4, help="concurrent reconciles per controller")
     m.add_argument(
+        "--api-connections",
+        type=_api_connections,
+        default=DEFAULT_API_CONNECTIONS,
+        metavar="N",
+        help="at most N connections to the API server at a time, watches included (at least "
+        f"{MIN_API_CONNECTIONS}; default: {DEFAULT_API_CONNECTIONS})",
+    )
+    m.add_argument(
         "--autoscaler-sync-period",
         "--autoscaling-sync-period-seconds",
         dest="autoscaler_sync_period",
@@ -241,12 +249,29 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 DEFAULT_GC_THRESHOLDS: tuple[int, int, int] = (10_000, 10, 10)
+DEFAULT_API_CONNECTIONS = 100
+"""``--api-connections``' default: the client's pool size (aiohttp's own default)."""
+MIN_API_CONNECTIONS = 32
+"""The smallest pool ``--api-connections`` accepts: every informer's watch holds a connection of its own."""
 """The cyclic collector's thresholds the manager runs with unless ``--gc-threshold`` says otherwise.
 
 Python's own are (700, 10, 10). With them the collector held the manager 0.54-0.56 s of its 3.0 s converging 100
 ModelServings; with a young generation of 10,000, 0.20-0.24 s, and the manager's CPU to converge was 0.92 of the
 default's (paired 0.98, 0.86; ``bench/converge.py --compare-gc``, docs/testing.md). (50,000, 20, 20) saved as much
 CPU and held the full collection off for twenty times as long; not taken, for memory."""
+
+
+def _api_connections(text: str) -> int:
+    """``--api-connections``: an integer no smaller than :data:`MIN_API_CONNECTIONS`."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < MIN_API_CONNECTIONS:
+        raise argparse.ArgumentTypeError(
+            f"need at least {MIN_API_CONNECTIONS} connections (every informer's watch holds one), got {value}"
+        )
+    return value
 
 
 def _gc_thresholds(text: str) -> tuple[int, int, int]:
@@ -307,7 +332,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
     if selection.none_enabled:
         log.warning("No controllers are enabled", controllers=args.controllers, enabling=list(selection.enabled))
     try:
-        client = await KubeClient.from_environment(args.kubeconfig, args.context)
+        client = await KubeClient.from_environment(args.kubeconfig, args.context, qps_pool=args.api_connections)
     except ConfigError as exc:
         raise CommandError(str(exc)) from exc
     try:

@@ -17,6 +17,8 @@ from typing import Final
 
 from prometheus_client import Counter, Histogram
 
+from .tally import Tally
+
 _SECONDS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
 
 REST_CLIENT_REQUESTS: Final = Counter(
@@ -40,15 +42,14 @@ REST_CLIENT_WAIT: Final = Histogram(
     registry=None,
 )
 WRITE_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-WATCH_BYTES: Final = Counter(
+# Bumped for every watch event: lock-free tallies (.tally) rather than prometheus-client Counters.
+WATCH_BYTES: Final = Tally(
     "kthena_watch_received_bytes_total",
     "Bytes received on watch streams (each event's line, as sent), by resource.",
     ("resource",),
-    registry=None,
 )
-WATCH_EVENTS: Final = Counter(
+WATCH_EVENTS: Final = Tally(
     "kthena_watch_events_total",
     "Watch events received, by resource and event type (ADDED, MODIFIED, DELETED, BOOKMARK, ERROR).",
     ("resource", "type"),
-    registry=None,
 )
