@@ -26,7 +26,7 @@ from kthena_py.kube.resources import PODS
 from kthena_py.plan.activator.state import SCALED_TO_ZERO
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane import ClusterTier
-from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX, HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
+from kthena_py.testing.controlplane.kwokstages import BAD_IMAGE_PREFIX, HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
 from kthena_py.testing.wait import eventually
 from kthena_py.vocab.labels import (
     ACTIVATOR_FIELD_MANAGER,

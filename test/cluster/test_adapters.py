@@ -26,7 +26,7 @@ from kthena_py.plan.adapters.desired import adapter_label, source_digest
 from kthena_py.plan.adapters.endpoint import ADAPTER_DIR
 from kthena_py.plan.adapters.plan import INTENT_GRACE_SECONDS
 from kthena_py.testing.controlplane import ClusterTier
-from kthena_py.testing.controlplane.cluster import HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
+from kthena_py.testing.controlplane.kwokstages import HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
 from kthena_py.testing.wait import eventually
 from kthena_py.vocab.conditions import (
     ADAPTERS_LOADED,

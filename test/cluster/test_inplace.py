@@ -25,7 +25,7 @@ from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import EVENTS, NODES, PODS
 from kthena_py.plan.modelserving.core.revision import revision_data, role_template_hash
 from kthena_py.runtime.metrics import REGISTRY
-from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX
+from kthena_py.testing.controlplane.kwokstages import BAD_IMAGE_PREFIX
 from kthena_py.testing.wait import eventually
 
 from .msutil import (

@@ -52,7 +52,7 @@ from kthena_py.kube.resources import EVENTS, PODS
 from kthena_py.plan.modelpool.demand import DEMAND_LIVE_SECONDS, parse_demand_time
 from kthena_py.runtime.metrics import REGISTRY
 from kthena_py.testing.controlplane import ClusterTier, FakeNode
-from kthena_py.testing.controlplane.cluster import HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
+from kthena_py.testing.controlplane.kwokstages import HOLD_READY, HOLD_READY_ANNOTATION, RELEASED
 from kthena_py.testing.wait import eventually
 from kthena_py.vocab.conditions import REASON_SWAP_STALLED
 from kthena_py.vocab.labels import SERVING_NAME

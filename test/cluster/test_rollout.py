@@ -24,7 +24,7 @@ from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import PODS
-from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX
+from kthena_py.testing.controlplane.kwokstages import BAD_IMAGE_PREFIX
 from kthena_py.testing.wait import eventually
 
 from .msutil import (

@@ -17,7 +17,7 @@ import pytest
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient
 from kthena_py.kube.objects import KubeObject
-from kthena_py.testing.controlplane.cluster import BAD_IMAGE_PREFIX
+from kthena_py.testing.controlplane.kwokstages import BAD_IMAGE_PREFIX
 from kthena_py.testing.wait import eventually
 
 from .msutil import live_pods, modelserving, role, running_manager, wait_available

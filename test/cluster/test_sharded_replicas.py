@@ -40,9 +40,10 @@ from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import KubeClient, NotFound
 from kthena_py.kube.resources import LEASES, NAMESPACES, PODS
 from kthena_py.runtime.informer import Informer
-from kthena_py.runtime.shards.member import namespace_owner, read_cut_state, read_slot_map
+from kthena_py.runtime.shards.member import read_cut_state
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.process import free_ports
+from kthena_py.testing.slots import SlotOwners
 from kthena_py.testing.wait import eventually
 
 from .msutil import live_pods, modelserving, podgroups, role, wait_available
@@ -146,18 +147,6 @@ async def stop_all(processes: list[asyncio.subprocess.Process]) -> None:
         if p.returncode is None:
             p.kill()
             await p.wait()
-
-
-class SlotOwners(dict[int, str]):
-    """Slot -> owner identity, as the slot map's Lease records it; :meth:`of` names a namespace's owner."""
-
-    def __init__(self, lease: dict[str, object]) -> None:
-        super().__init__({slot: owner.split("@")[0] for slot, owner in read_slot_map(lease).items()})
-        self.lease = lease
-
-    def of(self, namespace: str) -> str:
-        """The identity owning ``namespace`` (by the slots the Lease records: raw cuts or mixed hash)."""
-        return (namespace_owner(self.lease, namespace) or "").split("@")[0]
 
 
 async def balanced_owners(kube: KubeClient, members: int) -> SlotOwners:

@@ -32,7 +32,8 @@ from kthena_py.kube import KubeClient, NotFound
 from kthena_py.kube.resources import EVENTS, LEASES, PODS
 from kthena_py.runtime import metrics
 from kthena_py.runtime.manager import Manager, ManagerOptions
-from kthena_py.runtime.shards.member import SLOT_MAP_ANNOTATION, lease_name, namespace_owner, read_slot_map
+from kthena_py.runtime.shards.member import SLOT_MAP_ANNOTATION, lease_name
+from kthena_py.testing.slots import SlotOwners
 from kthena_py.testing.wait import eventually
 
 pytestmark = pytest.mark.envtest
@@ -113,18 +114,6 @@ def modelserving(name: str) -> dict[str, Any]:
         "metadata": {"name": name},
         "spec": {"replicas": 1, "schedulerName": "default-scheduler", "template": {"roles": [role]}},
     }
-
-
-class SlotOwners(dict[int, str]):
-    """Slot -> owner identity, as the slot map's Lease records it; :meth:`of` names a namespace's owner."""
-
-    def __init__(self, lease: dict[str, Any]) -> None:
-        super().__init__({slot: owner.split("@")[0] for slot, owner in read_slot_map(lease).items()})
-        self.lease = lease
-
-    def of(self, namespace: str) -> str:
-        """The identity owning ``namespace`` (by the slots the Lease records: raw cuts or mixed hash)."""
-        return (namespace_owner(self.lease, namespace) or "").split("@")[0]
 
 
 async def slot_owners(kube: KubeClient, lease_namespace: str) -> SlotOwners:

@@ -9,13 +9,9 @@ Start order (each step waits for the previous one):
    deletion, service accounts, Deployment/ReplicaSet/Job/StatefulSet, TTL-after-finished, claim binding and the
    volume protection finalizers, :data:`VOLUME_CONTROLLERS`), no
    serving port (``--secure-port=0``). Ready when the ``default`` ServiceAccount exists.
-4. kwok (the stock "fast" stages: node-initialize, pod-ready, pod-complete, pod-delete; pod-ready after
-   ``pod_ready_delay_ms``, and never for a pod with an image under :data:`BAD_IMAGE_PREFIX`, which an extra
-   stage reports as ``ImagePullBackOff`` instead; an image patch on a running pod, i.e. an in-place update, is
-   reflected like the kubelet does: the container's status reports the new image with ``restartCount`` + 1 and the
-   pod turns not Ready, then Ready again after ``inplace_ready_delay_ms``, or, for an image under
-   :data:`BAD_IMAGE_PREFIX`, the container waits in ``ImagePullBackOff``; pod-delete deletes each terminating pod
-   once, so it never hits a same-named replacement, see :data:`_NOT_FORCE_DELETED`) managing only
+4. kwok, playing the stages of :mod:`~kthena_py.testing.controlplane.kwokstages` (the stock "fast" ones, adjusted:
+   pod-ready after ``pod_ready_delay_ms``, never for a pod with a bad image; pods held not Ready; in-place updates
+   reflected as the kubelet would, Ready again after ``inplace_ready_delay_ms``), managing only
    Nodes annotated ``kwok.x-k8s.io/node=fake``; it opens no port. Pod IPs come from
    ``pod_cidr`` (default ``127.100.0.0/16``, on loopback, so a test can serve on a fake pod IP), the
    node IP is 127.0.0.1.
@@ -39,7 +35,6 @@ provisioning (no StorageClass: bind claims to PVs made with :func:`kthena_py.tes
 
 from __future__ import annotations
 
-import copy
 import functools
 import time
 from collections.abc import Mapping, Sequence
@@ -52,6 +47,7 @@ import yaml
 from kthena_py.testing.controlplane.binaries import ClusterBinaries, find_cluster_binaries
 from kthena_py.testing.controlplane.envtest import CRDSource, EnvTest
 from kthena_py.testing.controlplane.kubeapi import ApiError
+from kthena_py.testing.controlplane.kwokstages import stage_documents
 from kthena_py.testing.controlplane.process import wait_for
 
 __all__ = [
@@ -111,223 +107,6 @@ tiers:
   - name: binpack
 """
 """vc-scheduler configuration: the Volcano Helm chart's default."""
-
-_KWOK_STAGES = ("node-initialize.yaml", "pod-ready.yaml", "pod-complete.yaml", "pod-delete.yaml")
-
-HOLD_READY_ANNOTATION = "testing.kthena-py.dev/hold-ready"
-"""A pod annotated ``"true"`` is started (Running, with its pod IP) but kept not Ready; patching the annotation to
-``"released"`` makes it Ready (how a test holds an engine in its loading phase)."""
-HOLD_READY = "true"
-RELEASED = "released"
-_HOLD_READY_QUERY = f'.metadata.annotations["{HOLD_READY_ANNOTATION}"]'
-
-BAD_IMAGE_PREFIX = "kthena-py.invalid/"
-"""Pods with a container image under this prefix never start: kwok reports ``ImagePullBackOff`` for them."""
-
-_NOT_FORCE_DELETED: dict[str, Any] = {
-    "key": ".metadata.deletionGracePeriodSeconds | tostring",
-    "operator": "NotIn",
-    "values": ["0"],
-}
-"""Added to the stock pod-delete stage. kwok deletes a terminating pod by name, with no UID precondition (the
-kubelet sends one). Its own grace-0 delete shows up as one more update of the pod before it is gone, and kwok
-queued a second delete for that update: a few milliseconds later it could remove a *new* pod that a controller
-had just created under the same name. Pods already on a zero grace period are left alone (the API server removes
-them itself), so each terminating pod gets exactly one delete from kwok."""
-
-_BAD_IMAGE_QUERY = f'.spec.containers.[] | select(.image | startswith("{BAD_IMAGE_PREFIX}")) | .name'
-_BAD_IMAGE_STAGE: dict[str, Any] = {
-    "apiVersion": "kwok.x-k8s.io/v1alpha1",
-    "kind": "Stage",
-    "metadata": {"name": "pod-image-pull-backoff"},
-    "spec": {
-        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-        "selector": {
-            "matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
-                {"key": _BAD_IMAGE_QUERY, "operator": "Exists"},
-                {
-                    "key": '.status.containerStatuses.[] | select(.state.waiting.reason == "ImagePullBackOff") | .name',
-                    "operator": "DoesNotExist",
-                },
-            ]
-        },
-        "next": {
-            "statusTemplate": (
-                "phase: Pending\n"
-                "conditions:\n"
-                '- type: Ready\n  status: "False"\n  reason: ContainersNotReady\n'
-                "containerStatuses:\n"
-                "{{ range .spec.containers }}\n"
-                "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: false\n  restartCount: 0\n"
-                "  state:\n    waiting:\n      reason: ImagePullBackOff\n"
-                "{{ end }}\n"
-            )
-        },
-    },
-}
-_IMAGE_DRIFT_QUERY = (
-    ". as $p | ($p.status.containerStatuses // [])[] "
-    "| select(. as $s | any($p.spec.containers[]; .name == $s.name and .image != $s.image)) | .name"
-)
-"""Names of containers whose spec image differs from the image their status reports (an image patch)."""
-_RESTARTED_QUERY = (
-    '(.status.containerStatuses // [])[] | select(.ready == false and .lastState.terminated.reason == "Completed")'
-    " | .name"
-)
-"""Containers restarted by :data:`_INPLACE_RESTART_STAGE` that are not ready yet."""
-_INPLACE_RESTART_STAGE: dict[str, Any] = {
-    "apiVersion": "kwok.x-k8s.io/v1alpha1",
-    "kind": "Stage",
-    "metadata": {"name": "pod-inplace-restart"},
-    "spec": {
-        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-        "selector": {
-            "matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                {"key": _IMAGE_DRIFT_QUERY, "operator": "Exists"},
-            ]
-        },
-        "next": {
-            # A container whose image changed restarts (restartCount + 1, its status reports the new image, not
-            # ready yet) or, with an image under BAD_IMAGE_PREFIX, waits in ImagePullBackOff; the pod turns not Ready.
-            "statusTemplate": f"""\
-{{{{ $now := Now }}}}
-{{{{ $statuses := .status.containerStatuses }}}}
-conditions:
-- lastTransitionTime: {{{{ $now | Quote }}}}
-  status: "False"
-  type: Ready
-  reason: ContainersNotReady
-- lastTransitionTime: {{{{ $now | Quote }}}}
-  status: "False"
-  type: ContainersReady
-  reason: ContainersNotReady
-containerStatuses:
-{{{{ range .spec.containers }}}}
-{{{{ $c := . }}}}
-{{{{ $restarts := 0 }}}}
-{{{{ $seen := "" }}}}
-{{{{ range $statuses }}}}{{{{ if eq .name $c.name }}}}
-{{{{ $restarts = .restartCount }}}}{{{{ $seen = .image }}}}
-{{{{ end }}}}{{{{ end }}}}
-- image: {{{{ .image | Quote }}}}
-  name: {{{{ .name | Quote }}}}
-{{{{ if eq $seen .image }}}}
-  ready: true
-  restartCount: {{{{ $restarts }}}}
-  started: true
-  state: {{running: {{startedAt: {{{{ $now | Quote }}}}}}}}
-{{{{ else if hasPrefix "{BAD_IMAGE_PREFIX}" .image }}}}
-  ready: false
-  restartCount: {{{{ $restarts }}}}
-  started: false
-  state: {{waiting: {{reason: ImagePullBackOff}}}}
-{{{{ else }}}}
-  ready: false
-  restartCount: {{{{ add1 $restarts }}}}
-  started: true
-  lastState: {{terminated: {{exitCode: 0, reason: Completed, finishedAt: {{{{ $now | Quote }}}}}}}}
-  state: {{running: {{startedAt: {{{{ $now | Quote }}}}}}}}
-{{{{ end }}}}
-{{{{ end }}}}
-""",
-        },
-    },
-}
-"""kwok's version of the kubelet reacting to an image patch on a running pod (an in-place update)."""
-
-
-def _held_ready_stage(pod_ready: dict[str, Any]) -> dict[str, Any]:
-    """The stock pod-ready stage for pods annotated to hold readiness: Running with an IP, Ready ``False``."""
-    stage = copy.deepcopy(pod_ready)
-    stage["metadata"]["name"] = "pod-ready-held"
-    stage["spec"]["selector"]["matchExpressions"].append(
-        {"key": _HOLD_READY_QUERY, "operator": "In", "values": [HOLD_READY]}
-    )
-    template = stage["spec"]["next"]["statusTemplate"]
-    for kind in ("Ready", "ContainersReady"):
-        template = template.replace(f'status: "True"\n  type: {kind}\n', f'status: "False"\n  type: {kind}\n')
-    template = template.replace("ready: true", "ready: false")
-    stage["spec"]["next"]["statusTemplate"] = template
-    return stage
-
-
-_RELEASE_READY_STAGE: dict[str, Any] = {
-    "apiVersion": "kwok.x-k8s.io/v1alpha1",
-    "kind": "Stage",
-    "metadata": {"name": "pod-ready-released"},
-    "spec": {
-        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-        "selector": {
-            "matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                {"key": _HOLD_READY_QUERY, "operator": "In", "values": [RELEASED]},
-                {
-                    "key": '.status.conditions.[] | select( .type == "Ready" ) | .status',
-                    "operator": "NotIn",
-                    "values": ["True"],
-                },
-            ]
-        },
-        "next": {
-            "statusTemplate": (
-                "{{ $now := Now }}\n"
-                "conditions:\n"
-                '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
-                '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: ContainersReady\n'
-                "containerStatuses:\n"
-                "{{ range .spec.containers }}\n"
-                "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: true\n  restartCount: 0\n"
-                "  started: true\n  state: {running: {startedAt: {{ $now | Quote }}}}\n"
-                "{{ end }}\n"
-            )
-        },
-    },
-}
-"""A held pod whose annotation says ``released`` turns Ready."""
-
-
-def _inplace_ready_stage(delay_ms: int) -> dict[str, Any]:
-    stage: dict[str, Any] = {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "Stage",
-        "metadata": {"name": "pod-inplace-ready"},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {
-                "matchExpressions": [
-                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                    {"key": _RESTARTED_QUERY, "operator": "Exists"},
-                    {"key": _IMAGE_DRIFT_QUERY, "operator": "DoesNotExist"},
-                    {"key": _BAD_IMAGE_QUERY, "operator": "DoesNotExist"},
-                ]
-            },
-            "next": {
-                "statusTemplate": (
-                    "{{ $now := Now }}\n"
-                    "conditions:\n"
-                    '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
-                    '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: ContainersReady\n'
-                    "containerStatuses:\n"
-                    "{{ range .status.containerStatuses }}\n"
-                    "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: true\n"
-                    "  restartCount: {{ .restartCount }}\n  started: true\n"
-                    "  lastState: {terminated: {exitCode: 0, reason: Completed}}\n"
-                    "  state: {running: {startedAt: {{ $now | Quote }}}}\n"
-                    "{{ end }}\n"
-                )
-            },
-        },
-    }
-    if delay_ms:
-        stage["spec"]["delay"] = {"durationMilliseconds": delay_ms}
-    return stage
-
 
 _VOLCANO_CRDS = (
     "scheduling.volcano.sh_podgroups.yaml",
@@ -581,28 +360,13 @@ class ClusterTier(EnvTest):
         docs: list[Any] = [
             {"apiVersion": "config.kwok.x-k8s.io/v1alpha1", "kind": "KwokConfiguration", "options": options}
         ]
-        for name in _KWOK_STAGES:
-            for doc in yaml.safe_load_all((self.binaries.kwok_stages_dir / name).read_text()):
-                if not doc:
-                    continue
-                if doc.get("metadata", {}).get("name") == "pod-ready":
-                    # Pods with a bad image never become ready (see BAD_IMAGE_PREFIX); others after the delay.
-                    doc["spec"]["selector"]["matchExpressions"].append(
-                        {"key": _BAD_IMAGE_QUERY, "operator": "DoesNotExist"}
-                    )
-                    if self.pod_ready_delay_ms:
-                        doc["spec"]["delay"] = {"durationMilliseconds": self.pod_ready_delay_ms}
-                    docs.append(_held_ready_stage(doc))
-                    doc["spec"]["selector"]["matchExpressions"].append(
-                        {"key": _HOLD_READY_QUERY, "operator": "NotIn", "values": [HOLD_READY]}
-                    )
-                if doc.get("metadata", {}).get("name") == "pod-delete":
-                    doc["spec"]["selector"]["matchExpressions"].append(_NOT_FORCE_DELETED)
-                docs.append(doc)
-        docs.append(_BAD_IMAGE_STAGE)
-        docs.append(_RELEASE_READY_STAGE)
-        docs.append(_INPLACE_RESTART_STAGE)
-        docs.append(_inplace_ready_stage(self.pod_ready_delay_ms + self.inplace_ready_delay_ms))
+        docs.extend(
+            stage_documents(
+                self.binaries.kwok_stages_dir,
+                pod_ready_delay_ms=self.pod_ready_delay_ms,
+                inplace_ready_delay_ms=self.inplace_ready_delay_ms,
+            )
+        )
         return yaml.safe_dump_all(docs, sort_keys=False)
 
     # ----------------------------------------------------------------------------- queues
