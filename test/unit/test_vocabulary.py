@@ -45,6 +45,7 @@ ALLOWED = frozenset(
         ("kthena_py/api/crdgen/crd.py", "Available"),
         ("kthena_py/testing/evictionstorm.py", "Ready"),
         ("kthena_py/testing/controlplane/cluster.py", "Ready"),
+        ("kthena_py/testing/controlplane/kwokstages.py", "Ready"),
         ("kthena_py/api/modelcache.py", "Ready"),
         ("kthena_py/api/modelpool.py", "Ready"),
         ("kthena_py/api/modelpool.py", "Degraded"),
