@@ -1,8 +1,8 @@
 """Counters for the hottest paths: plain numbers bumped without a lock, read by Prometheus when it scrapes.
 
 prometheus-client's ``Counter`` takes a lock and checks its argument on every increment; a watch stream counts two
-of them per event, which added up to about 1 % of a busy manager's CPU. A :class:`Tally` keeps each series'
-count in a plain attribute instead.
+of them per event (about 1 % of a profile's samples at 500 ModelServings; 490 against 89 ns an event by
+``bench/hot_paths.py``). A :class:`Tally` keeps each series' count in a plain attribute instead.
 
 Guarantees:
 

@@ -44,38 +44,49 @@ queued a second delete for that update: a few milliseconds later it could remove
 had just created under the same name. Pods already on a zero grace period are left alone (the API server removes
 them itself), so each terminating pod gets exactly one delete from kwok."""
 
+
+def _pod_stage(name: str, phase: str, selectors: list[dict[str, Any]], status_template: str) -> dict[str, Any]:
+    """A Stage of the tier's own for pods not being deleted, in ``phase``, matching ``selectors`` too."""
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": name},
+        "spec": {
+            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
+            "selector": {
+                "matchExpressions": [
+                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
+                    {"key": ".status.phase", "operator": "In", "values": [phase]},
+                    *selectors,
+                ]
+            },
+            "next": {"statusTemplate": status_template},
+        },
+    }
+
+
 _BAD_IMAGE_QUERY = f'.spec.containers.[] | select(.image | startswith("{BAD_IMAGE_PREFIX}")) | .name'
-_BAD_IMAGE_STAGE: dict[str, Any] = {
-    "apiVersion": "kwok.x-k8s.io/v1alpha1",
-    "kind": "Stage",
-    "metadata": {"name": "pod-image-pull-backoff"},
-    "spec": {
-        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-        "selector": {
-            "matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                {"key": ".status.phase", "operator": "In", "values": ["Pending"]},
-                {"key": _BAD_IMAGE_QUERY, "operator": "Exists"},
-                {
-                    "key": '.status.containerStatuses.[] | select(.state.waiting.reason == "ImagePullBackOff") | .name',
-                    "operator": "DoesNotExist",
-                },
-            ]
+_BAD_IMAGE_STAGE = _pod_stage(
+    "pod-image-pull-backoff",
+    "Pending",
+    [
+        {"key": _BAD_IMAGE_QUERY, "operator": "Exists"},
+        {
+            "key": '.status.containerStatuses.[] | select(.state.waiting.reason == "ImagePullBackOff") | .name',
+            "operator": "DoesNotExist",
         },
-        "next": {
-            "statusTemplate": (
-                "phase: Pending\n"
-                "conditions:\n"
-                '- type: Ready\n  status: "False"\n  reason: ContainersNotReady\n'
-                "containerStatuses:\n"
-                "{{ range .spec.containers }}\n"
-                "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: false\n  restartCount: 0\n"
-                "  state:\n    waiting:\n      reason: ImagePullBackOff\n"
-                "{{ end }}\n"
-            )
-        },
-    },
-}
+    ],
+    (
+        "phase: Pending\n"
+        "conditions:\n"
+        '- type: Ready\n  status: "False"\n  reason: ContainersNotReady\n'
+        "containerStatuses:\n"
+        "{{ range .spec.containers }}\n"
+        "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: false\n  restartCount: 0\n"
+        "  state:\n    waiting:\n      reason: ImagePullBackOff\n"
+        "{{ end }}\n"
+    ),
+)
 _IMAGE_DRIFT_QUERY = (
     ". as $p | ($p.status.containerStatuses // [])[] "
     "| select(. as $s | any($p.spec.containers[]; .name == $s.name and .image != $s.image)) | .name"
@@ -86,23 +97,13 @@ _RESTARTED_QUERY = (
     " | .name"
 )
 """Containers restarted by :data:`_INPLACE_RESTART_STAGE` that are not ready yet."""
-_INPLACE_RESTART_STAGE: dict[str, Any] = {
-    "apiVersion": "kwok.x-k8s.io/v1alpha1",
-    "kind": "Stage",
-    "metadata": {"name": "pod-inplace-restart"},
-    "spec": {
-        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-        "selector": {
-            "matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                {"key": _IMAGE_DRIFT_QUERY, "operator": "Exists"},
-            ]
-        },
-        "next": {
-            # A container whose image changed restarts (restartCount + 1, its status reports the new image, not
-            # ready yet) or, with an image under BAD_IMAGE_PREFIX, waits in ImagePullBackOff; the pod turns not Ready.
-            "statusTemplate": f"""\
+_INPLACE_RESTART_STAGE = _pod_stage(
+    "pod-inplace-restart",
+    "Running",
+    [{"key": _IMAGE_DRIFT_QUERY, "operator": "Exists"}],
+    # A container whose image changed restarts (restartCount + 1, its status reports the new image, not
+    # ready yet) or, with an image under BAD_IMAGE_PREFIX, waits in ImagePullBackOff; the pod turns not Ready.
+    f"""\
 {{{{ $now := Now }}}}
 {{{{ $statuses := .status.containerStatuses }}}}
 conditions:
@@ -143,9 +144,7 @@ containerStatuses:
 {{{{ end }}}}
 {{{{ end }}}}
 """,
-        },
-    },
-}
+)
 """kwok's version of the kubelet reacting to an image patch on a running pod (an in-place update)."""
 
 
@@ -164,75 +163,55 @@ def _held_ready_stage(pod_ready: dict[str, Any]) -> dict[str, Any]:
     return stage
 
 
-_RELEASE_READY_STAGE: dict[str, Any] = {
-    "apiVersion": "kwok.x-k8s.io/v1alpha1",
-    "kind": "Stage",
-    "metadata": {"name": "pod-ready-released"},
-    "spec": {
-        "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-        "selector": {
-            "matchExpressions": [
-                {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                {"key": _HOLD_READY_QUERY, "operator": "In", "values": [RELEASED]},
-                {
-                    "key": '.status.conditions.[] | select( .type == "Ready" ) | .status',
-                    "operator": "NotIn",
-                    "values": ["True"],
-                },
-            ]
+_RELEASE_READY_STAGE = _pod_stage(
+    "pod-ready-released",
+    "Running",
+    [
+        {"key": _HOLD_READY_QUERY, "operator": "In", "values": [RELEASED]},
+        {
+            "key": '.status.conditions.[] | select( .type == "Ready" ) | .status',
+            "operator": "NotIn",
+            "values": ["True"],
         },
-        "next": {
-            "statusTemplate": (
-                "{{ $now := Now }}\n"
-                "conditions:\n"
-                '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
-                '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: ContainersReady\n'
-                "containerStatuses:\n"
-                "{{ range .spec.containers }}\n"
-                "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: true\n  restartCount: 0\n"
-                "  started: true\n  state: {running: {startedAt: {{ $now | Quote }}}}\n"
-                "{{ end }}\n"
-            )
-        },
-    },
-}
+    ],
+    (
+        "{{ $now := Now }}\n"
+        "conditions:\n"
+        '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
+        '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: ContainersReady\n'
+        "containerStatuses:\n"
+        "{{ range .spec.containers }}\n"
+        "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: true\n  restartCount: 0\n"
+        "  started: true\n  state: {running: {startedAt: {{ $now | Quote }}}}\n"
+        "{{ end }}\n"
+    ),
+)
 """A held pod whose annotation says ``released`` turns Ready."""
 
 
 def _inplace_ready_stage(delay_ms: int) -> dict[str, Any]:
-    stage: dict[str, Any] = {
-        "apiVersion": "kwok.x-k8s.io/v1alpha1",
-        "kind": "Stage",
-        "metadata": {"name": "pod-inplace-ready"},
-        "spec": {
-            "resourceRef": {"apiGroup": "v1", "kind": "Pod"},
-            "selector": {
-                "matchExpressions": [
-                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"},
-                    {"key": ".status.phase", "operator": "In", "values": ["Running"]},
-                    {"key": _RESTARTED_QUERY, "operator": "Exists"},
-                    {"key": _IMAGE_DRIFT_QUERY, "operator": "DoesNotExist"},
-                    {"key": _BAD_IMAGE_QUERY, "operator": "DoesNotExist"},
-                ]
-            },
-            "next": {
-                "statusTemplate": (
-                    "{{ $now := Now }}\n"
-                    "conditions:\n"
-                    '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
-                    '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: ContainersReady\n'
-                    "containerStatuses:\n"
-                    "{{ range .status.containerStatuses }}\n"
-                    "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: true\n"
-                    "  restartCount: {{ .restartCount }}\n  started: true\n"
-                    "  lastState: {terminated: {exitCode: 0, reason: Completed}}\n"
-                    "  state: {running: {startedAt: {{ $now | Quote }}}}\n"
-                    "{{ end }}\n"
-                )
-            },
-        },
-    }
+    stage = _pod_stage(
+        "pod-inplace-ready",
+        "Running",
+        [
+            {"key": _RESTARTED_QUERY, "operator": "Exists"},
+            {"key": _IMAGE_DRIFT_QUERY, "operator": "DoesNotExist"},
+            {"key": _BAD_IMAGE_QUERY, "operator": "DoesNotExist"},
+        ],
+        (
+            "{{ $now := Now }}\n"
+            "conditions:\n"
+            '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: Ready\n'
+            '- lastTransitionTime: {{ $now | Quote }}\n  status: "True"\n  type: ContainersReady\n'
+            "containerStatuses:\n"
+            "{{ range .status.containerStatuses }}\n"
+            "- image: {{ .image | Quote }}\n  name: {{ .name | Quote }}\n  ready: true\n"
+            "  restartCount: {{ .restartCount }}\n  started: true\n"
+            "  lastState: {terminated: {exitCode: 0, reason: Completed}}\n"
+            "  state: {running: {startedAt: {{ $now | Quote }}}}\n"
+            "{{ end }}\n"
+        ),
+    )
     if delay_ms:
         stage["spec"]["delay"] = {"durationMilliseconds": delay_ms}
     return stage
