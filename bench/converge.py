@@ -18,7 +18,10 @@ fresh tier of the same shape, in the same run:
 * ``kthena-py[FLAGS]`` (with ``--compare-flags FLAGS``, repeatable): the same manager with extra flags, e.g.
   ``--api-connections=32``;
 * ``kthena-py@REF`` (with ``--compare-ref REF``): the manager as committed at a git ref, run from a temporary
-  worktree: what the commits since buy, measured in the same run (issue 33's before/after).
+  worktree: what the commits since buy, measured in the same run (issue 33's before/after);
+* ``kthena-py[compiled]`` (with ``--compare-compiled``): the working tree built as a compiled wheel
+  (``KTHENA_PY_COMPILE=1``: the hot paths compiled by mypyc, docs/compiled.md) and run unpacked from a temporary
+  directory, against ``kthena-py`` (the same code, interpreted).
 
 Per side it prints where the time and the work went: a timeline (p50 and max over ModelServings of when the
 first PodGroup, first and last pod appeared, the last pod was bound and Ready, and the ModelServing was
@@ -69,6 +72,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -765,6 +769,42 @@ def kthena_py_side(workers: int, event_loop: str | None = None, *, stages: bool 
     )
 
 
+def kthena_py_compiled_side(workers: int, tree: Path, *, stages: bool = False) -> Side:
+    """kthena-py's manager as a compiled build of the working tree (unpacked in ``tree``), as a side of its own."""
+    side = kthena_py_side(workers)
+    return Side("kthena-py[compiled]", crds(), side.command, metrics_port=side.metrics_port, timeline=stages, cwd=tree)
+
+
+@contextlib.contextmanager
+def compiled_tree() -> Iterator[Path]:
+    """The working tree built as a compiled wheel (``KTHENA_PY_COMPILE=1``), unpacked in a temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="converge-compiled-") as parent:
+        wheels, tree = Path(parent) / "wheels", Path(parent) / "tree"
+        print("  --compare-compiled: building a compiled wheel of the working tree (a few minutes)", flush=True)
+        started = time.monotonic()
+        subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+            env={**os.environ, "KTHENA_PY_COMPILE": "1"},
+            check=True,
+        )
+        with zipfile.ZipFile(next(wheels.glob("kthena_py-*.whl"))) as wheel:
+            wheel.extractall(tree)
+        probe = "from kthena_py.runtime import native; import kthena_py.plan.modelserving.groups.servinggroups; "
+        probe += "print(len(native.compiled_modules()))"
+        loaded = subprocess.run(
+            [sys.executable, "-c", probe],
+            cwd=tree,
+            env={**os.environ, "PYTHONPATH": str(tree)},
+            check=True,
+            text=True,
+            capture_output=True,
+        ).stdout.strip()
+        if loaded in ("", "0"):
+            raise RuntimeError(f"--compare-compiled: the build in {tree} loads no compiled module")
+        print(f"  --compare-compiled: built in {time.monotonic() - started:.0f} s", flush=True)
+        yield tree
+
+
 def kthena_py_ref_side(workers: int, worktree: Path, ref: str, *, stages: bool = False) -> Side:
     """kthena-py's manager as committed at ``ref`` (checked out in ``worktree``): the "before" of a change, same run."""
     side = kthena_py_side(workers)
@@ -799,7 +839,7 @@ def start_side(side: Side, kubeconfig: Path, log: Path, timeline_file: Path | No
         cmd += ["--timeline-file", str(timeline_file)]
     if side.cwd is None:
         return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    env = {**os.environ, "PYTHONPATH": str(side.cwd)}  # the worktree's package, not the installed one
+    env = {**os.environ, "PYTHONPATH": str(side.cwd)}  # the worktree's (or compiled) package, not the installed one
     return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT, cwd=side.cwd, env=env)
 
 
@@ -1196,13 +1236,20 @@ async def main() -> None:
         help="also run kthena-py's manager as committed at GIT_REF (a worktree), as a side of its own "
         "(kthena-py@GIT_REF): a before/after measured in the same run",
     )
+    ap.add_argument(
+        "--compare-compiled",
+        action="store_true",
+        help="also run kthena-py's manager built with its hot paths compiled (KTHENA_PY_COMPILE=1, mypyc), as a side "
+        "of its own (kthena-py[compiled])",
+    )
     args = ap.parse_args()
     with contextlib.ExitStack() as stack:
         ref_tree = stack.enter_context(worktree_of(args.compare_ref)) if args.compare_ref else None
-        await run_sides(args, ref_tree)
+        native_tree = stack.enter_context(compiled_tree()) if args.compare_compiled else None
+        await run_sides(args, ref_tree, native_tree)
 
 
-async def run_sides(args: argparse.Namespace, ref_tree: Path | None) -> None:
+async def run_sides(args: argparse.Namespace, ref_tree: Path | None, native_tree: Path | None = None) -> None:
     """Every side asked for, ``--repeat`` times, then the summary."""
     if not crds():
         sys.exit("manifests/crd is empty: generate the CRDs first (kthena-py crds)")
@@ -1221,6 +1268,8 @@ async def run_sides(args: argparse.Namespace, ref_tree: Path | None) -> None:
         sides.append(replace(side, name=f"kthena-py[{flags}]", command=[*side.command, *flags.split()]))
     if ref_tree is not None:
         sides.append(kthena_py_ref_side(args.workers, ref_tree, args.compare_ref, stages=args.stages))
+    if native_tree is not None:
+        sides.append(kthena_py_compiled_side(args.workers, native_tree, stages=args.stages))
     if args.compare_kthena is not None:
         binary: Path = args.compare_kthena
         crd_dir: Path = args.kthena_crds or binary.parent / "crds"

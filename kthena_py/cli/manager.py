@@ -324,6 +324,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
     from kthena_py.controllers import admission, eviction, register_all
     from kthena_py.controllers.selection import MODELBOOSTER, MODELCACHE
     from kthena_py.kube import ApiError, ConfigError, KubeClient
+    from kthena_py.runtime import native
     from kthena_py.runtime.eventloop import running_loop_name
     from kthena_py.runtime.manager import Manager, ManagerOptions
 
@@ -417,6 +418,7 @@ async def _run_manager(args: argparse.Namespace) -> int:
             sharding=args.sharding,
             eviction_webhook=args.enable_eviction_webhook,
             event_loop=running_loop_name(),
+            compiled_modules=native.report(),
         )
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()

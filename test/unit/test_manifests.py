@@ -663,13 +663,24 @@ def test_containerfile_downloader_target_carries_the_download_extra_only_there()
     assert not any("[download]" in args for _, args in manager)
 
 
+def test_containerfile_compiles_the_managers_wheel_unless_told_not_to() -> None:
+    instructions = containerfile_instructions()
+    builder = instructions[: [i for i, (keyword, _) in enumerate(instructions) if keyword == "FROM"][1]]
+    assert ("ARG", "COMPILE=1") in builder
+    (manager_wheel,) = [args for keyword, args in builder if keyword == "RUN" and "'.[revalidate]'" in args]
+    assert manager_wheel.startswith("KTHENA_PY_COMPILE=${COMPILE} pip wheel")
+    (download_wheel,) = [args for keyword, args in builder if keyword == "RUN" and "'.[download]'" in args]
+    assert "KTHENA_PY_COMPILE" not in download_wheel, "the downloader runs no planner: its wheel is not compiled"
+    assert any("gcc" in args for keyword, args in builder if keyword == "RUN")
+
+
 def test_container_ignore_files_are_an_identical_allowlist() -> None:
     containerignore = (ROOT / ".containerignore").read_text(encoding="utf-8")
     assert (ROOT / ".dockerignore").read_text(encoding="utf-8") == containerignore
     patterns = [p.strip() for p in containerignore.splitlines() if p.strip() and not p.startswith("#")]
     assert patterns[0] == "*", "everything is excluded unless re-included"
     included = {p[1:] for p in patterns if p.startswith("!")}
-    assert included >= {"pyproject.toml", "kthena_py", "constraints.txt", "LICENSE"}
+    assert included >= {"pyproject.toml", "setup.py", "hack/buildsys", "kthena_py", "constraints.txt", "LICENSE"}
     assert not included & {".venv", ".git", "test", ".pytest_cache", ".hypothesis"}
 
 
