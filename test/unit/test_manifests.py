@@ -788,6 +788,7 @@ def test_the_license_the_metadata_and_the_image_declare_is_there() -> None:
     text = (ROOT / "LICENSE").read_text(encoding="utf-8")
     assert "Apache License" in text and "Version 2.0, January 2004" in text and "END OF TERMS AND CONDITIONS" in text
     with (ROOT / "pyproject.toml").open("rb") as f:
-        assert tomllib.load(f)["project"]["license"] == {"text": "Apache-2.0"}
+        project = tomllib.load(f)["project"]
+    assert project["license"] == "Apache-2.0" and project["license-files"] == ["LICENSE"]
     labels = " ".join(args for keyword, args in containerfile_instructions() if keyword == "LABEL")
     assert 'org.opencontainers.image.licenses="Apache-2.0"' in labels
