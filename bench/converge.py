@@ -769,18 +769,12 @@ def kthena_py_side(workers: int, event_loop: str | None = None, *, stages: bool 
     )
 
 
-def kthena_py_compiled_side(workers: int, tree: Path, *, stages: bool = False) -> Side:
-    """kthena-py's manager as a compiled build of the working tree (unpacked in ``tree``), as a side of its own."""
-    side = kthena_py_side(workers)
-    return Side("kthena-py[compiled]", crds(), side.command, metrics_port=side.metrics_port, timeline=stages, cwd=tree)
-
-
 @contextlib.contextmanager
 def compiled_tree() -> Iterator[Path]:
     """The working tree built as a compiled wheel (``KTHENA_PY_COMPILE=1``), unpacked in a temporary directory."""
     with tempfile.TemporaryDirectory(prefix="converge-compiled-") as parent:
         wheels, tree = Path(parent) / "wheels", Path(parent) / "tree"
-        print("  --compare-compiled: building a compiled wheel of the working tree (a few minutes)", flush=True)
+        print("  --compare-compiled: building a compiled wheel of the working tree (a minute or two)", flush=True)
         started = time.monotonic()
         subprocess.run(
             [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
@@ -805,10 +799,10 @@ def compiled_tree() -> Iterator[Path]:
         yield tree
 
 
-def kthena_py_ref_side(workers: int, worktree: Path, ref: str, *, stages: bool = False) -> Side:
-    """kthena-py's manager as committed at ``ref`` (checked out in ``worktree``): the "before" of a change, same run."""
-    side = kthena_py_side(workers)
-    return Side(f"kthena-py@{ref}", crds(), side.command, metrics_port=side.metrics_port, timeline=stages, cwd=worktree)
+def kthena_py_side_from(name: str, tree: Path, workers: int, *, stages: bool = False) -> Side:
+    """kthena-py's manager importing the package in ``tree`` (a worktree of an earlier commit, or a compiled build of
+    the working tree) instead of the installed one, as a side of its own named ``name``."""
+    return replace(kthena_py_side(workers, stages=stages), name=name, cwd=tree)
 
 
 @contextlib.contextmanager
@@ -1267,9 +1261,9 @@ async def run_sides(args: argparse.Namespace, ref_tree: Path | None, native_tree
         side = kthena_py_side(args.workers, stages=args.stages)
         sides.append(replace(side, name=f"kthena-py[{flags}]", command=[*side.command, *flags.split()]))
     if ref_tree is not None:
-        sides.append(kthena_py_ref_side(args.workers, ref_tree, args.compare_ref, stages=args.stages))
+        sides.append(kthena_py_side_from(f"kthena-py@{args.compare_ref}", ref_tree, args.workers, stages=args.stages))
     if native_tree is not None:
-        sides.append(kthena_py_compiled_side(args.workers, native_tree, stages=args.stages))
+        sides.append(kthena_py_side_from("kthena-py[compiled]", native_tree, args.workers, stages=args.stages))
     if args.compare_kthena is not None:
         binary: Path = args.compare_kthena
         crd_dir: Path = args.kthena_crds or binary.parent / "crds"
