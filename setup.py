@@ -15,7 +15,7 @@ from pathlib import Path
 from setuptools import setup
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "hack" / "buildsys"))
-from kthena_build import compiled_sources, compiling
+from kthena_build import clear_stale_extensions, compiled_sources, compiling
 
 
 def extensions() -> list[object]:
@@ -24,7 +24,9 @@ def extensions() -> list[object]:
         return []
     from mypyc.build import mypycify
 
-    sources = compiled_sources(Path(__file__).resolve().parent)
+    root = Path(__file__).resolve().parent
+    clear_stale_extensions(root)
+    sources = compiled_sources(root)
     return list(mypycify(sources, opt_level="3", debug_level="0", group_name="kthena_py"))
 
 

@@ -9,6 +9,7 @@ runtime dependencies. Without the variable this backend is setuptools' own: a pl
 from __future__ import annotations
 
 import os
+import shutil
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
@@ -26,10 +27,23 @@ def compile_requires() -> list[str]:
     return ["mypy>=1.10", "types-PyYAML", *runtime]
 
 
-COMPILED = ("kthena_py/plan/modelserving", "kthena_py/vocab/pods.py", "kthena_py/kube/objects.py")
+COMPILED = (
+    "kthena_py/plan/modelserving",
+    "kthena_py/vocab",
+    "kthena_py/kube/objects.py",
+    "kthena_py/runtime/slim.py",
+    "kthena_py/runtime/store.py",
+    "kthena_py/controllers/servingview.py",
+    "kthena_py/controllers/modelserving/observe.py",
+    "kthena_py/controllers/modelserving/predicates.py",
+)
 """What a compiled build compiles: the ModelServing planners (pure functions over plain dicts and dataclasses, where a
-reconcile spends most of the CPU that is kthena_py's own code) and the object and pod-state readers every watch
-handler calls. Package ``__init__`` modules stay Python."""
+reconcile spends most of the CPU that is kthena_py's own code); the readers every watch handler and reconcile calls
+(labels, owners, conditions, times, pod states, the slim cached form, the store's indexes); and the ModelServing
+reconcilers' synchronous halves (the parsed-spec view, what a reconcile observes, the watch predicates). Package
+``__init__`` modules stay Python, and so do the asynchronous runtime (informers, cache, work queues, the controller
+engine) and anything tests replace at run time.
+"""
 
 _discovering = False
 """True while setuptools runs ``setup.py`` only to learn its requirements (mypy is not installed yet then)."""
@@ -52,6 +66,19 @@ def compiled_sources(root: Path) -> list[str]:
         files = sorted(path.rglob("*.py")) if path.is_dir() else [path]
         found += [f.relative_to(root).as_posix() for f in files if f.name != "__init__.py"]
     return sorted(found)
+
+
+def clear_stale_extensions(root: Path) -> list[Path]:
+    """Remove the extension build directories (``build/lib.*``) under ``root``, and return those it removed.
+
+    Setuptools copies everything in its platform build directory into the wheel, so an extension built for an
+    earlier, longer :data:`COMPILED` would ship (and load) in place of the module's source. A compiled build
+    starts from none; pure builds never write there.
+    """
+    removed = sorted(p for p in (root / "build").glob("lib.*") if p.is_dir())
+    for path in removed:
+        shutil.rmtree(path)
+    return removed
 
 
 def _requires(discover: Callable[[dict[str, str] | None], list[str]], settings: dict[str, str] | None) -> list[str]:

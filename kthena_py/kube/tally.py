@@ -10,7 +10,8 @@ Guarantees:
 * Exposed as a Prometheus counter (``<name>`` with its ``_total`` sample, same labels and help as a ``Counter``
   would have), through :meth:`Tally.collect`; the registry that registers it reads it at scrape time.
 * Safe for one writing thread (the event loop) and any number of scraping threads: an increment is one attribute
-  update under the interpreter lock, and a scrape copies the series before reading them.
+  update under the interpreter lock, and a scrape copies the series in one step (``dict.copy``) before reading
+  them.
 * Increments must not be negative (as with a ``Counter``); unlike one, this is not checked on the hot path.
 """
 
@@ -60,7 +61,9 @@ class Tally(Collector):
     def collect(self) -> Iterator[CounterMetricFamily]:
         """The family with every series' count as it is now."""
         family = CounterMetricFamily(self._family, self._documentation, labels=self._labelnames)
-        for labelvalues, child in list(self._children.items()):
+        # dict.copy() takes the series in one step; list(items()) builds a tuple per series, and an allocation can
+        # run the garbage collector, whose finalizers may hand the interpreter to the writing thread mid-walk.
+        for labelvalues, child in self._children.copy().items():
             family.add_metric(list(labelvalues), child.value)
         yield family
 

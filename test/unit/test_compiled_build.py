@@ -35,6 +35,10 @@ def test_the_compiled_set_names_the_planners_and_readers_and_no_package_init() -
     assert "kthena_py/plan/modelserving/rollout/rollout.py" in sources
     assert "kthena_py/kube/objects.py" in sources
     assert "kthena_py/vocab/pods.py" in sources
+    assert "kthena_py/runtime/store.py" in sources
+    assert "kthena_py/controllers/servingview.py" in sources
+    # The asynchronous engine stays Python (docs/compiled.md).
+    assert not [s for s in sources if s.startswith(("kthena_py/runtime/informer", "kthena_py/runtime/controller"))]
     assert not [s for s in sources if s.endswith("__init__.py")]
     assert sources == sorted(set(sources))
     assert all((REPO / s).is_file() for s in sources)
@@ -91,3 +95,21 @@ def test_the_build_compiles_when_asked_except_while_requirements_are_discovered(
     assert seen == [False]
     assert requires == ["wheel", *(kthena_build.compile_requires() if expected else [])]
     assert kthena_build.compiling() == expected
+
+
+def test_a_compiled_build_starts_without_the_extensions_of_an_earlier_one(tmp_path: Path) -> None:
+    stale = tmp_path / "build" / "lib.linux-x86_64-cpython-311" / "kthena_py" / "runtime"
+    stale.mkdir(parents=True)
+    (stale / "cache.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF")
+    generated = tmp_path / "build" / "__native_kthena_py.c"  # mypyc's own sources: regenerated, left alone
+    generated.write_text("/* */")
+    pure = tmp_path / "build" / "lib" / "kthena_py"
+    pure.mkdir(parents=True)
+
+    removed = kthena_build.clear_stale_extensions(tmp_path)
+
+    assert removed == [tmp_path / "build" / "lib.linux-x86_64-cpython-311"]
+    assert not removed[0].exists()
+    assert generated.is_file() and pure.is_dir()
+    assert kthena_build.clear_stale_extensions(tmp_path) == []
+    assert kthena_build.clear_stale_extensions(tmp_path / "no-tree") == []
