@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run every test tier (README command 2): lint, unit, compiled (the unit and envtest tiers on the mypyc build), envtest, cluster.
+# Run every test tier (README command 2): lint, unit, compiled (the unit and envtest tiers on the mypyc build),
+# envtest, cluster.
 # Works on a fresh machine with Python >= 3.11 and any Go: installs tox into .venv, builds the
 # control-plane binaries and tools that are missing (cached outside the repo; the build script says
 # what it builds and how long it takes, and nothing when all is cached), then runs the tox envs.

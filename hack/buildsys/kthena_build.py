@@ -41,8 +41,8 @@ COMPILED = (
 reconcile spends most of the CPU that is kthena_py's own code); the readers every watch handler and reconcile calls
 (labels, owners, conditions, times, pod states, the slim cached form, the store's indexes); and the ModelServing
 reconcilers' synchronous halves (the parsed-spec view, what a reconcile observes, the watch predicates). Package
-``__init__`` modules stay Python, and so do the asynchronous runtime (informers, cache, work queues, the controller
-engine) and anything tests replace at run time.
+``__init__`` modules stay Python, and so does the asynchronous runtime (informers, cache, work queues, the controller
+engine; docs/compiled.md says why).
 """
 
 _discovering = False
