@@ -248,17 +248,20 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
 
 
-DEFAULT_GC_THRESHOLDS: tuple[int, int, int] = (10_000, 10, 10)
+DEFAULT_GC_THRESHOLDS: tuple[int, int, int] = (200_000, 10, 10)
+"""The cyclic collector's thresholds the manager runs with unless ``--gc-threshold`` says otherwise.
+
+Python's own are (700, 10, 10). A young collection walks every tracked object allocated since the previous one
+that is still alive, and a converging manager keeps thousands of requests, tasks and decoded objects in flight: the
+larger the young generation, the more of them are gone before a collection walks them. Converging 500 ModelServings
+(``bench/converge.py --compare-gc``, docs/testing.md) the collector held the manager 1.2-1.9 s with (10,000, 10, 10),
+0.64 s with 100,000 and 0.45-0.48 s with 200,000, for the same resident size (165-167 MiB); a young collection then
+takes some 60 ms, and full collections still come with the idle trim (:mod:`kthena_py.runtime.memory`). At 100
+ModelServings, 10,000 against Python's own was 0.92 of the manager's CPU (0.20-0.24 s of pauses against 0.54-0.56 s)."""
 DEFAULT_API_CONNECTIONS = 100
 """``--api-connections``' default: the client's pool size (aiohttp's own default)."""
 MIN_API_CONNECTIONS = 32
 """The smallest pool ``--api-connections`` accepts: every informer's watch holds a connection of its own."""
-"""The cyclic collector's thresholds the manager runs with unless ``--gc-threshold`` says otherwise.
-
-Python's own are (700, 10, 10). With them the collector held the manager 0.54-0.56 s of its 3.0 s converging 100
-ModelServings; with a young generation of 10,000, 0.20-0.24 s, and the manager's CPU to converge was 0.92 of the
-default's (paired 0.98, 0.86; ``bench/converge.py --compare-gc``, docs/testing.md). (50,000, 20, 20) saved as much
-CPU and held the full collection off for twenty times as long; not taken, for memory."""
 
 
 def _api_connections(text: str) -> int:

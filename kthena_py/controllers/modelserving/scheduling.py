@@ -90,8 +90,12 @@ NODES_TTL = 30.0
 """Seconds a live read of the nodes is reused."""
 WRITE_RETRY = 5.0
 """Seconds before a refused write of the condition is tried again."""
-SCHEDULING_COALESCE = 0.5
-"""Seconds the scheduling reconciler lets pod and PodGroup changes gather before it looks (one look per burst)."""
+SCHEDULING_COALESCE = 2.0
+"""Seconds the scheduling reconciler lets pod and PodGroup changes gather before it looks (one look per burst).
+
+The condition reports a wait that lasts seconds to hours and gates nothing, so a two-second lag costs a reader
+nothing; replayed over a converge's recorded wake-ups (100 ModelServings), it looks 494 times where 0.5 s looked
+707 times."""
 SCHEDULING_GRACE = 30.0
 """Seconds after its creation during which a ModelServing's first, transient ``Scheduling`` is not written."""
 
