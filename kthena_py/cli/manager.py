@@ -248,7 +248,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
 
 
-DEFAULT_GC_THRESHOLDS: tuple[int, int, int] = (200_000, 10, 10)
+DEFAULT_GC_THRESHOLDS: tuple[int, int, int] = (100_000, 10, 10)
 """The cyclic collector's thresholds the manager runs with unless ``--gc-threshold`` says otherwise.
 
 Python's own are (700, 10, 10). A young collection walks every tracked object allocated since the previous one
