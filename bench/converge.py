@@ -654,6 +654,11 @@ def manager_counter(metrics_port: int, metric: str, label: str) -> dict[str, flo
     return totals
 
 
+def _longest(longest: dict[str, float], generation: str) -> str:
+    """``, longest 0.12 s`` for a generation whose longest pause the manager exports, else nothing."""
+    return f", longest {longest[generation]:.2f} s" if generation in longest else ""
+
+
 def requests_made(metrics_port: int) -> dict[str, float]:
     """The manager's API requests so far, by HTTP method."""
     return manager_counter(metrics_port, "rest_client_requests_total", "method")
@@ -983,8 +988,11 @@ async def run_side(
                 print(f"    {side.name} reconciles until Available: {done}")
                 collected = manager_counter(side.metrics_port, "python_gc_collections_total", "generation")
                 paused = manager_counter(side.metrics_port, "kthena_gc_pause_seconds_total", "generation")
+                longest = manager_counter(side.metrics_port, "kthena_gc_pause_longest_seconds", "generation")
                 shown = ", ".join(
-                    f"generation {g} {v:.0f} ({paused[g]:.2f} s)" if g in paused else f"generation {g} {v:.0f}"
+                    f"generation {g} {v:.0f} ({paused[g]:.2f} s{_longest(longest, g)})"
+                    if g in paused
+                    else f"generation {g} {v:.0f}"
                     for g, v in sorted(collected.items())
                 )
                 print(f"    {side.name} cyclic garbage collections since the start: {shown or 'not exported'}")

@@ -253,11 +253,13 @@ DEFAULT_GC_THRESHOLDS: tuple[int, int, int] = (100_000, 10, 10)
 
 Python's own are (700, 10, 10). A young collection walks every tracked object allocated since the previous one
 that is still alive, and a converging manager keeps thousands of requests, tasks and decoded objects in flight: the
-larger the young generation, the more of them are gone before a collection walks them. Converging 500 ModelServings
-(``bench/converge.py --compare-gc``, docs/testing.md) the collector held the manager 1.2-1.9 s with (10,000, 10, 10),
-0.64 s with 100,000 and 0.45-0.48 s with 200,000, for the same resident size (165-167 MiB); a young collection then
-takes some 60 ms, and full collections still come with the idle trim (:mod:`kthena_py.runtime.memory`). At 100
-ModelServings, 10,000 against Python's own was 0.92 of the manager's CPU (0.20-0.24 s of pauses against 0.54-0.56 s)."""
+larger the young generation, the more of them are gone before a collection walks them, and the fewer collections
+walk the survivors again. Converging 500 ModelServings (``bench/converge.py --compare-gc``, docs/testing.md) the
+collector held the manager 1.2-1.9 s in all with (10,000, 10, 10), 0.64-0.69 s with 100,000 and 0.45-0.65 s with
+200,000, for the same resident size (165-169 MiB). The longest single pause sets the choice: 0.21-0.24 s with
+100,000, no longer than the middle generation's 0.23 s with 10,000, against 0.43 s with 200,000
+(``kthena_gc_pause_longest_seconds``). Full collections still come with the idle trim (:mod:`kthena_py.runtime.memory`).
+At 100 ModelServings, 10,000 against Python's own was 0.92 of the manager's CPU."""
 DEFAULT_API_CONNECTIONS = 100
 """``--api-connections``' default: the client's pool size (aiohttp's own default)."""
 MIN_API_CONNECTIONS = 32

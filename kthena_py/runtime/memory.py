@@ -27,7 +27,8 @@ Guarantees:
 * :func:`tune_collector` sets the collector's thresholds (``--gc-threshold``, the manager's counterpart of Go's
   ``GOGC``) before freezing.
 * :func:`time_collections` counts the seconds every cyclic collection holds the process in
-  ``kthena_gc_pause_seconds_total{generation}``: a collection runs inside whatever allocation triggered it, so a
+  ``kthena_gc_pause_seconds_total{generation}``, and the longest single pause in
+  ``kthena_gc_pause_longest_seconds{generation}``: a collection runs inside whatever allocation triggered it, so a
   profiler charges its time to that line; this says what it costs in all.
 * Trimming, freezing and timing never change what the program computes: they only return free memory, skip work
   or count.
@@ -45,11 +46,12 @@ from collections.abc import Awaitable, Callable
 from functools import cache
 
 import structlog
-from prometheus_client import Counter
+from prometheus_client import Counter, Gauge
 
 from .metrics import REGISTRY
 
 __all__ = [
+    "GC_LONGEST_PAUSE",
     "GC_PAUSES",
     "freeze_startup",
     "resident_mib",
@@ -64,6 +66,13 @@ log = structlog.get_logger("kthena_py.memory")
 GC_PAUSES = Counter(
     "kthena_gc_pause_seconds_total",
     "Seconds the cyclic garbage collector held the process, by generation (automatic collections and ours).",
+    ("generation",),
+    registry=REGISTRY,
+)
+GC_LONGEST_PAUSE = Gauge(
+    "kthena_gc_pause_longest_seconds",
+    "The longest single pause of the cyclic garbage collector since the process started, by generation: how long "
+    "one collection held every watch, reconcile and request of the process at once.",
     ("generation",),
     registry=REGISTRY,
 )
@@ -105,18 +114,25 @@ def trim() -> bool:
 
 
 class _CollectionTimer:
-    """A ``gc.callbacks`` entry adding each collection's duration to :data:`GC_PAUSES`."""
+    """A ``gc.callbacks`` entry: each pause to :data:`GC_PAUSES`, the longest to :data:`GC_LONGEST_PAUSE`."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter) -> None:
         self._clock = clock
         self._started = 0.0
         self._children = [GC_PAUSES.labels(str(generation)) for generation in range(3)]
+        self._longest_children = [GC_LONGEST_PAUSE.labels(str(generation)) for generation in range(3)]
+        self._longest = [0.0, 0.0, 0.0]
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
             self._started = self._clock()
-        else:
-            self._children[info.get("generation", 2)].inc(self._clock() - self._started)
+            return
+        generation = info.get("generation", 2)
+        paused = self._clock() - self._started
+        self._children[generation].inc(paused)
+        if paused > self._longest[generation]:
+            self._longest[generation] = paused
+            self._longest_children[generation].set(paused)
 
 
 def time_collections() -> None:
