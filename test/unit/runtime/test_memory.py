@@ -104,22 +104,19 @@ def test_collections_are_timed_by_generation() -> None:
 
 
 def test_the_longest_pause_is_kept_per_generation() -> None:
+    from kthena_py.runtime.metrics import REGISTRY
+
+    def longest(generation: int) -> float | None:
+        return REGISTRY.get_sample_value("kthena_gc_pause_longest_seconds", {"generation": str(generation)})
+
     ticks = iter([0.0, 0.5, 1.0, 1.1, 2.0, 2.2, 3.0, 3.7])
-    timer = memory._CollectionTimer(clock=lambda: next(ticks))
-    seen: list[tuple[int, float]] = []
-    timer._longest_children = [_Recorder(seen, generation) for generation in range(3)]  # type: ignore[misc]
+    timer = memory._CollectionTimer(clock=lambda: next(ticks))  # called directly, never installed in gc.callbacks
+    shown: list[tuple[float | None, float | None]] = []
     for generation in (0, 0, 1, 0):
         timer("start", {"generation": generation})
         timer("stop", {"generation": generation})
-    # 0.5 s, then 0.1 s (shorter: not set), then generation 1's 0.2 s, then 0.7 s: a new longest for generation 0.
-    assert seen == [(0, 0.5), (1, pytest.approx(0.2)), (0, pytest.approx(0.7))]
-    assert timer._longest == [pytest.approx(0.7), pytest.approx(0.2), 0.0]
-
-
-class _Recorder:
-    def __init__(self, seen: list[tuple[int, float]], generation: int) -> None:
-        self._seen = seen
-        self._generation = generation
-
-    def set(self, value: float) -> None:
-        self._seen.append((self._generation, value))
+        shown.append((longest(0), longest(1)))
+    # 0.5 s; then 0.1 s, shorter, kept out; then generation 1's 0.2 s; then 0.7 s, generation 0's new longest.
+    assert [pair[0] for pair in shown] == pytest.approx([0.5, 0.5, 0.5, 0.7])
+    assert shown[2][1] == pytest.approx(0.2)
+    assert shown[3][1] == pytest.approx(0.2)
