@@ -151,6 +151,11 @@ class WatchApi(KubeApi, Protocol):
         allow_bookmarks: bool = True,
         on_open: Callable[[], None] | None = None,
         shard_selector: str | None = None,
+        managed_fields: bool = True,
     ) -> AsyncIterator[WatchEvent]:
-        """Stream watch events from ``resource_version`` until the server ends the watch."""
+        """Stream watch events from ``resource_version`` until the server ends the watch.
+
+        With ``managed_fields=False`` the objects may come without ``metadata.managedFields`` (a reader that drops
+        them anyway lets the client skip decoding them).
+        """
         ...

@@ -44,6 +44,7 @@ from pydantic_core import from_json
 from . import sdk
 from .errors import ApiError, ApiUnavailable, error_from_response
 from .lanes import bulk_slots, priority_request
+from .managedfields import without_managed_fields
 from .metrics import REST_CLIENT_LATENCY, REST_CLIENT_REQUESTS, REST_CLIENT_WAIT, WATCH_BYTES, WATCH_EVENTS
 from .objects import KubeObject
 from .resources import ResourceType
@@ -530,10 +531,13 @@ class KubeClient:
         allow_bookmarks: bool = True,
         on_open: Callable[[], None] | None = None,
         shard_selector: str | None = None,
+        managed_fields: bool = True,
     ) -> AsyncIterator[WatchEvent]:
         """Stream watch events from ``resource_version`` until the server ends the watch.
 
-        ``shard_selector`` is sent as ``shardSelector`` (see :meth:`list`).
+        ``shard_selector`` is sent as ``shardSelector`` (see :meth:`list`). With ``managed_fields=False`` the
+        events' objects come without ``metadata.managedFields``, which are then cut out before decoding
+        (:mod:`.managedfields`): for a reader that would drop them anyway.
 
         An ``ERROR`` event carrying a 410 Status is raised as :class:`~kthena_py.kube.errors.Gone`, other
         ``ERROR`` events as the matching :class:`~kthena_py.kube.errors.ApiError`. A stream that stays
@@ -575,7 +579,7 @@ class KubeClient:
                 line = line.strip()
                 if not line:
                     continue
-                event = from_json(line)
+                event = from_json(line if managed_fields else without_managed_fields(line))
                 etype = str(event.get("type", ""))
                 counter = by_type.get(etype)
                 if counter is None:

@@ -25,7 +25,10 @@ Guarantees:
   event loop. They must be quick (typically: put a key into a work queue) and must not raise; a
   raising handler is logged and does not stop the informer.
 * An optional ``transform`` is applied to every object before it is stored (by default it drops
-  ``metadata.managedFields``), to keep memory proportional to what controllers read.
+  ``metadata.managedFields``), to keep memory proportional to what controllers read. With a transform, the watch
+  is asked to leave ``managedFields`` out (``managed_fields=False``: the client cuts them out of each event
+  before decoding it, :mod:`kthena_py.kube.managedfields`), since every transform of this project drops them;
+  ``managed_fields=True`` keeps them for a transform that reads them. The initial list is decoded whole.
 * **Shard selection** (KEP-5866): an informer given a ``shard_selector`` lists and watches with it, so an API server
   with ``ShardedListAndWatch`` sends only the objects whose hashed field falls in its ranges.
   :meth:`Informer.select_shards` changes the selection while the informer runs: the watch ends and the informer
@@ -102,8 +105,10 @@ class Informer:
         rng: random.Random | None = None,
         shard_selector: str | None = None,
         selectable: bool = False,
+        managed_fields: bool | None = None,
     ) -> None:
         self.rt = rt
+        self._watch_managed_fields = transform is None if managed_fields is None else managed_fields
         self.namespace = namespace
         self.store = Store()
         self._client = client
@@ -396,6 +401,7 @@ class Informer:
             timeout_seconds=timeout,
             on_open=self._opened,
             shard_selector=self._shard_selector,
+            managed_fields=self._watch_managed_fields,
         ):
             self.observe(event.type, event.object)
 

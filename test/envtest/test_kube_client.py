@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from kthena_py.kube import AlreadyExists, Conflict, Invalid, KubeClient, NotFound, ResourceType
-from kthena_py.kube.resources import CONFIGMAPS, CRDS
+from kthena_py.kube.resources import CONFIGMAPS, CRDS, PODS
 from kthena_py.runtime import metrics
 
 pytestmark = pytest.mark.envtest
@@ -188,6 +188,38 @@ async def test_watch_streams_events(kube: KubeClient, namespace: str) -> None:
     assert received >= sum(sizes) + len(sizes)
     for t in ("ADDED", "MODIFIED", "DELETED"):
         assert watched("kthena_watch_events_total", {"resource": "configmaps", "type": t}) - events_before[t] == 1, t
+
+
+@pytest.mark.parametrize("kind", ["pod", "widget"])
+async def test_watch_without_managed_fields_delivers_the_rest_of_each_object(
+    kube: KubeClient, namespace: str, widgets: ResourceType, kind: str
+) -> None:
+    """Both layouts the API server writes (a built-in kind, a custom resource) are cut exactly."""
+    name = f"m-{uuid.uuid4().hex[:6]}"
+    if kind == "pod":
+        rt, body = (
+            PODS,
+            {"metadata": {"name": name, "labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}},
+        )
+    else:
+        rt, body = widgets, {"metadata": {"name": name, "labels": {"a": "b"}}, "spec": {"replicas": 1}}
+    listed = await kube.list(rt, namespace)
+    seen: list[dict[str, object]] = []
+
+    async def consume() -> None:
+        async for ev in kube.watch(rt, namespace, resource_version=listed.resource_version, managed_fields=False):
+            if ev.type == "MODIFIED":
+                seen.append(ev.object)
+                return
+
+    task = asyncio.create_task(consume())
+    await kube.create(rt, body, namespace)
+    await kube.patch(rt, name, {"metadata": {"labels": {"c": "d"}}}, namespace, field_manager="second-writer")
+    await asyncio.wait_for(task, 30)
+    stored = await kube.get(rt, name, namespace)
+    assert len(stored["metadata"]["managedFields"]) == 2
+    del stored["metadata"]["managedFields"]
+    assert seen == [stored]
 
 
 async def test_discovery(kube: KubeClient, widgets: ResourceType) -> None:

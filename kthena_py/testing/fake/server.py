@@ -342,8 +342,13 @@ class FakeKube:
         allow_bookmarks: bool = True,
         on_open: Callable[[], None] | None = None,
         shard_selector: str | None = None,
+        managed_fields: bool = True,
     ) -> AsyncIterator[WatchEvent]:
-        """Replay the changes after ``resource_version``, then stream new ones until ``timeout_seconds``."""
+        """Replay the changes after ``resource_version``, then stream new ones until ``timeout_seconds``.
+
+        ``managed_fields`` changes nothing here: the objects are streamed as stored (the protocol lets a watch
+        leave ``managedFields`` out, it does not require it).
+        """
         _refuse_shards(shard_selector)
         options = {"label_selector": label_selector, "field_selector": field_selector}
         if await self._call(Call("watch", rt, "", namespace, options=options)) is not None:
