@@ -15,7 +15,11 @@ process, in alternating rounds, against the way it used to be done, kept callabl
   engine's own work around every reconcile: log context, metrics), against the way it was done before (a UUID per
   reconcile, a bound logger built each time, every metric child looked up by its labels), restated here;
 * ``watch counting``: nanoseconds to count one watch event (its bytes and its type) in the lock-free tallies,
-  against prometheus-client ``Counter`` children (as before).
+  against prometheus-client ``Counter`` children (as before);
+* ``watch decoding``: microseconds to decode one pod's watch event (a settled pod of the converge benchmark's shape,
+  with field-ownership records shaped as the API server keeps them: its creator's metadata and spec, the kubelet's
+  status) with ``metadata.managedFields`` cut out of the bytes first (:mod:`kthena_py.kube.managedfields`), against
+  decoding it whole (as before; the cache then dropped them).
 
 Usage: python bench/hot_paths.py [--plans N] [--rounds R]
 """
@@ -32,7 +36,9 @@ from pathlib import Path
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter
+from pydantic_core import from_json, to_json
 
+from kthena_py.kube.managedfields import without_managed_fields
 from kthena_py.kube.resources import PODS
 from kthena_py.kube.tally import Tally
 from kthena_py.plan.modelserving.core import groups as pod_states
@@ -184,6 +190,54 @@ def watch_counting(rounds: int) -> tuple[list[float], list[float]]:
     return tallied, counted
 
 
+def _fields(value: object) -> object:
+    """``value``'s field set as ``fieldsV1`` records it: ``f:`` per key, ``k:`` per item of a list keyed by name."""
+    if isinstance(value, dict):
+        return {f"f:{key}": _fields(item) for key, item in value.items()}
+    if isinstance(value, list) and value and all(isinstance(item, dict) and "name" in item for item in value):
+        return {
+            f"k:{to_json({'name': item['name']}).decode()}": {".": {}, **_fields(item)}  # type: ignore[dict-item]
+            for item in value
+        }
+    return {}
+
+
+def pod_event() -> bytes:
+    """One pod's watch event as the API server sends it: managedFields last in metadata, then spec and status."""
+    sim = Simulation(modelserving(1))
+    sim.settle()
+    pod = dict(sim.observed().pods[0])
+    metadata = dict(pod["metadata"])
+    spec_owner = {"f:metadata": _fields({k: metadata[k] for k in ("labels", "annotations") if k in metadata})}
+    metadata["managedFields"] = [
+        {"manager": "kthena-py-servinggroups", "operation": "Update", "apiVersion": "v1",
+         "time": "2026-12-05T12:42:45Z", "fieldsType": "FieldsV1",
+         "fieldsV1": {**spec_owner, "f:spec": _fields(pod.get("spec"))}},
+        {"manager": "kubelet", "operation": "Update", "apiVersion": "v1", "time": "2026-12-05T12:42:47Z",
+         "fieldsType": "FieldsV1", "fieldsV1": {"f:status": _fields(pod.get("status"))}, "subresource": "status"},
+    ]  # fmt: skip
+    ordered = {
+        "kind": "Pod",
+        "apiVersion": "v1",
+        "metadata": metadata,
+        "spec": pod.get("spec"),
+        "status": pod.get("status"),
+    }
+    return to_json({"type": "MODIFIED", "object": ordered})
+
+
+def watch_decoding(n: int, rounds: int) -> tuple[list[float], list[float]]:
+    event = pod_event()
+    assert without_managed_fields(event) is not event, "the benchmark's event must be one the cut applies to"
+    return alternate(
+        f"watch decoding of a pod event, {len(event)} bytes (cut / whole)",
+        n,
+        rounds,
+        lambda: from_json(without_managed_fields(event)),
+        lambda: from_json(event),
+    )
+
+
 def line(name: str, unit: str, now: list[float], before: list[float]) -> str:
     med = statistics.median
     paired = " ".join(f"{a / b:.2f}" for a, b in zip(now, before, strict=True))
@@ -203,12 +257,14 @@ def main() -> None:
     by_type, by_key = lookups(args.rounds)
     kept, rebuilt = bookkeeping(args.plans * 10, args.rounds)
     tallied, counted = watch_counting(args.rounds)
+    cut, whole = watch_decoding(args.plans * 10, args.rounds)
     print("summary (medians; ratio < 1: the path as it is now costs less):")
     print(line("plan_servinggroups (settled, 8 pods)", "us", memo, parsed))
     print(line("plan_servinggroups, targets reused (settled, 8 pods)", "us", reused, again))
     print(line("informer lookup", "ns", by_type, by_key))
     print(line("reconcile bookkeeping (a reconcile that does nothing)", "us", kept, rebuilt))
     print(line("watch counting (bytes and type of one event)", "ns", tallied, counted))
+    print(line("watch decoding (one pod event, managedFields cut out / decoded whole)", "us", cut, whole))
 
 
 if __name__ == "__main__":

@@ -341,6 +341,8 @@ async def _run_manager(args: argparse.Namespace) -> int:
         client = await KubeClient.from_environment(args.kubeconfig, args.context, qps_pool=args.api_connections)
     except ConfigError as exc:
         raise CommandError(str(exc)) from exc
+    # Nothing in the manager reads managedFields (its cache drops them): the answers are decoded without them.
+    client.answers_managed_fields = False
     try:
         try:
             version = await asyncio.wait_for(client.server_version(), 15)

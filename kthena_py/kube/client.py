@@ -117,6 +117,12 @@ class KubeClient:
         self._request_counters: dict[tuple[str, str], Any] = {}
         self._latencies: dict[str, Any] = {}
         self._waits: dict[str, Any] = {}
+        self.answers_managed_fields = True
+        """Whether the answers of single-object requests keep ``metadata.managedFields``.
+
+        A process that never reads them (the manager: its cache drops them) sets this to False, and they are cut out
+        of each answer before it is decoded (:mod:`.managedfields`). Lists are decoded whole; watches choose per call
+        (:meth:`watch`'s ``managed_fields``)."""
 
     @property
     def user_agent(self) -> str:
@@ -274,8 +280,12 @@ class KubeClient:
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = 60.0,
+        whole: bool = False,
     ) -> KubeObject:
         """Send one request and decode its JSON answer.
+
+        Without ``whole``, an answer's ``metadata.managedFields`` are left out unless :attr:`answers_managed_fields`;
+        ``whole=True`` (lists, whose items all carry them) decodes the answer as sent.
 
         Raises:
             ApiError: The server answered with an error, or could not be reached.
@@ -291,7 +301,7 @@ class KubeClient:
                 resp.release()
         if not raw:
             return {}
-        data = from_json(raw)
+        data = from_json(raw if whole or self.answers_managed_fields else without_managed_fields(raw))
         return data if isinstance(data, dict) else {"value": data}
 
     @contextlib.asynccontextmanager
@@ -344,6 +354,7 @@ class KubeClient:
                 "continue": continue_token,
                 "shardSelector": shard_selector,
             },
+            whole=True,
         )
         md = data.get("metadata") or {}
         items = data.get("items") or []

@@ -222,6 +222,38 @@ async def test_watch_without_managed_fields_delivers_the_rest_of_each_object(
     assert seen == [stored]
 
 
+async def test_answers_without_managed_fields_keep_the_rest_and_lists_stay_whole(
+    kube: KubeClient, namespace: str, widgets: ResourceType
+) -> None:
+    kube.answers_managed_fields = False
+    name = f"a-{uuid.uuid4().hex[:6]}"
+    created = await kube.create(
+        PODS, {"metadata": {"name": name}, "spec": {"containers": [{"name": "c", "image": "i"}]}}, namespace
+    )
+    applied = await kube.apply(
+        widgets, {"metadata": {"name": name}, "spec": {"replicas": 2}}, field_manager="first", namespace=namespace
+    )
+    patched = await kube.patch(widgets, name, {"metadata": {"labels": {"c": "d"}}}, namespace, field_manager="second")
+    answers = [
+        created,
+        applied,
+        patched,
+        await kube.get(PODS, name, namespace),
+        await kube.get(widgets, name, namespace),
+    ]
+    assert all("managedFields" not in answer["metadata"] for answer in answers)
+    assert patched["spec"] == {"replicas": 2} and patched["metadata"]["labels"] == {"c": "d"}
+    assert created["spec"]["containers"][0]["image"] == "i"
+    # lists are decoded as sent, every item with its managedFields
+    listed = await kube.list(widgets, namespace)
+    assert [len(item["metadata"]["managedFields"]) for item in listed.items if item["metadata"]["name"] == name] == [2]
+    kube.answers_managed_fields = True
+    whole = await kube.get(widgets, name, namespace)
+    assert len(whole["metadata"]["managedFields"]) == 2
+    del whole["metadata"]["managedFields"]
+    assert whole == answers[-1]
+
+
 async def test_discovery(kube: KubeClient, widgets: ResourceType) -> None:
     assert await kube.resource_served(widgets)
     assert not await kube.resource_served(ResourceType("nope.example.com", "v1", "Nope", "nopes"))
