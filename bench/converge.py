@@ -23,6 +23,9 @@ fresh tier of the same shape, in the same run:
   (``KTHENA_PY_COMPILE=1``: the hot paths compiled by mypyc, docs/compiled.md) and run unpacked from a temporary
   directory, against ``kthena-py`` (the same code, interpreted).
 
+With ``--repeat R`` the sides take turns going first (run 2 starts with the second side, and so on), so that no side
+always starts on a machine still settling from the run before; the paired ratios compare the same run's sides.
+
 Per side it prints where the time and the work went: a timeline (p50 and max over ModelServings of when the
 first PodGroup, first and last pod appeared, the last pod was bound and Ready, and the ModelServing was
 Available), how long each ModelServing took to report Available after its last pod became Ready (as the
@@ -1294,7 +1297,9 @@ async def run_sides(args: argparse.Namespace, ref_tree: Path | None, native_tree
             # CONNECTIONS connections; the controller's workers and per-reconcile fan-out share that pool.
             bases.append(await baseline(n, concurrency=CONNECTIONS))
         line = f"  run {i + 1}:" + (f" baseline {bases[-1][0]:6.1f} s," if bases else "")
-        for side in sides:
+        # Each run starts with the next side, so that none always goes first (on a machine settling after the
+        # run before) and the paired ratios are not biased by the order.
+        for side in sides[i % len(sides) :] + sides[: i % len(sides)]:
             r = await run_side(
                 side, n, args.after_restart if i == 0 else 5.0, args.keep, f"{side.name}-run{i + 1}", args.profile
             )

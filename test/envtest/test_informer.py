@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from kthena_py.kube import KubeClient
-from kthena_py.kube.objects import KubeObject, name_of
-from kthena_py.kube.resources import CONFIGMAPS, ResourceType
+from kthena_py.kube.objects import KubeObject, name_of, strip_managed_fields
+from kthena_py.kube.resources import CONFIGMAPS, PODS, ResourceType
 from kthena_py.runtime.informer import Informer
 from kthena_py.testing.controlplane import EnvTest
 from kthena_py.testing.proxy import proxy_kubeconfig
@@ -84,6 +84,42 @@ async def test_sync_and_events(kube: KubeClient, namespace: str) -> None:
         assert sorted(inf.store.keys()) == [f"{namespace}/before"]
     finally:
         task.cancel()
+
+
+@pytest.mark.parametrize("transform", ["dropping", "none"])
+async def test_a_watch_decodes_managed_fields_only_for_an_informer_that_keeps_them(
+    kube: KubeClient, namespace: str, transform: str
+) -> None:
+    """Watched pods (the API server's field-by-field layout, managedFields cut out of the bytes) equal a read."""
+    arrived_with_them: list[bool] = []
+
+    def dropping(obj: KubeObject) -> KubeObject:
+        arrived_with_them.append("managedFields" in obj["metadata"])
+        return strip_managed_fields(obj)
+
+    inf = Informer(kube, PODS, namespace=namespace, transform=dropping if transform == "dropping" else None)
+    task = asyncio.create_task(inf.run())
+    try:
+        assert await inf.wait_for_sync(30)
+        body = {"metadata": {"name": "p", "labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "i"}]}}
+        await kube.create(PODS, body, namespace)
+        patched = await kube.patch(PODS, "p", {"metadata": {"labels": {"c": "d"}}}, namespace, field_manager="second")
+        version = patched["metadata"]["resourceVersion"]
+
+        def current() -> bool:
+            return (inf.store.get(f"{namespace}/p") or {}).get("metadata", {}).get("resourceVersion") == version
+
+        await eventually(current, timeout=30)
+        stored = inf.store.get(f"{namespace}/p")
+        read = await kube.get(PODS, "p", namespace)
+        assert len(read["metadata"]["managedFields"]) == 2
+        if transform == "dropping":
+            assert arrived_with_them and not any(arrived_with_them), "the watch decoded them"
+            del read["metadata"]["managedFields"]
+        assert stored == read
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
 
 
 async def test_gone_relists_without_missing_deletes(kube: KubeClient, namespace: str, envtest: EnvTest) -> None:
