@@ -14,13 +14,17 @@ Guarantees:
   so the first ``]`` after it that is outside a string ends it. A ``]`` inside a string is never followed by
   ``},"spec":`` or ``,"name":"`` (the ``"`` would end the string, and a string cannot be followed by a letter),
   so the first ``]`` is only taken when one of those follows it; anything else leaves ``line`` as it is.
-* **The object's own metadata only.** The cut is made only when no ``"spec":`` precedes the key, so the
-  ``managedFields`` of a template inside a spec are never touched (an object without its own, or a label named
-  ``spec``, is decoded whole).
+* **The object's own metadata only.** The cut is made only when the object's ``metadata`` comes before any other
+  object-valued field (at most the watch event's and the object's own braces precede ``"metadata":{``) and no
+  ``"spec":`` precedes the key, so the records of a template inside a spec are never touched (an object without
+  its own, or with a label named ``spec``, is decoded whole). In both layouts ``metadata`` is the first such field,
+  and the API server keeps records on every object it stores, so the first record array is the object's own. The
+  one exception: an object whose own records were cleared (``[{}]``) and not written since, with a record array
+  nested in a later top-level field other than ``spec``; none of the kinds the manager watches nests one.
 * **Both layouts the API server writes.** Built-in kinds are encoded field by field, ``managedFields`` last in
   ``metadata`` and ``spec`` next (``...]},"spec":``); custom resources are encoded with sorted keys, so ``name``
   follows it (``...],"name":"``). Any other layout (or no ``managedFields``) is decoded whole.
-* Cheap: two searches of the bytes and one copy of what is kept, about a tenth of what decoding the cut part
+* Cheap: a few searches of the bytes and one copy of what is kept, about a tenth of what decoding the cut part
   costs.
 """
 
@@ -41,8 +45,11 @@ def without_managed_fields(line: bytes) -> bytes:
     start = line.find(_KEY)
     if start <= 0:
         return line
+    metadata = line.find(b'"metadata":{', 0, start)
+    if metadata < 0 or line.count(b"{", 0, metadata) > 2 or line.find(b'"spec":', 0, start) >= 0:
+        return line
     end = line.find(b"]", start + len(_KEY))
-    if end < 0 or line.find(b'"spec":', 0, start) >= 0:
+    if end < 0:
         return line
     if line.startswith(_TYPED_NEXT, end + 1) and line[start - 1] == _COMMA:
         return line[: start - 1] + line[end + 1 :]

@@ -72,6 +72,11 @@ def test_cuts_the_objects_own_managed_fields(sort_keys: bool) -> None:
             event(pod([{**ENTRY, "fieldsV1": {"f:metadata": {"f:labels": {"f:a]": {}}}}}])),
         ),
         ("another key after the array", b'{"metadata":{"managedFields":[{"manager":"m"}],"zone":"z"},"spec":{}}'),
+        (
+            "an object-valued field before the metadata",
+            b'{"data":{"metadata":{"managedFields":[]},"spec":{}},"kind":"X","metadata":{"name":"a"}}',
+        ),
+        ("no metadata key before them", b'{"kind":"X","managedFields":[],"name":"a"}'),
     ],
 )
 def test_leaves_anything_else_untouched(case: str, line: bytes) -> None:
