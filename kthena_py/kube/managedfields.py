@@ -15,8 +15,9 @@ Guarantees:
   ``},"spec":`` or ``,"name":"`` (the ``"`` would end the string, and a string cannot be followed by a letter),
   so the first ``]`` is only taken when one of those follows it; anything else leaves ``line`` as it is.
 * **The object's own metadata only.** The cut is made only when the object's ``metadata`` comes before any other
-  object-valued field (at most the watch event's and the object's own braces precede ``"metadata":{``) and no
-  ``"spec":`` precedes the key, so the records of a template inside a spec are never touched (an object without
+  object-valued field (before ``"metadata":{``, ``":{`` shows up no more often than a watch event's ``"object":{``;
+  an escaped quote in a string can show up as ``":{`` too, which only makes the cut be skipped) and no ``"spec":``
+  precedes the key, so the records of a template inside a spec are never touched (an object without
   its own, or with a label named ``spec``, is decoded whole). In both layouts ``metadata`` is the first such field,
   and the API server keeps records on every object it stores, so the first record array is the object's own. The
   one exception: an object whose own records were cleared (``[{}]``) and not written since, with a record array
@@ -38,6 +39,10 @@ _TYPED_NEXT = b'},"spec":'
 _SORTED_NEXT = b',"name":"'
 """After the array of a custom resource (sorted keys): ``name`` follows."""
 _COMMA = ord(",")
+_OBJECT_VALUE = b'":{'
+"""A key whose value is an object (or an escaped quote inside a string: counted too, so a cut is only skipped)."""
+_EVENT_OBJECT = b'"object":{'
+"""The watch event's own object-valued key."""
 
 
 def without_managed_fields(line: bytes) -> bytes:
@@ -46,7 +51,9 @@ def without_managed_fields(line: bytes) -> bytes:
     if start <= 0:
         return line
     metadata = line.find(b'"metadata":{', 0, start)
-    if metadata < 0 or line.count(b"{", 0, metadata) > 2 or line.find(b'"spec":', 0, start) >= 0:
+    if metadata < 0 or line.find(b'"spec":', 0, start) >= 0:
+        return line
+    if line.count(_OBJECT_VALUE, 0, metadata) > line.count(_EVENT_OBJECT, 0, metadata):
         return line
     end = line.find(b"]", start + len(_KEY))
     if end < 0:

@@ -77,6 +77,10 @@ def test_cuts_the_objects_own_managed_fields(sort_keys: bool) -> None:
             b'{"data":{"metadata":{"managedFields":[]},"spec":{}},"kind":"X","metadata":{"name":"a"}}',
         ),
         ("no metadata key before them", b'{"kind":"X","managedFields":[],"name":"a"}'),
+        (
+            "an answer with an object-valued field before the metadata",
+            b'{"data":{"metadata":{"managedFields":[],"name":"b"}},"kind":"X","metadata":{"name":"a"}}',
+        ),
     ],
 )
 def test_leaves_anything_else_untouched(case: str, line: bytes) -> None:
