@@ -84,6 +84,7 @@ def plans(n: int, rounds: int) -> tuple[list[float], list[float]]:
 
     def parsed_again() -> object:
         pod_states._POD_STATES.clear()
+        pod_states._SERVICE_STATES.clear()
         return plan()
 
     return alternate("plan (memoised / parsed again)", n, rounds, plan, parsed_again)

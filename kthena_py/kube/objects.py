@@ -50,6 +50,12 @@ def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
     return dict(meta(obj).get("labels") or {})
 
 
+def label_of(obj: Mapping[str, Any], key: str) -> str | None:
+    """Return the value of label ``key`` (``None`` when absent), without copying the labels."""
+    labels = meta(obj).get("labels")
+    return labels.get(key) if isinstance(labels, dict) else None
+
+
 def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
     """Return a copy of ``metadata.annotations``."""
     return dict(meta(obj).get("annotations") or {})

@@ -48,7 +48,7 @@ from typing import Protocol
 from kthena_py.kube import ResourceType, WatchApi
 from kthena_py.kube.objects import (
     KubeObject,
-    labels_of,
+    label_of,
     meta,
     namespace_of,
     object_key,
@@ -340,7 +340,7 @@ class SharedCache:
         """File objects of ``rt`` by the value of ``label`` (objects without it are not filed)."""
 
         def by_label(obj: KubeObject) -> list[str]:
-            value = labels_of(obj).get(label)
+            value = label_of(obj, label)
             return [] if value is None else [value]
 
         self.informer(rt).add_indexer(label_index_name(label), by_label)
@@ -388,7 +388,7 @@ class SharedCache:
 
     def recently_disrupted(self, window: float = DISRUPTION_WINDOW) -> bool:
         """Whether any started informer is disconnected, or failed or relisted within ``window`` seconds."""
-        return any(inf.disrupted_within(window) for key, inf in self._informers.items() if key in self._tasks)
+        return any(self._informers[key].disrupted_within(window) for key in self._tasks)
 
     @property
     def synced(self) -> bool:

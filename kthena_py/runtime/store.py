@@ -83,10 +83,14 @@ class Store:
         """Insert or replace ``obj``; return the previous version, if any."""
         key = object_key(obj)
         old = self._items.get(key)
-        if old is not None:
-            self._unindex(key, old)
         self._items[key] = obj
-        self._index(key, obj)
+        if old is None:
+            self._index(key, obj)
+            return None
+        for name, fn in self._indexers.items():
+            before, after = fn(old), fn(obj)
+            if before != after:  # most updates (a pod's status) leave every index value as it was
+                self._refile(self._indices[name], key, before, after)
         return old
 
     def delete(self, obj: KubeObject) -> KubeObject | None:
@@ -120,6 +124,17 @@ class Store:
             index = self._indices[name]
             for value in fn(obj):
                 index.setdefault(value, set()).add(key)
+
+    @staticmethod
+    def _refile(index: dict[str, set[str]], key: str, before: Iterable[str], after: Iterable[str]) -> None:
+        for value in before:
+            bucket = index.get(value)
+            if bucket is not None:
+                bucket.discard(key)
+                if not bucket:
+                    del index[value]
+        for value in after:
+            index.setdefault(value, set()).add(key)
 
     def _unindex(self, key: str, obj: KubeObject) -> None:
         for name, fn in self._indexers.items():

@@ -3,7 +3,8 @@
 Guarantees:
 
 * :func:`format_time` renders UTC with a ``Z`` suffix at the precision asked for (seconds truncate the
-  fraction, like ``metav1.Time``).
+  fraction, like ``metav1.Time``). At second precision the last second rendered is kept (one entry, no clock
+  read): a burst of conditions and Events stamped in the same second renders it once.
 * :func:`parse_time` is total: anything that is not an RFC 3339 timestamp with a zone (``Z``, ``z`` or an
   offset; a fraction of any length) is ``None``; it never raises.
 """
@@ -18,6 +19,8 @@ __all__ = ["Precision", "format_time", "parse_time"]
 
 Precision = Literal["seconds", "milliseconds", "microseconds"]
 _FRACTION = re.compile(r"\.(\d+)")
+_LAST_SECOND: tuple[int | None, str] = (None, "")
+"""The last whole second :func:`format_time` rendered at second precision, and its text."""
 
 
 def format_time(seconds: float, precision: Precision = "seconds") -> str:
@@ -31,8 +34,15 @@ def format_time(seconds: float, precision: Precision = "seconds") -> str:
     Returns:
         The timestamp.
     """
+    global _LAST_SECOND
     if precision == "seconds":
-        return datetime.fromtimestamp(int(seconds), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        whole = int(seconds)
+        last = _LAST_SECOND
+        if last[0] == whole:
+            return last[1]
+        text = datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        _LAST_SECOND = (whole, text)
+        return text
     return datetime.fromtimestamp(seconds, tz=UTC).isoformat(timespec=precision).replace("+00:00", "Z")
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
+from kthena_py.kube.objects import KubeObject, is_deleting, label_of, labels_of, namespace_of
 from kthena_py.kube.resources import PODS, SERVICES
 from kthena_py.plan.modelserving.groups.events import joinable, role_message
 from kthena_py.runtime.cache import SharedCache
@@ -71,7 +71,7 @@ class RunningNotifier:
         spec = next((r for r in roles if r.get("name") == labels.get(ROLE)), None)
         if spec is None:
             return
-        instance = [p for p in group_pods if labels_of(p).get(ROLE_ID) == labels[ROLE_ID]]
+        instance = [p for p in group_pods if label_of(p, ROLE_ID) == labels[ROLE_ID]]
         if spec.get("workerTemplate") is not None and not self._service_present(labels, ns):
             return
         if len(instance) == int(spec.get("workerReplicas") or 0) + 1 and all(pod_ready(p) for p in instance):

@@ -11,7 +11,7 @@ whose pod store already holds the new object when the predicate runs.
 
 from __future__ import annotations
 
-from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, labels_of, namespace_of
+from kthena_py.kube.objects import KubeObject, controller_ref, is_deleting, label_of, namespace_of
 from kthena_py.kube.resources import PODS
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.controller import Predicate, became_ready_only, pod_state_changed
@@ -47,7 +47,7 @@ def pod_change_matters(cache: SharedCache) -> Predicate:
 
 def _group_ready(cache: SharedCache, pod: KubeObject) -> bool:
     """Whether every live pod of ``pod``'s ServingGroup (same controller) is Ready."""
-    group = labels_of(pod).get(GROUP)
+    group = label_of(pod, GROUP)
     owner = controller_ref(pod)
     if not group or owner is None:
         return True

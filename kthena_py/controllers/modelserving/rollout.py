@@ -25,7 +25,7 @@ import structlog
 from prometheus_client import Counter
 
 from kthena_py.kube import KubeApi
-from kthena_py.kube.objects import KubeObject, is_deleting, labels_of, namespace_of
+from kthena_py.kube.objects import KubeObject, is_deleting, label_of, labels_of, namespace_of
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelserving.core.plugins import PluginError
 from kthena_py.plan.modelserving.rollout.rollout import RolloutStep, plan_rollout
@@ -77,7 +77,7 @@ def unit_change_matters(cache: SharedCache) -> Predicate:
         return all(
             pod_ready(p)
             for p in cache.by_label(PODS, GROUP, group, namespace_of(new))
-            if labels_of(p).get(ROLE_ID) == role_id and not is_deleting(p) and controller_uid(p) == owner
+            if label_of(p, ROLE_ID) == role_id and not is_deleting(p) and controller_uid(p) == owner
         )
 
     return predicate

@@ -6,6 +6,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kthena_py.vocab import owners, pods, times
 from kthena_py.vocab.conditions import CONDITION_TYPES
@@ -81,6 +83,17 @@ def test_format_time() -> None:
     assert times.format_time(moment, "microseconds") == "2024-01-02T03:04:05.678901Z"
 
 
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(min_value=0, max_value=4e9, allow_nan=False), min_size=1, max_size=20))
+def test_format_time_renders_every_second_as_a_fresh_rendering_would(moments: list[float]) -> None:
+    """Second precision keeps the last second rendered: a run of calls, in and across seconds, is never stale."""
+    for moment in [*moments, *moments[::-1]]:
+        whole = int(moment)
+        expected = datetime.fromtimestamp(whole, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        assert times.format_time(moment) == expected
+        assert times.format_time(whole + 0.5) == expected
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -99,3 +112,13 @@ def test_format_time() -> None:
 def test_parse_time(text: Any, expected: float | None) -> None:
     parsed = times.parse_time(text)
     assert parsed == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_label_of_reads_one_label_without_copying_them() -> None:
+    from kthena_py.kube.objects import label_of, labels_of
+
+    pod = {"metadata": {"labels": {"a": "1", "b": "2"}}}
+    assert label_of(pod, "a") == "1" and label_of(pod, "c") is None
+    assert label_of({"metadata": {}}, "a") is None and label_of({}, "a") is None
+    assert label_of({"metadata": {"labels": None}}, "a") is None
+    assert all(label_of(pod, k) == v for k, v in labels_of(pod).items())

@@ -253,9 +253,9 @@ def _identity(ms: str, obj: KubeObject) -> tuple[int, str, int] | None:
     labels = _labels(obj)
     if labels.get(naming.LABEL_NAME) != ms:
         return None
-    group_label, role, role_id = (
-        labels.get(k) for k in (naming.LABEL_GROUP_NAME, naming.LABEL_ROLE, naming.LABEL_ROLE_ID)
-    )
+    group_label = labels.get(naming.LABEL_GROUP_NAME)
+    role = labels.get(naming.LABEL_ROLE)
+    role_id = labels.get(naming.LABEL_ROLE_ID)
     if not isinstance(group_label, str) or not isinstance(role, str) or not isinstance(role_id, str):
         return None
     group = naming.parse_group_name(ms, group_label)
@@ -371,12 +371,27 @@ def parse_observed(ms: str, observed: Observed) -> ObservedGroups:
         if pod is not None:
             _instance(groups, ms, pod.group, pod.role, pod.role_ordinal).pods[pod.index] = pod
     for obj in observed.services:
-        identity = _identity(ms, obj)
-        metadata = obj.get("metadata", {})
-        if identity is None or metadata.get("name") != naming.service_name(ms, *identity):
-            continue
-        service = ServiceState(
-            str(metadata["name"]), str(metadata.get("uid", "")), metadata.get("deletionTimestamp") is not None
-        )
-        _instance(groups, ms, *identity).service = service
+        read = _service_state(ms, obj)
+        if read is not None:
+            identity, service = read
+            _instance(groups, ms, *identity).service = service
     return ObservedGroups(groups)
+
+
+_SERVICE_STATES: ObjectMemo[tuple[tuple[int, str, int], ServiceState] | None] = ObjectMemo(POD_STATE_MEMO // 2)
+"""Service objects whose identity and :class:`ServiceState` are kept, as :data:`_POD_STATES` keeps pods'."""
+
+
+def _service_state(ms: str, obj: KubeObject) -> tuple[tuple[int, str, int], ServiceState] | None:
+    return _SERVICE_STATES.get(obj, ms, lambda: _read_service_state(ms, obj))
+
+
+def _read_service_state(ms: str, obj: KubeObject) -> tuple[tuple[int, str, int], ServiceState] | None:
+    identity = _identity(ms, obj)
+    metadata = obj.get("metadata", {})
+    if identity is None or metadata.get("name") != naming.service_name(ms, *identity):
+        return None
+    service = ServiceState(
+        str(metadata["name"]), str(metadata.get("uid", "")), metadata.get("deletionTimestamp") is not None
+    )
+    return identity, service

@@ -101,3 +101,42 @@ def test_a_pod_object_is_parsed_once_and_a_new_object_anew() -> None:
     for i in range(groups_module.POD_STATE_MEMO + 10):  # bounded: the oldest objects are let go
         parse_observed("llama", Observed(pods=(_pod(f"llama-{i}-p-0-0", f"llama-{i}", "p", "p-0"),)))
     assert len(groups_module._POD_STATES) == groups_module.POD_STATE_MEMO
+
+
+def test_a_service_object_is_read_once_and_a_new_object_anew() -> None:
+    import copy
+
+    from kthena_py.plan.modelserving.core import groups as groups_module
+
+    labels = {
+        "modelserving.volcano.sh/name": "llama",
+        "modelserving.volcano.sh/group-name": "llama-0",
+        "modelserving.volcano.sh/role": "p",
+        "modelserving.volcano.sh/role-id": "p-0",
+    }
+    service = {"metadata": {"name": "llama-0-p-0-0", "uid": "s1", "labels": labels}}
+
+    def read(obj: dict[str, Any], ms: str = "llama") -> Any:
+        found = list(parse_observed(ms, Observed(services=(obj,))).groups.values())
+        return found[0].instances[("p", 0)].service if found else None
+
+    first = read(service)
+    assert first is not None and first.uid == "s1" and not first.terminating
+    assert read(service) is first  # the same object: not read again
+    deleting = copy.deepcopy(service)  # the cache's next version of it: a new object
+    deleting["metadata"]["deletionTimestamp"] = "2024-01-01T00:00:00Z"
+    assert read(deleting).terminating and not first.terminating
+    assert read(service, "other") is None  # the same object, read for another ModelServing
+    misnamed = copy.deepcopy(service)
+    misnamed["metadata"]["name"] = "llama-0-p-0-1"  # labels and name disagree: not the instance's Service
+    assert read(misnamed) is None
+    for i in range(groups_module.POD_STATE_MEMO):  # bounded: the oldest objects are let go
+        read(
+            {
+                "metadata": {
+                    "name": f"llama-{i}-p-0-0",
+                    "labels": {**labels, "modelserving.volcano.sh/group-name": f"llama-{i}"},
+                }
+            }
+        )
+    assert len(groups_module._SERVICE_STATES) == groups_module.POD_STATE_MEMO // 2
