@@ -4,7 +4,9 @@ Guarantees:
 
 * The store only ever holds what the informer last saw from the API server; it is rebuilt from a
   list at every (re)start, so it cannot drift from the cluster for longer than one watch gap.
-* Indices are kept consistent with the items on every add, update, delete and replace.
+* Indices are kept consistent with the items on every add, update, delete and replace. An update whose index
+  values equal the old version's (a pod's status change, most of a converge's events) leaves that index's buckets
+  alone: both versions' values are computed, nothing is remembered per object.
 * :meth:`Store.replace` returns the exact difference to the previous content (added, updated,
   deleted), so an informer can deliver a relist as ordinary events and no delete is ever missed.
 """
