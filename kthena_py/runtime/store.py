@@ -52,8 +52,7 @@ class Store:
         index: dict[str, set[str]] = {}
         self._indices[name] = index
         for key, obj in self._items.items():
-            for value in fn(obj):
-                index.setdefault(value, set()).add(key)
+            _file(index, key, fn(obj))
 
     def get(self, key: str) -> KubeObject | None:
         """Return the object stored under ``key``."""
@@ -92,7 +91,9 @@ class Store:
         for name, fn in self._indexers.items():
             before, after = fn(old), fn(obj)
             if before != after:  # most updates (a pod's status) leave every index value as it was
-                self._refile(self._indices[name], key, before, after)
+                index = self._indices[name]
+                _unfile(index, key, before)
+                _file(index, key, after)
         return old
 
     def delete(self, obj: KubeObject) -> KubeObject | None:
@@ -123,27 +124,24 @@ class Store:
 
     def _index(self, key: str, obj: KubeObject) -> None:
         for name, fn in self._indexers.items():
-            index = self._indices[name]
-            for value in fn(obj):
-                index.setdefault(value, set()).add(key)
-
-    @staticmethod
-    def _refile(index: dict[str, set[str]], key: str, before: Iterable[str], after: Iterable[str]) -> None:
-        for value in before:
-            bucket = index.get(value)
-            if bucket is not None:
-                bucket.discard(key)
-                if not bucket:
-                    del index[value]
-        for value in after:
-            index.setdefault(value, set()).add(key)
+            _file(self._indices[name], key, fn(obj))
 
     def _unindex(self, key: str, obj: KubeObject) -> None:
         for name, fn in self._indexers.items():
-            index = self._indices[name]
-            for value in fn(obj):
-                bucket = index.get(value)
-                if bucket is not None:
-                    bucket.discard(key)
-                    if not bucket:
-                        del index[value]
+            _unfile(self._indices[name], key, fn(obj))
+
+
+def _file(index: dict[str, set[str]], key: str, values: Iterable[str]) -> None:
+    """File ``key`` under each of ``values``."""
+    for value in values:
+        index.setdefault(value, set()).add(key)
+
+
+def _unfile(index: dict[str, set[str]], key: str, values: Iterable[str]) -> None:
+    """Take ``key`` out of each of ``values``' buckets, dropping a bucket left empty."""
+    for value in values:
+        bucket = index.get(value)
+        if bucket is not None:
+            bucket.discard(key)
+            if not bucket:
+                del index[value]
