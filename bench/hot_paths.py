@@ -23,7 +23,13 @@ process, in alternating rounds, against the way it used to be done, kept callabl
 * ``store update``: microseconds to file a pod's status update in an informer's store with the manager's pod
   indices (namespace, owners, ServingGroup and ModelServing labels): each index's values computed for both versions
   and the buckets left alone when they agree, labels read without a copy, against unfiling the old version and
-  filing the new one with labels copied per read (as before).
+  filing the new one with labels copied per read (as before);
+* ``pod event fan-out``: microseconds per pod watch event through the manager's pod informer (its store and every
+  handler the manager attaches: the ServingGroup, rollout, scheduling, adapter and pool watches, the ``Running``
+  notifier, the cache's waiters), over 800 pods of the converge benchmark's shape going Pending, bound, Running and
+  Ready, with the questions every handler asks answered once per event (:mod:`kthena_py.runtime.perevent`), against
+  each handler asking them afresh (the kept answers forgotten before every handler; the side as it is now forgets
+  answers no one asks for, so both pay the same relay).
 
 Usage: python bench/hot_paths.py [--plans N] [--rounds R]
 """
@@ -31,17 +37,21 @@ Usage: python bench/hot_paths.py [--plans N] [--rounds R]
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import timeit
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import structlog
 from prometheus_client import CollectorRegistry, Counter
 from pydantic_core import from_json, to_json
 
+from kthena_py.controllers import register_all
+from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube.managedfields import without_managed_fields
 from kthena_py.kube.objects import KubeObject, label_of, labels_of, namespace_of, object_key, owner_uids
 from kthena_py.kube.resources import PODS
@@ -51,7 +61,10 @@ from kthena_py.plan.modelserving.core import targets
 from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
 from kthena_py.runtime import metrics
 from kthena_py.runtime.cache import NAMESPACE_INDEX, OWNER_INDEX, SharedCache, _Key, label_index_name
-from kthena_py.runtime.controller import Controller
+from kthena_py.runtime.controller import Controller, _Handler, became_ready_only, owner_mapper, pod_state_changed
+from kthena_py.runtime.informer import EventHandler, Informer
+from kthena_py.runtime.manager import Manager
+from kthena_py.runtime.perevent import PerEvent, PerObject
 from kthena_py.runtime.reconcile import Request, Result
 from kthena_py.runtime.store import IndexFunc, Store
 from kthena_py.simulation import VOLCANO, Simulation
@@ -293,6 +306,93 @@ def store_updates(n: int, rounds: int) -> tuple[list[float], list[float]]:
     )
 
 
+class _Relay:
+    """An informer handler that forgets some kept answers, then hands the event on."""
+
+    def __init__(self, handler: EventHandler, memos: tuple[PerEvent[Any, Any, Any] | PerObject[Any, Any], ...]) -> None:
+        self._handler = handler
+        self._memos = memos
+
+    def on_add(self, obj: KubeObject) -> None:
+        for m in self._memos:
+            m.forget()
+        self._handler.on_add(obj)
+
+    def on_update(self, old: KubeObject, new: KubeObject) -> None:
+        for m in self._memos:
+            m.forget()
+        self._handler.on_update(old, new)
+
+    def on_delete(self, obj: KubeObject) -> None:
+        for m in self._memos:
+            m.forget()
+        self._handler.on_delete(obj)
+
+
+def _pod_versions(pod: KubeObject) -> list[KubeObject]:
+    """A settled pod as it goes: created (Pending, unbound), bound, Running but not Ready, Ready."""
+    spec = dict(pod["spec"])
+    status = dict(pod.get("status") or {})
+    unbound = {k: v for k, v in spec.items() if k != "nodeName"}
+    not_ready = [c if c.get("type") != "Ready" else {**c, "status": "False"} for c in status.get("conditions") or []]
+    return [
+        {**pod, "spec": unbound, "status": {"phase": "Pending"}},
+        {**pod, "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]}},
+        {**pod, "status": {**status, "conditions": not_ready}},
+        pod,
+    ]
+
+
+def _fanout_informer(memos: tuple[PerEvent[Any, Any, Any] | PerObject[Any, Any], ...]) -> tuple[Informer, Informer]:
+    """The pod and ModelServing informers of a manager with every controller registered, handlers behind relays."""
+    manager = Manager(FakeKube())
+    register_all(manager)
+    for c in manager.controllers:  # what Controller.start attaches, without starting workers
+        for w in c._watches:
+            manager.cache.informer(w.rt, field_selector=w.field_selector).add_handler(
+                _Handler(w, c.queue, c.name, c._owns)
+            )
+    pods = manager.cache.informer(PODS)
+    pods._handlers = [_Relay(h, memos) for h in pods._handlers]
+    return pods, manager.cache.informer(MODELSERVINGS)
+
+
+async def _fanout(n: int, rounds: int) -> tuple[list[float], list[float]]:
+    shared = (pod_state_changed, became_ready_only, owner_mapper(MODELSERVINGS))
+    unused = (PerEvent(lambda a, b: None), PerEvent(lambda a, b: None), PerObject(lambda a: None))
+    now, now_ms = _fanout_informer(unused)
+    before, before_ms = _fanout_informer(shared)
+    fleet: list[list[KubeObject]] = []
+    for i in range(100):
+        sim = Simulation(modelserving(i))
+        sim.settle()
+        for informer in (now_ms, before_ms):
+            informer.observe("ADDED", sim.doc)
+        fleet += [_pod_versions(p) for p in sim.observed().pods]
+    events: list[tuple[str, KubeObject]] = []
+    for step in range(4):
+        for versions in fleet:
+            events.append(("ADDED" if step == 0 else "MODIFIED", versions[step]))
+    delete = [("DELETED", versions[3]) for versions in fleet]
+
+    def through(informer: Informer) -> Callable[[], object]:
+        position = iter(range(1 << 62))
+        cycle = events + delete
+
+        def one() -> object:
+            type_, obj = cycle[next(position) % len(cycle)]
+            informer.observe(type_, {**obj, "metadata": {**obj["metadata"], "resourceVersion": "1"}})
+            return None
+
+        return one
+
+    return alternate("pod event fan-out (answered once / afresh)", n, rounds, through(now), through(before))
+
+
+def handler_fanout(n: int, rounds: int) -> tuple[list[float], list[float]]:
+    return asyncio.run(_fanout(n, rounds))
+
+
 def _figure(value: float) -> str:
     return f"{value:.1f}" if value < 10 else f"{value:.0f}"
 
@@ -318,6 +418,7 @@ def main() -> None:
     tallied, counted = watch_counting(args.rounds)
     cut, whole = watch_decoding(args.plans * 10, args.rounds)
     compared, refiled = store_updates(args.plans * 10, args.rounds)
+    once, afresh = handler_fanout(args.plans * 10, args.rounds)
     print("summary (medians; ratio < 1: the path as it is now costs less):")
     print(line("plan_servinggroups (settled, 8 pods)", "us", memo, parsed))
     print(line("plan_servinggroups, targets reused (settled, 8 pods)", "us", reused, again))
@@ -326,6 +427,7 @@ def main() -> None:
     print(line("watch counting (bytes and type of one event)", "ns", tallied, counted))
     print(line("watch decoding (one pod event, managedFields cut out / decoded whole)", "us", cut, whole))
     print(line("store update (a pod's status, four indices: values compared / refiled)", "us", compared, refiled))
+    print(line("pod event fan-out (store and every handler: answered once per event / afresh)", "us", once, afresh))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ Guarantees:
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ from kthena_py.vocab.pods import running_and_ready
 from . import metrics, timeline
 from .cache import SharedCache
 from .clock import Clock, RealClock
+from .perevent import once_per_event, once_per_object
 from .reconcile import ForgetsNamespaces, Reconciler, Request, Result, Settle, TerminalError
 from .workqueue import RateLimitingQueue, ShutDown
 
@@ -67,22 +69,25 @@ def generation_changed(old: KubeObject | None, new: KubeObject) -> bool:
     return (old.get("metadata") or {}).get("generation") != (new.get("metadata") or {}).get("generation")
 
 
+@once_per_event
 def pod_state_changed(old: KubeObject | None, new: KubeObject) -> bool:
     """A predicate for Pods that passes only changes a workload controller acts on.
 
     Phase, the Ready condition (status and transition time), restart counts, deletion, labels and
-    annotations; it drops the rest (binding, IPs, image IDs, timestamps of other conditions).
+    annotations; it drops the rest (binding, IPs, image IDs, timestamps of other conditions). Answered once per
+    event for all the watches that ask (:mod:`.perevent`).
     """
     if old is None:
         return True
     return _pod_key(old) != _pod_key(new)
 
 
+@once_per_event
 def became_ready_only(old: KubeObject, new: KubeObject) -> bool:
     """Whether the only change :func:`pod_state_changed` sees is the pod becoming Running and Ready.
 
     Restart counts, deletion, labels and annotations are the same; phase and the Ready condition moved
-    from "not ready" to "Running with Ready=True".
+    from "not ready" to "Running with Ready=True". Answered once per event (:mod:`.perevent`).
     """
     if not pod_running_and_ready(new) or pod_running_and_ready(old):
         return False
@@ -198,21 +203,28 @@ class _Handler:
         self._emit(None, obj)
 
 
+@once_per_object
 def _self_request(obj: KubeObject) -> Iterable[Request]:
-    return [Request(namespace_of(obj), name_of(obj))]
+    return (Request(namespace_of(obj), name_of(obj)),)
 
 
+@functools.cache
 def owner_mapper(owner: ResourceType) -> Mapper:
-    """Map an object to its controlling owner when that owner is of type ``owner``."""
+    """Map an object to its controlling owner when that owner is of type ``owner``.
 
+    One mapper per owner type, shared by every controller that owns through it, so an event's owner is read once for
+    all of them (:mod:`.perevent`).
+    """
+
+    @once_per_object
     def mapper(obj: KubeObject) -> Iterable[Request]:
         ref = controller_ref(obj)
         if ref is None or ref.get("kind") != owner.kind:
-            return []
+            return ()
         group = str(ref.get("apiVersion", "")).rpartition("/")[0]
         if group != owner.group:
-            return []
-        return [Request(namespace_of(obj), str(ref.get("name", "")))]
+            return ()
+        return (Request(namespace_of(obj), str(ref.get("name", ""))),)
 
     return mapper
 

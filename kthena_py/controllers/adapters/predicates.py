@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from kthena_py.kube.objects import KubeObject, controller_ref, labels_of, meta, namespace_of
+from kthena_py.kube.objects import KubeObject, controller_ref, meta, namespace_of
 from kthena_py.runtime.cache import CacheReader
 from kthena_py.runtime.controller import Predicate, pod_state_changed, spec_or_metadata_changed
 from kthena_py.vocab.conditions import ADAPTERS_LOADED
@@ -42,9 +42,11 @@ def modelserving_matters(old: KubeObject | None, new: KubeObject) -> bool:
 def _carries_adapters(pod: KubeObject | None) -> bool:
     if pod is None:
         return False
-    if LORA_LOADING in (meta(pod).get("annotations") or {}):
+    metadata = meta(pod)
+    if LORA_LOADING in (metadata.get("annotations") or {}):
         return True
-    return any(k.startswith(ADAPTER_LABEL_PREFIX) for k in labels_of(pod))
+    labels = metadata.get("labels")
+    return isinstance(labels, dict) and any(k.startswith(ADAPTER_LABEL_PREFIX) for k in labels)
 
 
 def pod_matters(cache: CacheReader) -> Predicate:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kthena_py.kube.objects import KubeObject, labels_of, name_of, namespace_of
+from kthena_py.kube.objects import KubeObject, label_of, name_of, namespace_of
 from kthena_py.kube.resources import PODS
 from kthena_py.plan.modelpool.view import parse_spec
 from kthena_py.runtime.cache import SharedCache
@@ -78,7 +78,7 @@ def register(manager: Manager, *, workers: int, prober: IdleProber | None = None
         return pools_listing(cache, namespace_of(ms), name_of(ms))
 
     def pools_of_pod(pod: KubeObject) -> Iterable[Request]:
-        return pools_listing(cache, namespace_of(pod), labels_of(pod).get(SERVING_NAME))
+        return pools_listing(cache, namespace_of(pod), label_of(pod, SERVING_NAME))
 
     reconciler = PoolReconciler(manager.client, manager.recorder_for(MODELPOOL), prober)
     controller = (
