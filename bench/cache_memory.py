@@ -11,7 +11,8 @@ through a transform:
 
 * ``none``: the decoded object as it is (the baseline of the ratios);
 * ``strip-managed-fields``: drops ``metadata.managedFields`` (the cache's transform before issue 15);
-* ``slim``: :func:`kthena_py.runtime.slim.slim` (the cache's transform now).
+* ``slim``: :func:`kthena_py.runtime.slim.slim` (the cache's transform now; for a pod it also drops the
+  service-account token volume, which ``strip-managed-fields``, the transform before issue 15, kept).
 
 Printed per transform: deep bytes per object (:func:`kthena_py.runtime.sizing.deep_size` over all objects
 together, shared strings counted once), tracemalloc bytes per object (what the kept objects hold, the

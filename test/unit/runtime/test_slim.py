@@ -62,6 +62,68 @@ def test_the_shared_cache_stores_slim_objects() -> None:
     assert stored["metadata"]["annotations"]["team"] == "serving"
 
 
+def token_volume(name: str = "kube-api-access-x7k2q") -> dict[str, Any]:
+    """The service-account token volume as the API server's admission adds it to a pod."""
+    return {
+        "name": name,
+        "projected": {
+            "sources": [
+                {"serviceAccountToken": {"expirationSeconds": 3607, "path": "token"}},
+                {"configMap": {"name": "kube-root-ca.crt", "items": [{"key": "ca.crt", "path": "ca.crt"}]}},
+                {"downwardAPI": {"items": [{"path": "namespace", "fieldRef": {"fieldPath": "metadata.namespace"}}]}},
+            ],
+            "defaultMode": 420,
+        },
+    }
+
+
+def pod(*volumes: dict[str, Any]) -> dict[str, Any]:
+    mounts = [{"name": str(v["name"]), "mountPath": f"/m/{v['name']}"} for v in volumes]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"containers": [{"name": "c", "image": "i", "volumeMounts": mounts}], "volumes": list(volumes)},
+        "status": {"phase": "Running"},
+    }
+
+
+def test_slim_drops_the_service_account_token_volume_of_a_pod_only() -> None:
+    claim = {"name": "model", "persistentVolumeClaim": {"claimName": "weights"}}
+    vault = token_volume("vault-token")  # a token volume the user asked for: another name
+    lookalike = {"name": "kube-api-access-abc", "projected": {"sources": [{"configMap": {"name": "c"}}]}}
+    obj = pod(claim, token_volume(), vault, lookalike)
+    original = copy.deepcopy(obj)
+    out = slim(obj)
+    assert obj == original  # the input is not modified
+    assert out["spec"]["volumes"] == [claim, vault, lookalike]
+    assert out["spec"]["containers"] == original["spec"]["containers"]  # the mounts stay: containers are kept whole
+    assert {k: v for k, v in out["spec"].items() if k != "volumes"} == {
+        k: v for k, v in original["spec"].items() if k != "volumes"
+    }
+    assert {k: v for k, v in out.items() if k != "spec"} == {k: v for k, v in original.items() if k != "spec"}
+    assert slim(pod(token_volume()))["spec"]["volumes"] == []
+
+
+def test_slim_keeps_the_volumes_of_other_kinds_and_of_pods_without_a_token_volume() -> None:
+    template = {**pod(token_volume()), "kind": "PodTemplate"}
+    assert slim(template) == template
+    plain = pod({"name": "scratch", "emptyDir": {}})
+    assert slim(plain) == plain
+    assert slim(pod()) == pod()
+    odd = pod()
+    odd["spec"]["volumes"] = "not a list"
+    assert slim(odd) == odd
+
+
+def test_the_shared_cache_stores_pods_without_their_token_volume() -> None:
+    informer = SharedCache(FakeKube()).informer(PODS)
+    listed = pod(token_volume())
+    del listed["kind"]  # list items come without a kind; the informer sets it before the transform
+    stored = informer._prepare(listed)
+    assert stored["spec"]["volumes"] == []
+
+
 def test_deep_size_counts_every_object_once() -> None:
     leaf = "x" * 100
     assert deep_size(leaf) == sys.getsizeof(leaf)
