@@ -54,10 +54,10 @@ def slim(obj: KubeObject) -> KubeObject:
         spec = obj.get("spec")
         volumes = spec.get("volumes") if isinstance(spec, dict) else None
         if isinstance(volumes, list) and volumes:
-            kept = [v for v in volumes if not _service_account_volume(v)]
-            if len(kept) < len(volumes):
+            remaining = [v for v in volumes if not _service_account_volume(v)]
+            if len(remaining) < len(volumes):
                 assert isinstance(spec, dict)
-                out["spec"] = {**spec, "volumes": kept}
+                out["spec"] = {**spec, "volumes": remaining}
     return out
 
 
