@@ -86,7 +86,7 @@ from cpu_profile import Profiler
 from cpu_profile import report as profile_report
 
 from kthena_py.controllers.resources import MODELSERVINGS
-from kthena_py.kube import AlreadyExists, ApiError, Gone, KubeClient
+from kthena_py.kube import AlreadyExists, ApiError, Gone, KubeClient, NotFound
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, EVENTS, NAMESPACES, PODGROUPS, PODS, SERVICES
 from kthena_py.plan.modelserving.offline.render import render
 from kthena_py.testing.controlplane import ClusterTier
@@ -136,9 +136,29 @@ def modelserving(i: int) -> dict[str, Any]:
 
 
 def tier_of(run_dir: str, crd_files: list[Path], n: int) -> ClusterTier:
-    """A fresh tier for ``n`` ModelServings: 10 fake nodes, or one per 100 pods when more (a node holds 110 pods)."""
+    """A fresh tier for ``n`` ModelServings: 10 fake nodes, or one per 100 pods when more (a node holds 110 pods).
+
+    The API server keeps its ``ServiceAccount`` admission plugin, as real clusters do: every pod gets its
+    service-account token volume, which the managers' caches then hold (or drop).
+    """
     nodes = max(NODES, math.ceil(n * 8 / PODS_PER_NODE))
-    return ClusterTier(run_dir, nodes=nodes, crds=crd_files, pod_parallelism=KWOK_PARALLELISM)
+    return ClusterTier(
+        run_dir, nodes=nodes, crds=crd_files, pod_parallelism=KWOK_PARALLELISM, service_account_admission=True
+    )
+
+
+async def bench_namespace(client: KubeClient, timeout: float = 60.0) -> None:
+    """Create the fleet's namespace and wait for its ``default`` ServiceAccount (pods are refused until it exists)."""
+    await client.create(NAMESPACES, {"metadata": {"name": "bench"}})
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            await client.request("GET", "/api/v1/namespaces/bench/serviceaccounts/default")
+            return
+        except NotFound:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no default ServiceAccount in namespace bench after {timeout:.0f} s") from None
+            await asyncio.sleep(0.1)
 
 
 def crds() -> list[Path]:
@@ -151,7 +171,7 @@ async def baseline(n: int, concurrency: int) -> tuple[float, float]:
     with tempfile.TemporaryDirectory() as d, tier_of(d, crds(), n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
         try:
-            await client.create(NAMESPACES, {"metadata": {"name": "bench"}})
+            await bench_namespace(client)
             objects = [o for i in range(n) for o in render(modelserving(i))]
             for o in objects:
                 o["metadata"].pop("ownerReferences", None)
@@ -922,7 +942,7 @@ async def run_side(
         timeline_file = Path(d) / "timeline.jsonl" if side.timeline else None
         proc = start_side(side, tier.kubeconfig_path, log, timeline_file)
         try:
-            await client.create(NAMESPACES, {"metadata": {"name": "bench"}})
+            await bench_namespace(client)
             wait_started(side, proc)
             await asyncio.sleep(2)  # informers synced: start-up is not part of the measure
             rss_idle, _ = proc_stats(proc.pid)

@@ -192,6 +192,8 @@ class ClusterTier(EnvTest):
         scheduler_conf: vc-scheduler configuration YAML.
         scheduler_verbosity: vc-scheduler ``-v`` (3 logs every scheduling decision).
         apiserver_args: See :class:`EnvTest`.
+        service_account_admission: See :class:`EnvTest` (kube-controller-manager creates the ``default``
+            ServiceAccounts here).
         start_timeout: See :class:`EnvTest`.
         stop_timeout: See :class:`EnvTest`.
         start_attempts: See :class:`EnvTest`.
@@ -216,6 +218,7 @@ class ClusterTier(EnvTest):
         scheduler_conf: str = DEFAULT_SCHEDULER_CONF,
         scheduler_verbosity: int = 2,
         apiserver_args: Sequence[str] = (),
+        service_account_admission: bool = False,
         start_timeout: float = 120.0,
         stop_timeout: float = 15.0,
         start_attempts: int = 3,
@@ -228,6 +231,7 @@ class ClusterTier(EnvTest):
             binaries=binaries,
             crds=crds,
             apiserver_args=apiserver_args,
+            service_account_admission=service_account_admission,
             start_timeout=start_timeout,
             stop_timeout=stop_timeout,
             start_attempts=start_attempts,

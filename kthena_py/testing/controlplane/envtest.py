@@ -104,6 +104,10 @@ class EnvTest:
         binaries: Binary paths; default: :func:`find_envtest_binaries` at :meth:`start`.
         crds: CRDs to install during :meth:`start`.
         apiserver_args: Extra kube-apiserver flags (``--name=value``), appended last.
+        service_account_admission: Keep the API server's ``ServiceAccount`` admission plugin on, as every real cluster
+            has it: each pod gets its service-account token volume, and a pod is created only once its ServiceAccount
+            exists (a test or kube-controller-manager creates it). Off by default: envtest runs no controller that
+            creates the ``default`` ServiceAccounts.
         start_timeout: Seconds each component may take to become ready.
         stop_timeout: Seconds between SIGTERM and SIGKILL per component.
         start_attempts: Attempts at starting etcd + apiserver when a port race is detected.
@@ -116,11 +120,13 @@ class EnvTest:
         binaries: EnvTestBinaries | None = None,
         crds: Sequence[CRDSource] = (),
         apiserver_args: Sequence[str] = (),
+        service_account_admission: bool = False,
         start_timeout: float = 120.0,
         stop_timeout: float = 15.0,
         start_attempts: int = 3,
     ) -> None:
         self.run_dir = Path(run_dir).resolve()
+        self.service_account_admission = service_account_admission
         self.log_dir = self.run_dir / "logs"
         self.kubeconfig_path = self.run_dir / "kubeconfig"
         self._binaries = binaries
@@ -319,7 +325,8 @@ class EnvTest:
             "--authorization-mode=RBAC",
             "--service-cluster-ip-range=10.0.0.0/24",
             "--allow-privileged=true",
-            "--disable-admission-plugins=ServiceAccount,TaintNodesByCondition",
+            "--disable-admission-plugins="
+            + ("TaintNodesByCondition" if self.service_account_admission else "ServiceAccount,TaintNodesByCondition"),
             f"--service-account-issuer=https://127.0.0.1:{port}",
             f"--service-account-key-file={pki.sa_pub}",
             f"--service-account-signing-key-file={pki.sa_key}",
