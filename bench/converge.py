@@ -108,6 +108,10 @@ anyway and the report says it was not quiet."""
 IDLE_WINDOW = 60.0
 """Seconds over which the manager's idle CPU is read once the cluster has settled (issue 33's idle target: nothing
 changing, the fleet's pods cached)."""
+IMAGE_ONLY = Path(__file__).resolve().parent / "image_only"
+"""Put first on kthena-py's import path: packages the dev environment has for its tools (rich, colorama) and the
+manager's image does not, made to fail on import as they would in the image. structlog loads them when it can (about
+5 MiB of resident memory), so without this the benchmark would measure a manager heavier than the one shipped."""
 KWOK_PARALLELISM = 16
 """kwok's pod workers: more than the tier's test default (4), so that making pods Ready is not limited by fake
 kubelets taking turns (real kubelets work in parallel, one per node); the same on every side."""
@@ -859,9 +863,12 @@ def start_side(side: Side, kubeconfig: Path, log: Path, timeline_file: Path | No
     cmd = [*side.command, f"--kubeconfig={kubeconfig}"]
     if timeline_file is not None:
         cmd += ["--timeline-file", str(timeline_file)]
-    if side.cwd is None:
+    if side.metrics_port is None:  # Kthena's Go manager
         return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT)
-    env = {**os.environ, "PYTHONPATH": str(side.cwd)}  # the worktree's (or compiled) package, not the installed one
+    # kthena-py imports what its image installs (IMAGE_ONLY), and with cwd the worktree's (or compiled) package
+    path = [str(IMAGE_ONLY)] + ([str(side.cwd)] if side.cwd is not None else [])
+    path += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     return subprocess.Popen(cmd, stdout=log.open("ab"), stderr=subprocess.STDOUT, cwd=side.cwd, env=env)
 
 
