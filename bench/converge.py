@@ -91,6 +91,7 @@ from kthena_py.kube.resources import CONTROLLER_REVISIONS, EVENTS, NAMESPACES, P
 from kthena_py.plan.modelserving.offline.render import render
 from kthena_py.testing.controlplane import ClusterTier
 from kthena_py.testing.controlplane.process import free_ports
+from kthena_py.testing.wait import eventually
 
 REPO = Path(__file__).resolve().parent.parent
 CONNECTIONS = 100  # KubeClient's default connection pool size
@@ -154,15 +155,15 @@ def tier_of(run_dir: str, crd_files: list[Path], n: int) -> ClusterTier:
 async def bench_namespace(client: KubeClient, timeout: float = 60.0) -> None:
     """Create the fleet's namespace and wait for its ``default`` ServiceAccount (pods are refused until it exists)."""
     await client.create(NAMESPACES, {"metadata": {"name": "bench"}})
-    deadline = time.monotonic() + timeout
-    while True:
+
+    async def default_account() -> bool:
         try:
             await client.request("GET", "/api/v1/namespaces/bench/serviceaccounts/default")
-            return
         except NotFound:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"no default ServiceAccount in namespace bench after {timeout:.0f} s") from None
-            await asyncio.sleep(0.1)
+            return False
+        return True
+
+    await eventually(default_account, timeout=timeout, description="the default ServiceAccount of namespace bench")
 
 
 def crds() -> list[Path]:
