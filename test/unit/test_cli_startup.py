@@ -85,3 +85,29 @@ def test_the_manager_flag_choices_are_those_of_the_modules_it_imports_late() -> 
 
     assert manager.CERT_MODES == CERT_MODES
     assert manager.LOG_LEVELS == LEVELS
+
+
+_MANAGER_PROBE = """
+import json, sys
+from kthena_py.controllers import admission, register_all
+from kthena_py.controllers.modelcache import Settings
+from kthena_py.controllers.selection import CONTROLLERS
+from kthena_py.runtime.manager import Manager, ManagerOptions
+from kthena_py.testing.fake import FakeKube
+
+manager = Manager(FakeKube(), ManagerOptions(health_probe_bind_address="0", metrics_bind_address="0"))
+register_all(manager, controllers=CONTROLLERS, eviction_budget=True, modelcache_settings=Settings())
+served = admission.register(manager, int(sys.argv[1]), None, "self", namespace="kthena-system")
+print(json.dumps([served is not None, "cryptography" in sys.modules]))
+"""
+
+
+@pytest.mark.parametrize(("port", "expected"), [(0, [False, False]), (9443, [True, True])])
+def test_the_manager_loads_cryptography_only_to_make_webhook_certificates(port: int, expected: list[bool]) -> None:
+    """Every controller registered; ``cryptography`` (about 8 MiB resident) comes in with the ``self`` certificates
+    of the webhook server, not with the attestation code every ModelCache planner imports."""
+    result = subprocess.run(
+        [sys.executable, "-c", _MANAGER_PROBE, str(port)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == expected
