@@ -7,7 +7,9 @@ fresh tier of the same shape, in the same run:
 
 * ``baseline``: a plain script creating the very same objects (rendered by the same code, without owner
   references) with the same client concurrency, waiting for every pod to be Running and Ready;
-* ``kthena-py``: the manager, until every ModelServing reports Available;
+* ``kthena-py``: the manager, until every ModelServing reports Available. It runs the controllers Kthena Go's side
+  runs, ``--controllers=modelserving`` (the ModelServing reconcilers, their LoRA adapters and eviction budget), and
+  no webhook server on either side; ``--compare-flags=--controllers=*`` adds a side with every controller;
 * ``kthena-go`` (with ``--compare-kthena GO_BINARY``): Kthena's own Go controller-manager, built by
   ``hack/build-kthena.sh``, with its own CRDs (``crds/`` beside the binary, or ``--kthena-crds``) and
   raised client limits (64 workers, 1000 QPS, burst 2000); skipped with a message when the binary is absent;
@@ -794,7 +796,7 @@ def kthena_py_side(workers: int, event_loop: str | None = None, *, stages: bool 
     port = free_ports(1)[0]
     cmd = [sys.executable, "-m", "kthena_py", "manager", "--workers", str(workers)]
     cmd += ["--metrics-bind-address", f"127.0.0.1:{port}", "--health-probe-bind-address", "0", "--webhook-port", "0"]
-    cmd += ["--log-level", "warning"]
+    cmd += ["--log-level", "warning", "--controllers", "modelserving"]  # as Kthena Go's side
     if event_loop is None:
         return Side("kthena-py", crds(), cmd, metrics_port=port, timeline=stages)
     return Side(
