@@ -24,6 +24,9 @@ Guarantees:
   from what the cache holds (no write on a no-op), and only by a reconcile that created or deleted nothing: a
   creation or deletion that took effect is observed by the informer, which triggers the next reconcile, and that one
   writes the status from the new state. A burst of creations therefore costs one status write, not one per step.
+  With a :class:`~.pacing.ProgressPacer`, a status change that only reports progress (``availableReplicas`` while
+  ``Available`` stays as it is...) waits a moment for what follows it, and the outcome's ``status_due_in`` says
+  when it is due; any other change is written at once, carrying the progress that waited.
 * Events go through the manager's recorder (never blocking, never failing the reconcile); Kthena's role events
   are never joined (:func:`~kthena_py.plan.modelserving.groups.events.joinable`).
 * Read your own writes: the ModelServing status the API server answers a status write with is recorded in the
@@ -33,8 +36,8 @@ Guarantees:
   ``settle`` for the controller to await with the worker released while the key stays in progress.
   Either way the next reconcile of the same ModelServing plans from a cache that contains this one's
   effects, and never mistakes a pod it just created for a missing one. The wait is woken by the watch
-  events of the written objects, never by polling. Nothing but the pacing of refused writes is remembered
-  across reconciles.
+  events of the written objects, never by polling. Nothing but the pacing of refused writes and of progress-only
+  status changes is remembered across reconciles.
 """
 
 from __future__ import annotations
@@ -52,15 +55,17 @@ from kthena_py.kube.objects import KubeObject, is_deleting, meta, resource_versi
 from kthena_py.kube.resources import CONTROLLER_REVISIONS, PODGROUPS, PODS, SERVICES, ResourceType
 from kthena_py.plan.modelserving.core.types import Delete, Plan, Update
 from kthena_py.plan.modelserving.groups.events import joinable
+from kthena_py.plan.modelserving.groups.status import progress_only
 from kthena_py.runtime import timeline
 from kthena_py.runtime.cache import SharedCache
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Settle
-from kthena_py.runtime.statuswrite import StatusWriter
+from kthena_py.runtime.statuswrite import StatusWriter, holds
 from kthena_py.vocab.owners import controller_uid
 
 from ..resources import MODELSERVINGS
 from .failures import ChildFailure, FailureCondition, FailureTracker, Verb, body_digest
+from .pacing import ProgressPacer
 
 RESOURCES: dict[str, ResourceType] = {
     "Pod": PODS,
@@ -109,6 +114,11 @@ class _LazyDigest:
 def _lazy_digest(body: KubeObject) -> Callable[[], str]:
     """:func:`body_digest` of ``body``, computed on first call (:class:`_LazyDigest`)."""
     return _LazyDigest(body)
+
+
+def _key_of(ms: KubeObject) -> tuple[str, str]:
+    md = meta(ms)
+    return (str(md.get("namespace", "")), str(md.get("name", "")))
 
 
 def _phase(obj: KubeObject) -> int:
@@ -173,6 +183,8 @@ class ApplyOutcome:
     settle: Settle | None = None
     """With ``defer_observation``: the wait for the cache to show this apply's writes, for the caller to hand to
     its controller (:attr:`kthena_py.runtime.reconcile.Result.settle`); ``None`` when nothing is left to wait for."""
+    status_due_in: float | None = None
+    """Seconds until a progress-only status change that was left waiting is due (``None``: none waits)."""
 
 
 @dataclass
@@ -201,6 +213,7 @@ class PlanApplier:
         failures: The failure condition to keep (``None``: refusals are only evented and paced).
         tracker: Backoff of refused writes (shared by all reconciles of this applier).
         wall_clock: Epoch seconds, for condition transition times.
+        pacer: When progress-only status changes are written (``None``: at once).
     """
 
     def __init__(
@@ -214,6 +227,7 @@ class PlanApplier:
         failures: FailureCondition | None = None,
         tracker: FailureTracker | None = None,
         wall_clock: Callable[[], float] = time.time,
+        pacer: ProgressPacer | None = None,
     ) -> None:
         self.client = client
         self.recorder = recorder
@@ -224,6 +238,7 @@ class PlanApplier:
         self.tracker = tracker or FailureTracker()
         self._now = wall_clock
         self.status_writer = StatusWriter(client, MODELSERVINGS, field_manager)
+        self.pacer = pacer
 
     async def apply(
         self,
@@ -249,6 +264,7 @@ class PlanApplier:
         namespace = str(md.get("namespace", ""))
         run = _Run(str(md.get("uid", "")), [], list(waiting))
         applied = False
+        status_due_in: float | None = None
         for event in plan.events:
             self.recorder.event(ms, event.type, event.reason, event.message, join=joinable(event.reason))
         try:
@@ -270,8 +286,10 @@ class PlanApplier:
                     revisions_refused = phase == 0 and len(run.failures) > before
             follow_up = any(w.creates_or_deletes for w in run.written)
             # Server-side apply of this reconciler's share: other writers' conditions stay theirs.
-            if plan.status is not None and not follow_up and await self._write_status(ms, plan.status, run.written):
-                writes += 1
+            if plan.status is not None and not follow_up:
+                status_due_in = self._progress_wait(ms, plan.status)
+                if status_due_in is None and await self._write_status(ms, plan.status, run.written):
+                    writes += 1
             if self.failures is not None:
                 updated = await self.failures.report(ms, run.failures, self._now())
                 if updated is not None:
@@ -283,7 +301,24 @@ class PlanApplier:
                 await self._await_observed(run.written)
         run.retry_in(self.tracker.retry_after(run.owner))
         settle = self._settle(run.written) if defer_observation else None
-        return ApplyOutcome(writes, tuple(run.failures), run.retry_after, settle)
+        return ApplyOutcome(writes, tuple(run.failures), run.retry_after, settle, status_due_in)
+
+    def _progress_wait(self, ms: KubeObject, share: KubeObject) -> float | None:
+        """Seconds the status change ``share`` still waits, being progress only (``None``: write it now, if due)."""
+        if self.pacer is None:
+            return None
+        current = ms.get("status") or {}
+        key = _key_of(ms)
+        if holds(current, share) or not progress_only(current, share):
+            self.pacer.settled(key)
+            return None
+        return self.pacer.wait(key)
+
+    def forget(self, ms: KubeObject) -> None:
+        """The ModelServing ``ms`` is gone or going: nothing of it is kept."""
+        self.tracker.forget_owner(uid_of(ms))
+        if self.pacer is not None:
+            self.pacer.settled(_key_of(ms))
 
     # -- refusals --------------------------------------------------------------------------------------
 
@@ -462,6 +497,8 @@ class PlanApplier:
             return False
         updated = done.object
         self._status_written(updated, written)
+        if self.pacer is not None:
+            self.pacer.settled(_key_of(ms))
         if timeline.enabled():
             md = meta(ms)
             true = [

@@ -14,6 +14,10 @@ which pods were refused (from that condition and the backoff) and which names ar
 owner's pods, so that it completes a partly created unit instead of tearing it down, and waits for a
 same-named predecessor's pods to go instead of looping on AlreadyExists.
 
+A status change that only reports progress (a group became ready, the others are still starting) waits
+:data:`~.pacing.PROGRESS_DELAY_SECONDS` for what follows it (:mod:`.pacing`): the reconcile asks to be run again when
+it is due. Every other status change, ``Available`` turning True among them, is written at once.
+
 A reconcile does not hold its worker while the cache catches up with its writes: the applier's wait is handed
 to the controller as the result's ``settle``, and the key stays in progress until it ends.
 
@@ -39,6 +43,7 @@ from kthena_py.plan.modelserving.core.plugins import PluginError
 from kthena_py.plan.modelserving.core.types import Plan
 from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
 from kthena_py.runtime.cache import SharedCache
+from kthena_py.runtime.clock import Clock
 from kthena_py.runtime.events import EventSink
 from kthena_py.runtime.reconcile import Request, Result, TerminalError, result_of
 from kthena_py.vocab.conditions import REASON_INVALID_SPEC
@@ -48,6 +53,7 @@ from ..resources import MODELSERVINGS
 from .apply import ApplyOutcome, PlanApplier
 from .failures import REPLICA_FAILURE, ChildFailure, FailureCondition, refused_pods
 from .observe import foreign_pods, ms_ref, observe_serving, parse_modelserving, podgroup_support
+from .pacing import PROGRESS_DELAY_SECONDS, ProgressPacer
 
 FIELD_MANAGER = "kthena-py-servinggroups"
 FAILURE_FIELD_MANAGER = "kthena-py-servinggroups-failures"
@@ -69,6 +75,8 @@ class ServingGroupReconciler:
         wall_clock: Callable[[], float] = time.time,
         podgroup_wait: float = PODGROUP_WAIT_SECONDS,
         trackers: bool = False,
+        progress_delay: float = PROGRESS_DELAY_SECONDS,
+        clock: Clock | None = None,
     ) -> None:
         self.cache = cache
         self.recorder = recorder
@@ -79,6 +87,7 @@ class ServingGroupReconciler:
             cache,
             failures=FailureCondition(client, REPLICA_FAILURE, FAILURE_FIELD_MANAGER),
             wall_clock=wall_clock,
+            pacer=ProgressPacer(progress_delay, clock),
         )
         self._now = wall_clock
         self.podgroup_wait = podgroup_wait
@@ -96,7 +105,7 @@ class ServingGroupReconciler:
                 return None
             outcome, plan = again, replanned
         # A disruption record that expires changes readiness (status, scale-down order, surge): look again then.
-        return result_of(plan.requeue_after, expiry, outcome.retry_after, settle=outcome.settle)
+        return result_of(plan.requeue_after, expiry, outcome.retry_after, outcome.status_due_in, settle=outcome.settle)
 
     async def _pass(self, request: Request, *, last: bool) -> tuple[ApplyOutcome | None, Plan | None, float | None]:
         """One plan-and-apply from the cache (``(None, None)``: nothing to do for this object).
@@ -108,7 +117,9 @@ class ServingGroupReconciler:
         obj = self.cache.get(MODELSERVINGS, request.name, request.namespace)
         if obj is None or is_deleting(obj):
             if obj is not None:
-                self.applier.tracker.forget_owner(uid_of(obj))
+                self.applier.forget(obj)
+            elif self.applier.pacer is not None:
+                self.applier.pacer.settled((request.namespace, request.name))
             return None, None, None  # children are garbage-collected through their ownerReferences
         try:
             ms = parse_modelserving(obj)

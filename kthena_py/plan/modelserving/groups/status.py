@@ -22,6 +22,10 @@ Guarantees:
   ``lastTransitionTime`` is kept from the previous status when a condition's status does not change.
   Only these two types are returned: they are this reconciler's share of the status, applied with its own field
   manager (server-side apply), so conditions of other reconcilers (``UpdateInProgress``...) are never touched.
+* :func:`progress_only` tells a change that only reports progress (the counters in :data:`PROGRESS_FIELDS`, a
+  condition's message or reason) from one that moves something (a condition's status, ``replicas``, a revision,
+  ``observedGeneration``, the selector, ``collisionCount``, a condition that appears): the first may wait a moment
+  to be written together with what follows it, the second may not.
 """
 
 from __future__ import annotations
@@ -49,9 +53,11 @@ __all__ = [
     "AVAILABLE",
     "OWNED_CONDITIONS",
     "PROGRESSING",
+    "PROGRESS_FIELDS",
     "compute_status",
     "format_time",
     "label_selector",
+    "progress_only",
     "rollout_complete",
     "set_condition",
 ]
@@ -218,6 +224,30 @@ def compute_status(state: PlanningState, activity: Mapping[str, str], now: float
     if count or (previous is not None and previous.collision_count is not None):
         status["collisionCount"] = count
     return status
+
+
+PROGRESS_FIELDS = frozenset({"availableReplicas", "updatedReplicas", "currentReplicas"})
+"""The counters of the status that move one ServingGroup at a time while a fleet starts or rolls."""
+
+_CONDITION_IDENTITY = ("status", "observedGeneration", "lastTransitionTime")
+"""What a condition must keep for a change to it to be progress only (its reason and message may move)."""
+
+
+def progress_only(current: Mapping[str, Any], share: Mapping[str, Any]) -> bool:
+    """Whether writing ``share`` over the status ``current`` only reports progress (see the module docstring).
+
+    True also when ``share`` is already held; the caller asks only about a share that differs.
+    """
+    for key, value in share.items():
+        if key == "conditions":
+            have = {c.get("type"): c for c in current.get("conditions") or [] if isinstance(c, dict)}
+            for condition in value or []:
+                old = have.get(condition.get("type"))
+                if old is None or any(old.get(k) != condition.get(k) for k in _CONDITION_IDENTITY):
+                    return False
+        elif key not in PROGRESS_FIELDS and current.get(key) != value:
+            return False
+    return True
 
 
 def _by_ordinal(item: tuple[str, str]) -> tuple[int, str]:
