@@ -23,7 +23,7 @@ from .modelcache import ModelCacheGateReconciler
 from .notify import RunningNotifier
 from .observe import PODGROUP_CRD_SELECTOR, register_informers
 from .predicates import existing_pod_changed, pod_change_matters
-from .rollout import RolloutReconciler, unit_change_matters
+from .rollout import ROLLOUT_COALESCE, RolloutReconciler, unit_change_matters
 from .scheduled import CONTROLLER as SCHEDULED_CONTROLLER
 from .scheduled import ScheduledReconciler
 from .scheduling import (
@@ -102,7 +102,8 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
             workers=workers,
         )
         .for_(MODELSERVINGS, spec_or_metadata_changed)
-        .owns(PODS, MODELSERVINGS, unit_change_matters(cache))
+        # A unit's pods come and go together and do not move the budget: one look per burst. Readiness does: at once.
+        .owns(PODS, MODELSERVINGS, unit_change_matters(cache), urgent=existing_pod_changed, coalesce=ROLLOUT_COALESCE)
         .owns(CONTROLLER_REVISIONS, MODELSERVINGS, spec_or_metadata_changed)
     )
     # The serving gate: a ModelCache that changes opens or closes the gate of the ModelServings naming it.

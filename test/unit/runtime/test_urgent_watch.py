@@ -1,16 +1,22 @@
-"""A watch's ``urgent`` predicate decides which of its changes go ahead in the queue; ``coalesce`` delays the rest."""
+"""A watch's ``urgent`` predicate decides which of its changes go ahead in the queue; ``coalesce`` delays the rest.
+
+The ModelServing controllers' use of both is checked here too (the rollout reconciler's pod watch)."""
 
 from __future__ import annotations
 
+from kthena_py.controllers import modelserving
 from kthena_py.controllers.modelserving.predicates import existing_pod_changed
+from kthena_py.controllers.modelserving.rollout import ROLLOUT_COALESCE
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube.objects import KubeObject
 from kthena_py.kube.resources import PODS
 from kthena_py.runtime.clock import FakeClock
 from kthena_py.runtime.controller import _Handler, _Watch, owner_mapper
+from kthena_py.runtime.manager import Manager, ManagerOptions
 from kthena_py.runtime.ratelimit import ItemExponentialFailureRateLimiter
 from kthena_py.runtime.reconcile import Request
 from kthena_py.runtime.workqueue import RateLimitingQueue
+from kthena_py.testing.fake import FakeKube
 
 
 class Recorded:
@@ -81,3 +87,19 @@ async def test_a_burst_on_a_coalescing_watch_is_one_reconcile_after_the_delay() 
     await clock.run_for(5.0)
     assert len(queue) == 0  # the burst cost one reconcile
     queue.shutdown()
+
+
+def test_the_rollout_gathers_a_units_pods_coming_and_going_and_looks_at_readiness_at_once() -> None:
+    manager = Manager(FakeKube(), ManagerOptions(health_probe_bind_address="0", metrics_bind_address="0"))
+    (rollout,) = [c for c in modelserving.register(manager, workers=1) if c.name == "modelserving-rollout"]
+    queue = Recorded()
+    handlers = [_Handler(w, queue) for w in rollout._watches if w.rt == PODS]
+    key = Request("ns", "ms")
+    pods = [_pod(f"p{i}", "False") for i in range(4)]
+    for handler in handlers:
+        for pod in pods:
+            handler.on_add(pod)  # a unit's pods created together
+        handler.on_update(pods[0], _pod("p0", "True"))  # readiness of a one-pod role instance
+        handler.on_delete(pods[1])
+    assert queue.delayed == [(key, ROLLOUT_COALESCE, False)] * 5
+    assert queue.added == [(key, True)]
