@@ -102,8 +102,8 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
             workers=workers,
         )
         .for_(MODELSERVINGS, spec_or_metadata_changed)
-        # A unit's pods come and go together and do not move the budget: one look per burst. Readiness does: at once.
-        .owns(PODS, MODELSERVINGS, unit_change_matters(cache), urgent=existing_pod_changed, coalesce=ROLLOUT_COALESCE)
+        # A unit's pods come, go and become ready together: one look per burst.
+        .owns(PODS, MODELSERVINGS, unit_change_matters(cache), coalesce=ROLLOUT_COALESCE)
         .owns(CONTROLLER_REVISIONS, MODELSERVINGS, spec_or_metadata_changed)
     )
     # The serving gate: a ModelCache that changes opens or closes the gate of the ModelServings naming it.

@@ -13,8 +13,8 @@ in-place update's deadline comes, or (while a rollout condition is written) when
 the observation (:func:`~.observe.observe_serving`, the one the ServingGroup and gang reconcilers plan from too)
 expires. The metrics count the plan's typed :class:`~kthena_py.plan.modelserving.rollout.rollout.RolloutStep`.
 
-Pods that are created or deleted wake it :data:`ROLLOUT_COALESCE` seconds later, all of a burst in one reconcile;
-a change of an existing pod (readiness, a failure, a restart, labels) wakes it at once.
+A pod change wakes it :data:`ROLLOUT_COALESCE` seconds later, and every change of that burst rides on the same
+reconcile.
 """
 
 from __future__ import annotations
@@ -46,11 +46,11 @@ from .observe import ms_ref, observe_serving, parse_modelserving, podgroup_suppo
 
 FIELD_MANAGER = "kthena-py-rollout"
 ROLLOUT_COALESCE = 0.5
-"""Seconds the rollout reconciler lets pods that come and go gather before it looks (one look per burst).
+"""Seconds the rollout reconciler lets pod changes gather before it looks (one look per burst).
 
-A unit's pods are created (or deleted) together, and neither moves a rollout's budget: only readiness does, and
-a change of an existing pod (ready, failed, restarted) is looked at at once. Replayed at 100 ModelServings, the
-creations alone woke the reconciler about once per pod."""
+A unit's pods are created, deleted and become ready together, and a step waits on units that take seconds to
+minutes to start, so half a second more costs a rollout nothing. At 100 ModelServings being created, pod changes
+woke the reconciler 864 times until Available without it (about once per pod)."""
 
 UNITS_UPDATED: Final = Counter(
     "kthena_rollout_units_total",
