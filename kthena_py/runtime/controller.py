@@ -493,8 +493,10 @@ class Controller:
 
     def _record_success(self, req: Request, result: Result | None) -> None:
         self.queue.forget(req)
-        if result is not None and result.requeue_after is not None and result.requeue_after > 0:
-            self.queue.add_after(req, result.requeue_after)
+        # The result replaces the look an earlier reconcile of this key asked for (the queue's module docstring).
+        delay = result.requeue_after if result is not None else None
+        self.queue.requeue(req, delay)
+        if delay is not None and delay > 0:
             self._series.requeue_after.inc()
         else:
             self._series.success.inc()

@@ -6,6 +6,10 @@ cluster and drives the world towards the desired state. Outcomes:
 
 * return ``None`` or ``Result()``: done; the key's backoff is reset (``forget``);
 * return ``Result(requeue_after=s)``: done for now, look again after ``s`` seconds (backoff reset);
+* either way the outcome *replaces* the look an earlier reconcile of the same key asked for and that still waits
+  (a later reconcile read everything the earlier one did, so only its own answer counts): a reconcile must
+  return every delay its state still calls for, never count on an earlier one's. A look a watch or a retry
+  asked for is never dropped this way;
 * return ``Result(settle=f)``: done, but the key is not handed to a worker again until ``f()`` has
   completed (say, until the cache shows this reconcile's writes); the worker is released meanwhile
   and takes other keys, so a wait for the informer never holds one of the ``workers`` slots;

@@ -25,6 +25,12 @@ background task per queue (started on the first delayed add) that keeps a heap o
 deadlines. A key waiting for a delay is kept once: a second `add_after` of the same key only
 moves its deadline if the new one is earlier.
 
+A finished reconcile's own request to look again (`RateLimitingQueue.requeue`) *replaces* the one an
+earlier reconcile of the same key made, while that one still waits: a later successful reconcile saw
+everything the earlier one did, and its answer is the one that counts. Only a wait that came from a
+result alone is replaced; one that any other delayed add (a watch's coalescing, a retry) joined is
+kept, so no change a watch reported is ever dropped.
+
 Every method except `get` and `shutdown_with_drain` is synchronous and must be called from
 the thread running the event loop (delayed adds also need that loop to be running). The
 queue is not thread-safe, except for the read-only in-progress metrics
@@ -224,6 +230,8 @@ class RateLimitingQueue(Generic[K]):
         # key to its live (ready_at, seq) entry.
         self._heap: list[tuple[float, int, K]] = []
         self._waiting: dict[K, tuple[float, int]] = {}
+        # The waiting entries that only a result's requeue made (see `requeue`).
+        self._requeues: dict[K, tuple[float, int]] = {}
         self._seq = itertools.count()
         self._waiting_task: asyncio.Task[None] | None = None
         self._wakeup: asyncio.Future[None] | None = None
@@ -378,21 +386,51 @@ class RateLimitingQueue(Generic[K]):
         """
         if self._shutting_down:
             return
+        self._requeues.pop(key, None)  # a wait this add joins is no longer a result's alone
         if retry:
             self._metrics.retry()
+        self._wait(key, delay)
+
+    def requeue(self, key: K, delay: float | None) -> None:
+        """What a reconcile of `key` that succeeded asks for: another look after `delay` seconds, or none.
+
+        It replaces the look an earlier reconcile of `key` asked for, if that one still waits and no
+        other delayed add joined it (module docstring); it is then merged with any other delayed add of
+        `key` as `add_after` does (the earlier deadline is kept). Counted as a retry when it asks for a
+        look. Ignored once shutting down.
+
+        Args:
+            key: The key that was reconciled.
+            delay: Seconds until the next look; ``None`` or non-positive: no look asked for.
+        """
+        if self._shutting_down:
+            return
+        earlier = self._requeues.pop(key, None)
+        if earlier is not None and self._waiting.get(key) == earlier:
+            del self._waiting[key]  # its heap entry goes stale
+        if delay is None or delay <= 0:
+            return
+        self._metrics.retry()
+        made = self._wait(key, delay)
+        if made is not None:
+            self._requeues[key] = made
+
+    def _wait(self, key: K, delay: float) -> tuple[float, int] | None:
+        """Add `key` after `delay`; return the waiting entry made (``None``: added at once, or an earlier one kept)."""
         if delay <= 0:
             self.add(key)
-            return
+            return None
         ready_at = self._clock.now() + delay
         known = self._waiting.get(key)
         if known is not None and known[0] <= ready_at:
-            return
+            return None
         seq = next(self._seq)
-        self._waiting[key] = (ready_at, seq)
+        entry = self._waiting[key] = (ready_at, seq)
         heapq.heappush(self._heap, (ready_at, seq, key))
         self._ensure_waiting_loop()
         if self._sleep_until is None or ready_at < self._sleep_until:
             self._poke()
+        return entry
 
     def add_rate_limited(self, key: K) -> None:
         """Adds `key` after the delay the rate limiter decides (``add_after(key, when(key))``).
@@ -458,6 +496,7 @@ class RateLimitingQueue(Generic[K]):
         self._shutting_down = True
         self._heap.clear()
         self._waiting.clear()
+        self._requeues.clear()
         getters, self._getters = self._getters, deque()
         for fut in getters:
             if not fut.done():
@@ -484,6 +523,7 @@ class RateLimitingQueue(Generic[K]):
             ready_at, seq, key = heapq.heappop(self._heap)
             if self._waiting.get(key) == (ready_at, seq):
                 del self._waiting[key]
+                self._requeues.pop(key, None)
                 self.add(key)
 
     def _drop_stale(self) -> None:

@@ -253,6 +253,39 @@ async def test_a_replaced_deadline_never_fires() -> None:
     q.shutdown()
 
 
+async def test_a_result_replaces_the_look_an_earlier_result_asked_for() -> None:
+    q, clock = make_queue()
+    q.requeue("a", 1.0)  # a reconcile asks to look again in 1 s (a status change waits)
+    q.requeue("a", None)  # a later one wrote it: no look is left to take
+    q.requeue("b", 1.0)
+    q.requeue("b", 3.0)  # a later result's later look replaces the earlier one
+    assert q.waiting == 1
+    await clock.run_for(1.0)
+    assert await drain_now(q) == []
+    await clock.run_for(2.0)
+    assert await drain_now(q) == ["b"]
+    await clock.run_for(10.0)
+    assert await drain_now(q) == []
+    q.shutdown()
+
+
+async def test_a_result_never_drops_a_look_a_watch_or_a_retry_asked_for() -> None:
+    q, clock = make_queue()
+    q.add_after("watched", 0.5, retry=False)  # a watch's coalescing: sooner than the result's look
+    q.requeue("watched", 1.0)
+    q.requeue("watched", None)
+    q.requeue("joined", 1.0)
+    q.add_after("joined", 2.0, retry=False)  # later: joins the result's look, which is no longer the result's alone
+    q.requeue("joined", None)
+    q.add_rate_limited("retried")  # 1 s backoff
+    q.requeue("retried", None)
+    await clock.run_for(0.5)
+    assert await drain_now(q) == ["watched"]
+    await clock.run_for(0.5)
+    assert await drain_now(q) == ["joined", "retried"]
+    q.shutdown()
+
+
 async def test_add_after_coalesces_with_a_queued_key() -> None:
     q, clock = make_queue()
     q.add("a")
@@ -489,6 +522,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.dirty: set[str] = set()
         self.processing: set[str] = set()
         self.waiting: dict[str, tuple[float, int]] = {}
+        self.requeues: dict[str, tuple[float, int]] = {}  # waiting entries a result's requeue alone made
         self.failures: dict[str, int] = {}
         self.seq = itertools.count()
         self.shut = False
@@ -532,13 +566,30 @@ class QueueMachine(RuleBasedStateMachine):
     def model_add_after(self, key: str, delay: float) -> None:
         if self.shut:
             return
+        self.requeues.pop(key, None)
+        self.model_wait(key, delay)
+
+    def model_wait(self, key: str, delay: float) -> tuple[float, int] | None:
         if delay <= 0:
             self.model_add(key)
-            return
+            return None
         ready = self.clock.now() + delay
         if key in self.waiting and self.waiting[key][0] <= ready:
+            return None
+        entry = self.waiting[key] = (ready, next(self.seq))
+        return entry
+
+    def model_requeue(self, key: str, delay: float | None) -> None:
+        if self.shut:
             return
-        self.waiting[key] = (ready, next(self.seq))
+        earlier = self.requeues.pop(key, None)
+        if earlier is not None and self.waiting.get(key) == earlier:
+            del self.waiting[key]
+        if delay is None or delay <= 0:
+            return
+        made = self.model_wait(key, delay)
+        if made is not None:
+            self.requeues[key] = made
 
     @rule(key=KEYS)
     def add(self, key: str) -> None:
@@ -556,6 +607,11 @@ class QueueMachine(RuleBasedStateMachine):
     def add_after(self, key: str, delay: float) -> None:
         self.call(lambda: self.q.add_after(key, delay))
         self.model_add_after(key, delay)
+
+    @rule(key=KEYS, delay=st.one_of(st.none(), DELAYS))
+    def requeue(self, key: str, delay: float | None) -> None:
+        self.call(lambda: self.q.requeue(key, delay))
+        self.model_requeue(key, delay)
 
     @rule(key=KEYS)
     def add_rate_limited(self, key: str) -> None:
@@ -576,6 +632,7 @@ class QueueMachine(RuleBasedStateMachine):
         due = sorted((entry, key) for key, entry in self.waiting.items() if entry[0] <= target)
         for _, key in due:
             del self.waiting[key]
+            self.requeues.pop(key, None)
             self.model_add(key)
         self.settle(self.clock.run_for(step))
 
@@ -627,6 +684,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.shut = True
         self.drain_cut = True
         self.waiting.clear()
+        self.requeues.clear()
         self.settle()
 
     @precondition(lambda self: not self.shut)
@@ -635,6 +693,7 @@ class QueueMachine(RuleBasedStateMachine):
         self.drain = self.loop.create_task(self.q.shutdown_with_drain())
         self.shut = True
         self.waiting.clear()
+        self.requeues.clear()
         self.settle()
 
     @invariant()
