@@ -51,12 +51,16 @@ Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
                                 [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops]
                                 [--compare-ref GIT_REF] [--compare-gc N0,N1,N2 ...]
                                 [--compare-flags FLAGS ...]
-                                [--after-restart SECONDS] [--profile DIR] [--stages]
+                                [--after-restart SECONDS] [--profile DIR] [--native DIR] [--stages]
 
 ``--profile DIR`` attaches py-spy (when installed) to each kthena-py side from the fleet's creation to its
 last Available, keeps the raw stacks in ``DIR`` and prints the CPU samples by stage and by activity
 (``bench/cpu_profile.py``). Sampling costs the manager some CPU: compare profiled runs with each other, and take
 the CPU figures from runs without it.
+
+``--native DIR`` attaches ``perf record`` (when installed) to each kthena-py side over the same window, keeps its
+data in ``DIR`` and prints the samples by library: the interpreter, the kernel, TLS, JSON, the event loop's C
+modules, HTTP parsing (``bench/native_profile.py``): what py-spy's samples without a kthena_py frame hold.
 """
 
 from __future__ import annotations
@@ -86,6 +90,8 @@ from typing import Any
 
 from cpu_profile import Profiler
 from cpu_profile import report as profile_report
+from native_profile import NativeProfiler
+from native_profile import report as native_report
 
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube import AlreadyExists, ApiError, Gone, KubeClient, NotFound
@@ -945,6 +951,7 @@ async def run_side(
     keep: Path | None = None,
     label: str = "",
     profile: Path | None = None,
+    native: Path | None = None,
 ) -> SideRun:
     with tempfile.TemporaryDirectory() as d, tier_of(d, side.crds, n) as tier:
         client = await KubeClient.from_kubeconfig(str(tier.kubeconfig_path))
@@ -964,6 +971,11 @@ async def run_side(
                 profiler = Profiler.attach(proc.pid, profile / f"{label or side.name}.txt")
                 if profiler is None:
                     print("    --profile: py-spy is not installed; no profile")
+            native_profiler = None
+            if native is not None and side.metrics_port is not None:
+                native_profiler = NativeProfiler.attach(proc.pid, native / f"{label or side.name}.perf.data")
+                if native_profiler is None:
+                    print("    --native: perf is not installed; no native profile")
             start = time.perf_counter()
             timeline = Timeline(client, start)
             timeline.begin()
@@ -988,6 +1000,10 @@ async def run_side(
             if profiler is not None:
                 raw = profiler.stop()
                 print(f"    {side.name} profile to converge: {profile_report(raw) if raw else 'py-spy wrote nothing'}")
+            if native_profiler is not None:
+                data = native_profiler.stop()
+                split = native_report(data) if data else "perf wrote nothing"
+                print(f"    {side.name} native profile to converge: {split}")
             api_after = apiserver_requests(tier)
             converge_writes, converge_breakdown = workload_writes(api_before, api_after)
             print(f"    {side.name} timeline: {timeline.report()}")
@@ -1243,6 +1259,9 @@ async def main() -> None:
     ap.add_argument("--keep", metavar="DIR", type=Path, help="copy each run's manager log and timeline here")
     ap.add_argument("--profile", metavar="DIR", type=Path, help="py-spy on kthena-py's sides; raw stacks kept here")
     ap.add_argument(
+        "--native", metavar="DIR", type=Path, help="perf on kthena-py's sides, split by library; data kept here"
+    )
+    ap.add_argument(
         "--stages",
         action="store_true",
         help="kthena-py's managers write their --timeline-file and the per-stage report is printed (costs the "
@@ -1320,8 +1339,9 @@ async def run_sides(args: argparse.Namespace, ref_tree: Path | None, native_tree
             print(f"  --compare-kthena: no Kthena CRDs in {crd_dir}; skipping the Kthena comparison (--kthena-crds)")
         else:
             sides.append(kthena_go_side(binary, crd_dir))
-    if args.profile is not None:
-        args.profile.mkdir(parents=True, exist_ok=True)
+    for directory in (args.profile, args.native):
+        if directory is not None:
+            directory.mkdir(parents=True, exist_ok=True)
     bases: list[tuple[float, float]] = []
     runs: dict[str, list[SideRun]] = {s.name: [] for s in sides}
     for i in range(args.repeat):
@@ -1334,7 +1354,13 @@ async def run_sides(args: argparse.Namespace, ref_tree: Path | None, native_tree
         # run before) and the paired ratios are not biased by the order.
         for side in sides[i % len(sides) :] + sides[: i % len(sides)]:
             r = await run_side(
-                side, n, args.after_restart if i == 0 else 5.0, args.keep, f"{side.name}-run{i + 1}", args.profile
+                side,
+                n,
+                args.after_restart if i == 0 else 5.0,
+                args.keep,
+                f"{side.name}-run{i + 1}",
+                args.profile,
+                args.native,
             )
             runs[side.name].append(r)
             line += f" {side.name} {r.elapsed:6.1f} s,"
