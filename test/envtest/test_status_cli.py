@@ -165,6 +165,11 @@ async def test_watch_prints_again_on_readiness_and_exits_on_deletion(
             await process.wait()
 
 
+def _interruptible() -> None:
+    """In the child: Ctrl-C as at a terminal, even when the tier runs in the background (where it is ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 async def test_ctrl_c_ends_the_watch_quietly(kube: KubeClient, kubeconfig: Path, namespace: str) -> None:
     await create_world(kube, CASES["healthy"](), namespace)
     process = await asyncio.create_subprocess_exec(
@@ -180,6 +185,7 @@ async def test_ctrl_c_ends_the_watch_quietly(kube: KubeClient, kubeconfig: Path,
         NAME,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        preexec_fn=_interruptible,
     )
     assert process.stdout is not None and process.stderr is not None
     try:
