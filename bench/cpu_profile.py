@@ -21,27 +21,22 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["Profiler", "breakdown", "report"]
+__all__ = ["Profiler", "Recording", "breakdown", "report"]
 
 
-class Profiler:
-    """``py-spy record`` attached to ``pid`` until :meth:`stop`; ``None`` from :meth:`attach` when py-spy is absent."""
+class Recording:
+    """A sampling profiler's process (py-spy, perf) recording into ``out`` until :meth:`stop`."""
 
     def __init__(self, proc: subprocess.Popen[bytes], out: Path) -> None:
         self._proc = proc
         self.out = out
 
     @classmethod
-    def attach(cls, pid: int, out: Path, rate: int = 100) -> Profiler | None:
-        exe = shutil.which("py-spy")
-        if exe is None:
-            return None
-        cmd = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--output", str(out)]
-        cmd.append("--nonblocking")  # never pause the manager to read its stacks
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return cls(proc, out)
+    def start(cls, cmd: list[str], out: Path) -> Recording:
+        return cls(subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL), out)
 
     def stop(self) -> Path | None:
+        """End the recording (SIGINT, as at a terminal: both write their output then); the output, if any."""
         if self._proc.poll() is None:
             self._proc.send_signal(signal.SIGINT)
             try:
@@ -49,7 +44,20 @@ class Profiler:
             except subprocess.TimeoutExpired:
                 self._proc.kill()
                 self._proc.wait(10)
-        return self.out if self.out.exists() else None
+        return self.out if self.out.exists() and self.out.stat().st_size > 0 else None
+
+
+class Profiler:
+    """``py-spy record`` attached to a process; ``None`` from :meth:`attach` when py-spy is absent."""
+
+    @staticmethod
+    def attach(pid: int, out: Path, rate: int = 100) -> Recording | None:
+        exe = shutil.which("py-spy")
+        if exe is None:
+            return None
+        cmd = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--output", str(out)]
+        cmd.append("--nonblocking")  # never pause the manager to read its stacks
+        return Recording.start(cmd, out)
 
 
 # (substring of a frame's file, stage name), first match from the outermost frame wins

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import re
 import shutil
-import signal
 import subprocess
 from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
+
+from cpu_profile import Recording
 
 __all__ = ["NativeProfiler", "group_of", "report", "shares"]
 
@@ -54,30 +55,14 @@ _LINE = re.compile(r"^\s*([0-9.]+)%\s+(\S.*?)\s*$")
 
 
 class NativeProfiler:
-    """``perf record`` attached to ``pid`` until :meth:`stop`; ``None`` from :meth:`attach` when perf is absent."""
+    """``perf record`` attached to a process; ``None`` from :meth:`attach` when perf is absent."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], out: Path) -> None:
-        self._proc = proc
-        self.out = out
-
-    @classmethod
-    def attach(cls, pid: int, out: Path, rate: int = 199) -> NativeProfiler | None:
+    @staticmethod
+    def attach(pid: int, out: Path, rate: int = 199) -> Recording | None:
         exe = shutil.which("perf")
         if exe is None:
             return None
-        cmd = [exe, "record", "--quiet", "-F", str(rate), "-p", str(pid), "-o", str(out)]
-        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        return cls(proc, out)
-
-    def stop(self) -> Path | None:
-        if self._proc.poll() is None:
-            self._proc.send_signal(signal.SIGINT)
-            try:
-                self._proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait(10)
-        return self.out if self.out.exists() and self.out.stat().st_size > 0 else None
+        return Recording.start([exe, "record", "--quiet", "-F", str(rate), "-p", str(pid), "-o", str(out)], out)
 
 
 def group_of(dso: str) -> str:
