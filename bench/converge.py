@@ -88,9 +88,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from cpu_profile import Profiler
+from cpu_profile import attach as attach_py_spy
 from cpu_profile import report as profile_report
-from native_profile import NativeProfiler
+from native_profile import attach as attach_perf
 from native_profile import report as native_report
 
 from kthena_py.controllers.resources import MODELSERVINGS
@@ -968,12 +968,12 @@ async def run_side(
             latency_before = apiserver_latency(tier)
             profiler = None
             if profile is not None and side.metrics_port is not None:
-                profiler = Profiler.attach(proc.pid, profile / f"{label or side.name}.txt")
+                profiler = attach_py_spy(proc.pid, profile / f"{label or side.name}.txt")
                 if profiler is None:
                     print("    --profile: py-spy is not installed; no profile")
             native_profiler = None
             if native is not None and side.metrics_port is not None:
-                native_profiler = NativeProfiler.attach(proc.pid, native / f"{label or side.name}.perf.data")
+                native_profiler = attach_perf(proc.pid, native / f"{label or side.name}.perf.data")
                 if native_profiler is None:
                     print("    --native: perf is not installed; no native profile")
             start = time.perf_counter()

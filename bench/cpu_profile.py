@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["Profiler", "Recording", "breakdown", "report"]
+__all__ = ["Recording", "attach", "breakdown", "report"]
 
 
 class Recording:
@@ -47,17 +47,14 @@ class Recording:
         return self.out if self.out.exists() and self.out.stat().st_size > 0 else None
 
 
-class Profiler:
-    """``py-spy record`` attached to a process; ``None`` from :meth:`attach` when py-spy is absent."""
-
-    @staticmethod
-    def attach(pid: int, out: Path, rate: int = 100) -> Recording | None:
-        exe = shutil.which("py-spy")
-        if exe is None:
-            return None
-        cmd = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--output", str(out)]
-        cmd.append("--nonblocking")  # never pause the manager to read its stacks
-        return Recording.start(cmd, out)
+def attach(pid: int, out: Path, rate: int = 100) -> Recording | None:
+    """``py-spy record`` attached to ``pid``; ``None`` when py-spy is absent."""
+    exe = shutil.which("py-spy")
+    if exe is None:
+        return None
+    cmd = [exe, "record", "--pid", str(pid), "--rate", str(rate), "--format", "raw", "--output", str(out)]
+    cmd.append("--nonblocking")  # never pause the manager to read its stacks
+    return Recording.start(cmd, out)
 
 
 # (substring of a frame's file, stage name), first match from the outermost frame wins

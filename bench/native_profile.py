@@ -14,7 +14,8 @@ threads whatever they run (here at ``rate`` per second, without call graphs, so 
 * **HTTP parsing**: aiohttp's, multidict's and yarl's C modules;
 * **C library**: ``libc`` (``malloc``, ``memmove``), and the rest.
 
-Nothing here is asserted; without ``perf`` (or when the kernel refuses it) the window is skipped with the reason.
+Nothing here is asserted. Without ``perf`` the window is skipped and that is printed; when the kernel refuses it,
+perf writes nothing and that is printed.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from pathlib import Path
 
 from cpu_profile import Recording
 
-__all__ = ["NativeProfiler", "group_of", "report", "shares"]
+__all__ = ["attach", "group_of", "report", "shares"]
 
 # (substring of a shared object's name, group), first match wins
 _GROUPS: tuple[tuple[str, str], ...] = (
@@ -54,15 +55,12 @@ _GROUPS: tuple[tuple[str, str], ...] = (
 _LINE = re.compile(r"^\s*([0-9.]+)%\s+(\S.*?)\s*$")
 
 
-class NativeProfiler:
-    """``perf record`` attached to a process; ``None`` from :meth:`attach` when perf is absent."""
-
-    @staticmethod
-    def attach(pid: int, out: Path, rate: int = 199) -> Recording | None:
-        exe = shutil.which("perf")
-        if exe is None:
-            return None
-        return Recording.start([exe, "record", "--quiet", "-F", str(rate), "-p", str(pid), "-o", str(out)], out)
+def attach(pid: int, out: Path, rate: int = 199) -> Recording | None:
+    """``perf record`` attached to ``pid``; ``None`` when perf is absent."""
+    exe = shutil.which("perf")
+    if exe is None:
+        return None
+    return Recording.start([exe, "record", "--quiet", "-F", str(rate), "-p", str(pid), "-o", str(out)], out)
 
 
 def group_of(dso: str) -> str:
