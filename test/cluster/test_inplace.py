@@ -99,10 +99,17 @@ async def _wait_condition(
     reason: str,
     type_: str = "UpdateInProgress",
     timeout: float = 180,
+    mentioning: str = "",
 ) -> dict[str, Any]:
+    """The condition once its reason is ``reason`` and its message holds ``mentioning``.
+
+    The message can be written before it says everything (a pod's pull error arrives after the patch that causes it),
+    so a test waits for the words it checks rather than reading the first message with the right reason.
+    """
+
     async def check() -> dict[str, Any] | None:
         c = await _condition(kube, namespace, name, type_)
-        return c if c.get("reason") == reason else None
+        return c if c.get("reason") == reason and mentioning in c.get("message", "") else None
 
     result: dict[str, Any] = await eventually(check, timeout=timeout, description=f"{name} {type_} {reason}")
     return result
@@ -306,8 +313,10 @@ async def test_never_ready_on_the_new_image_is_handled_by_recovery_policy(
         await wait_available(kube, namespace, "dl", 2)
         uids = _uids(await live_pods(kube, namespace, "dl"))
         await _edit_roles(kube, namespace, "dl", _image_setter(BAD))
-        verifying = await _wait_condition(kube, namespace, "dl", "InPlaceVerifying", timeout=60)
-        assert "dl-1" in verifying["message"] and "ImagePullBackOff" in verifying["message"]
+        verifying = await _wait_condition(
+            kube, namespace, "dl", "InPlaceVerifying", timeout=60, mentioning="ImagePullBackOff"
+        )
+        assert "dl-1" in verifying["message"], verifying["message"]
         live = await live_pods(kube, namespace, "dl")
         assert _uids(live) == uids  # patched in place, not recreated
         assert live["dl-1-decode-0-0"]["spec"]["containers"][0]["image"] == BAD
