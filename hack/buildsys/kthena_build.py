@@ -36,17 +36,13 @@ COMPILED = (
     "kthena_py/controllers/servingview.py",
     "kthena_py/controllers/modelserving/observe.py",
     "kthena_py/controllers/modelserving/predicates.py",
-    "kthena_py/controllers/modelserving/notify.py",
-    "kthena_py/controllers/modelserving/scheduling.py",
-    "kthena_py/kube/managedfields.py",
 )
 """What a compiled build compiles: the ModelServing planners (pure functions over plain dicts and dataclasses, where a
 reconcile spends most of the CPU that is kthena_py's own code); the readers every watch handler and reconcile calls
-(labels, owners, conditions, times, pod states, the slim cached form, the store's indexes, the cut of
-``managedFields`` out of a watch event's bytes); the ModelServing reconcilers' synchronous halves (the parsed-spec
-view, what a reconcile observes, the watch predicates); and the handlers every pod event reaches (the ``Running``
-notifier, the scheduling reporter's predicates, mappers and decision). Package ``__init__`` modules stay Python, and
-so does the asynchronous runtime (informers, cache, work queues, the controller engine; docs/compiled.md says why).
+(labels, owners, conditions, times, pod states, the slim cached form, the store's indexes); and the ModelServing
+reconcilers' synchronous halves (the parsed-spec view, what a reconcile observes, the watch predicates). Package
+``__init__`` modules stay Python, and so does the asynchronous runtime (informers, cache, work queues, the controller
+engine; docs/compiled.md says why).
 """
 
 _discovering = False

@@ -37,7 +37,6 @@ def test_the_compiled_set_names_the_planners_and_readers_and_no_package_init() -
     assert "kthena_py/vocab/pods.py" in sources
     assert "kthena_py/runtime/store.py" in sources
     assert "kthena_py/controllers/servingview.py" in sources
-    assert "kthena_py/controllers/modelserving/notify.py" in sources
     # The asynchronous engine stays Python (docs/compiled.md).
     assert not [s for s in sources if s.startswith(("kthena_py/runtime/informer", "kthena_py/runtime/controller"))]
     assert not [s for s in sources if s.endswith("__init__.py")]
