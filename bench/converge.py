@@ -23,7 +23,11 @@ fresh tier of the same shape, in the same run:
   worktree: what the commits since buy, measured in the same run (issue 33's before/after);
 * ``kthena-py[compiled]`` (with ``--compare-compiled``): the working tree built as a compiled wheel
   (``KTHENA_PY_COMPILE=1``: the hot paths compiled by mypyc, docs/compiled.md) and run unpacked from a temporary
-  directory, against ``kthena-py`` (the same code, interpreted).
+  directory, against ``kthena-py`` (the same code, interpreted);
+* ``kthena-py[python VERSION of DATE]`` (with ``--compare-python PYTHON``, repeatable): the working tree's manager
+  run by another interpreter (one with the manager's dependencies installed), e.g. one built with profile-guided and
+  link-time optimisation as the image's base is, where the development interpreter may not be; with
+  ``--compare-compiled`` the compiled build on it too.
 
 With ``--repeat R`` the sides take turns going first (run 2 starts with the second side, and so on), so that no side
 always starts on a machine still settling from the run before; the paired ratios compare the same run's sides.
@@ -50,7 +54,7 @@ Targets are printed beside the figures (issues 15 and 33), not asserted.
 Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
                                 [--compare-kthena GO_BINARY [--kthena-crds DIR]] [--compare-loops]
                                 [--compare-ref GIT_REF] [--compare-gc N0,N1,N2 ...]
-                                [--compare-flags FLAGS ...]
+                                [--compare-flags FLAGS ...] [--compare-compiled] [--compare-python PYTHON ...]
                                 [--after-restart SECONDS] [--profile DIR] [--native DIR] [--stages]
 
 ``--profile DIR`` attaches py-spy (when installed) to each kthena-py side from the fleet's creation to its
@@ -840,10 +844,24 @@ def compiled_tree() -> Iterator[Path]:
         yield tree
 
 
-def kthena_py_side_from(name: str, tree: Path, workers: int, *, stages: bool = False) -> Side:
-    """kthena-py's manager importing the package in ``tree`` (a worktree of an earlier commit, or a compiled build of
-    the working tree) instead of the installed one, as a side of its own named ``name``."""
-    return replace(kthena_py_side(workers, stages=stages), name=name, cwd=tree)
+def kthena_py_side_from(
+    name: str, tree: Path, workers: int, *, stages: bool = False, python: str | None = None
+) -> Side:
+    """kthena-py's manager importing the package in ``tree`` (a worktree of an earlier commit, a compiled build of the
+    working tree, or the working tree itself) instead of the installed one, as a side of its own named ``name``;
+    run by the interpreter ``python`` when given (by this benchmark's otherwise)."""
+    side = replace(kthena_py_side(workers, stages=stages), name=name, cwd=tree)
+    if python is None:
+        return side
+    return replace(side, command=[python, *side.command[1:]])
+
+
+def python_label(python: str) -> str:
+    """How a side run by the interpreter ``python`` is named: its version and build date, as it reports them (which
+    interpreter it is, the run's command says)."""
+    probe = "import platform; print(platform.python_version(), *platform.python_build()[1].split()[:3])"
+    out = subprocess.run([python, "-c", probe], check=True, text=True, capture_output=True).stdout.split()
+    return f"{out[0]} of {' '.join(out[1:])}" if len(out) == 4 else python
 
 
 @contextlib.contextmanager
@@ -1299,6 +1317,15 @@ async def main() -> None:
         help="also run kthena-py's manager built with its hot paths compiled (KTHENA_PY_COMPILE=1, mypyc), as a side "
         "of its own (kthena-py[compiled])",
     )
+    ap.add_argument(
+        "--compare-python",
+        metavar="PYTHON",
+        action="append",
+        default=[],
+        help="also run kthena-py's manager (the working tree) on the interpreter PYTHON, as a side of its own; with "
+        "--compare-compiled its compiled build too (repeatable). PYTHON must have the manager's dependencies "
+        "(docs/testing.md: the interpreter the image ships)",
+    )
     args = ap.parse_args()
     with contextlib.ExitStack() as stack:
         ref_tree = stack.enter_context(worktree_of(args.compare_ref)) if args.compare_ref else None
@@ -1327,6 +1354,14 @@ async def run_sides(args: argparse.Namespace, ref_tree: Path | None, native_tree
         sides.append(kthena_py_side_from(f"kthena-py@{args.compare_ref}", ref_tree, args.workers, stages=args.stages))
     if native_tree is not None:
         sides.append(kthena_py_side_from("kthena-py[compiled]", native_tree, args.workers, stages=args.stages))
+    for python in args.compare_python:
+        label = python_label(python)
+        sides.append(
+            kthena_py_side_from(f"kthena-py[python {label}]", REPO, args.workers, stages=args.stages, python=python)
+        )
+        if native_tree is not None:
+            name = f"kthena-py[compiled, python {label}]"
+            sides.append(kthena_py_side_from(name, native_tree, args.workers, stages=args.stages, python=python))
     if args.compare_kthena is not None:
         binary: Path = args.compare_kthena
         crd_dir: Path = args.kthena_crds or binary.parent / "crds"
