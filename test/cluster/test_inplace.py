@@ -111,7 +111,9 @@ async def _wait_condition(
         c = await _condition(kube, namespace, name, type_)
         return c if c.get("reason") == reason and mentioning in c.get("message", "") else None
 
-    result: dict[str, Any] = await eventually(check, timeout=timeout, description=f"{name} {type_} {reason}")
+    result: dict[str, Any] = await eventually(
+        check, timeout=timeout, description=f"{name} {type_} {reason} {mentioning!r}"
+    )
     return result
 
 

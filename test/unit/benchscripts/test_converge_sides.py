@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 import platform
 import sys
 from pathlib import Path
 
-# Loaded by path, with bench/ on sys.path only meanwhile (for its own imports of the profilers): left there, bench's
-# modules (workqueue.py, rollout.py...) could shadow others.
-_BENCH = Path(__file__).resolve().parents[2] / "bench"
-_SPEC = importlib.util.spec_from_file_location("bench_converge", _BENCH / "converge.py")
-assert _SPEC is not None and _SPEC.loader is not None
-converge = importlib.util.module_from_spec(_SPEC)
-sys.modules[_SPEC.name] = converge  # its dataclasses look their module up while they are made
-sys.path.insert(0, str(_BENCH))
-try:
-    _SPEC.loader.exec_module(converge)
-finally:
-    sys.path.remove(str(_BENCH))
+from . import load
+
+converge = load("converge")
 
 
 def test_a_side_on_another_interpreter_changes_the_interpreter_and_nothing_else() -> None:

@@ -2,23 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 
-# Loaded by path, with bench/ on sys.path only meanwhile (for its own import of cpu_profile): left there, bench's
-# modules (workqueue.py, rollout.py...) could shadow others.
-_BENCH = Path(__file__).resolve().parents[2] / "bench"
-_SPEC = importlib.util.spec_from_file_location("bench_native_profile", _BENCH / "native_profile.py")
-assert _SPEC is not None and _SPEC.loader is not None
-native_profile = importlib.util.module_from_spec(_SPEC)
-sys.path.insert(0, str(_BENCH))
-try:
-    _SPEC.loader.exec_module(native_profile)
-finally:
-    sys.path.remove(str(_BENCH))
+from . import load
+
+native_profile = load("native_profile")
 group_of, shares = native_profile.group_of, native_profile.shares
 
 REPORT = """\
