@@ -31,7 +31,10 @@ Guarantees:
   Event (reason: the condition reason) is planned when the condition enters a blocking reason (any but
   ``Scheduling``) from anything that was not blocking; a Normal Event ``Scheduled`` when it turns ``True`` after a
   blocking reason, with how long it had been ``False``. Both are decided from the previous condition in the
-  cluster, never from memory, so a restart repeats neither.
+  cluster, never from memory, so a restart repeats neither. How long it waited ends when the last live pod was
+  bound (the latest ``PodScheduled=True`` transition, which the API server stamps at binding), not when the
+  decision is made: a look that comes seconds after the binding (changes are gathered before a look) does not
+  lengthen the wait it reports. Without such a time for every live pod it ends ``now``.
 * **A young ModelServing's first ``Scheduling`` is not written**: while it has no ``Scheduled`` condition yet and is
   younger than ``SchedulingInputs.grace`` seconds (from ``creationTimestamp``), a ``Scheduling`` decision is held
   (:attr:`SchedulingDecision.hold`: look again then); any other decision, a blocking reason or ``AllScheduled``, is
@@ -568,6 +571,22 @@ def _message(reason: str, waits: Sequence[GroupWait], inputs: SchedulingInputs) 
     return "; ".join(parts), needs_nodes
 
 
+def _placed_at(pods: Sequence[KubeObject], now: float) -> float:
+    """When the last live pod was bound (its ``PodScheduled=True`` transition); ``now`` when a pod does not say."""
+    latest: float | None = None
+    for pod in pods:
+        if not _live(pod):
+            continue
+        condition = _condition(pod, POD_SCHEDULED)
+        bound_at = (
+            parse_time(condition.get("lastTransitionTime")) if condition and condition.get("status") == "True" else None
+        )
+        if bound_at is None:
+            return now
+        latest = bound_at if latest is None else max(latest, bound_at)
+    return now if latest is None else min(latest, now)
+
+
 def _since(previous: Mapping[str, Any] | None, status: str, now: float) -> str:
     if previous is not None and previous.get("status") == status and previous.get("lastTransitionTime"):
         return str(previous["lastTransitionTime"])
@@ -623,7 +642,7 @@ def decide_scheduled(inputs: SchedulingInputs) -> SchedulingDecision:
         event = PlannedEvent("Warning", reason, message)
     if status == "True" and previous is not None and previous.get("status") == "False":
         since = parse_time(previous.get("lastTransitionTime"))
-        waited = max(0.0, inputs.now - since) if since is not None else None
+        waited = max(0.0, _placed_at(inputs.pods, inputs.now) - since) if since is not None else None
         waited_reason = str(previous.get("reason") or "")
         if was_blocking:
             after = f" after waiting {_duration(waited)}" if waited is not None else ""

@@ -26,7 +26,9 @@ def pod(
     gpus: int | None = None,
     cpu: str | None = None,
     terminating: bool = False,
+    bound_at: str | None = None,
 ) -> dict[str, Any]:
+    """A pod; ``bound_at`` stamps the ``PodScheduled=True`` the API server sets when it binds a pod to ``node``."""
     requests: dict[str, str] = {}
     if gpus is not None:
         requests["nvidia.com/gpu"] = str(gpus)
@@ -38,6 +40,8 @@ def pod(
     status: dict[str, Any] = {"phase": "Running" if node else "Pending"}
     if verdict is not None:
         status["conditions"] = [{"type": "PodScheduled", "status": "False", "reason": reason, "message": verdict}]
+    elif node and bound_at is not None:
+        status["conditions"] = [{"type": "PodScheduled", "status": "True", "lastTransitionTime": bound_at}]
     md: dict[str, Any] = {"name": name, "namespace": "ns", "labels": {"modelserving.volcano.sh/group-name": group}}
     if terminating:
         md["deletionTimestamp"] = "2023-11-14T00:00:00Z"

@@ -314,6 +314,27 @@ def test_the_end_of_a_wait_says_how_long_it_lasted() -> None:
     assert quick.waited == 0.0 and quick.waited_reason == "Scheduling" and quick.event is None
 
 
+@pytest.mark.parametrize(
+    ("bound", "waited", "said"),
+    [
+        (("2023-11-14T22:12:00Z",), 120.0, "after waiting 2m00s"),
+        (("2023-11-14T22:11:00Z", "2023-11-14T22:12:30Z"), 150.0, "after waiting 2m30s"),
+        (("2023-11-14T22:11:00Z", None), 200.0, "after waiting 3m20s"),  # one pod does not say when: until now
+        (("2023-11-14T22:15:00Z",), 200.0, "after waiting 3m20s"),  # a binding stamped ahead of our clock: now
+        (("2023-11-14T22:09:00Z",), 0.0, "after waiting 0s"),  # bound before the wait began
+    ],
+)
+def test_a_wait_ends_when_the_last_pod_was_bound_not_when_it_was_noticed(
+    bound: tuple[str | None, ...], waited: float, said: str
+) -> None:
+    pods = tuple(pod(f"llama-0-r-0-{i}", node="n0", bound_at=at) for i, at in enumerate(bound))
+    gone = pod("llama-0-r-0-9", node="n0", terminating=True)  # a terminating pod's binding is not asked
+    decision = decide_scheduled(inputs(pods=(*pods, gone), previous=WAITING))
+    assert decision.waited == waited
+    assert decision.event is not None and f"{said} (InsufficientGPU)" in decision.event.message
+    assert decision.condition["lastTransitionTime"] == "2023-11-14T22:13:20Z"  # the transition is dated when seen
+
+
 def test_the_transition_time_moves_only_with_the_status() -> None:
     still = decide_scheduled(inputs(pods=(pod(verdict="taint"),), previous=WAITING))
     assert still.condition["lastTransitionTime"] == WAITING["lastTransitionTime"]

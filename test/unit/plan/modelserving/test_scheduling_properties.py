@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from kthena_py.plan.modelserving.scheduling import SchedulingInputs, decide_scheduled, queue_position
 from kthena_py.plan.modelserving.scheduling.verdict import BLOCKING_REASONS
 from kthena_py.vocab.conditions import CONDITION_REASONS
+from kthena_py.vocab.times import format_time
 
 from .scheduling_builders import KUBE_GPU, NOW, VOLCANO_GPU, node, pod, podgroup, queue
 
@@ -34,6 +35,7 @@ def worlds(draw: st.DrawFn) -> SchedulingInputs:
                     verdict=draw(st.sampled_from(VERDICTS)),
                     gpus=draw(st.sampled_from([None, 8, 16])),
                     terminating=draw(st.booleans()),
+                    bound_at=draw(st.sampled_from([None, "2023-11-14T21:00:00Z", "2023-11-14T23:59:00Z"])),
                 )
             )
         if gang and draw(st.booleans()):
@@ -188,3 +190,35 @@ def test_queue_position_is_the_sorted_order_of_the_waiting_podgroups(rows: list[
     candidates = data.draw(st.lists(st.sampled_from(groups), max_size=12))
     assert queue_position(pg, candidates, classes) == _position_by_sorting(pg, candidates, classes)
     assert queue_position(pg, candidates, classes) == queue_position(pg, candidates, classes)  # memoised alike
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.tuples(st.one_of(st.none(), st.integers(-7_200, 7_200)), st.booleans()), min_size=1, max_size=4),
+    st.integers(0, 7_200),
+)
+def test_a_reported_wait_ends_at_the_last_binding_within_the_time_it_was_false(
+    bindings: list[tuple[int | None, bool]], false_for: int
+) -> None:
+    """Bindings stamped around ``now`` (some not stamped, some of terminating pods), a wait of ``false_for`` s."""
+    pods = tuple(
+        pod(f"llama-0-r-0-{i}", node="n0", terminating=gone, bound_at=None if at is None else format_time(NOW + at))
+        for i, (at, gone) in enumerate(bindings)
+    )
+    previous = {
+        "type": "Scheduled",
+        "status": "False",
+        "reason": "InsufficientGPU",
+        "lastTransitionTime": format_time(NOW - false_for),
+    }
+    decision = decide_scheduled(SchedulingInputs(pods=pods, now=NOW, generation=1, previous=previous))
+    live = [at for at, gone in bindings if not gone]
+    if not live:
+        assert decision.waited is None or decision.waited == false_for  # no pod: "no pods" is True at once
+        return
+    assert decision.waited is not None and 0 <= decision.waited <= false_for
+    if None in live:
+        assert decision.waited == false_for  # a pod does not say when it was bound: the wait ends now
+    else:
+        stamps = [at for at in live if at is not None]
+        assert decision.waited == max(0, min(false_for, max(stamps) + false_for))
