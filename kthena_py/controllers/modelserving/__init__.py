@@ -18,6 +18,7 @@ from kthena_py.vocab.labels import SERVING_NAME
 from ..components import MODELSERVING
 from ..resources import MODELCACHES, MODELSERVINGS
 from ..servingview import model_cache_changed, modelservings_of_cache, watch_model_caches
+from .gang import CONTROLLER as GANG_CONTROLLER
 from .gang import PodGroupReconciler
 from .modelcache import ModelCacheGateReconciler
 from .notify import RunningNotifier
@@ -73,15 +74,12 @@ def register(manager: Manager, *, workers: int, eviction_budget: bool = False) -
         .owns(CONTROLLER_REVISIONS, MODELSERVINGS, spec_or_metadata_changed)
         .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
     )
+    podgroups = PodGroupReconciler(manager.client, cache, recorder, trackers=eviction_budget)
     gang = (
-        Controller(
-            "modelserving-gang",
-            PodGroupReconciler(manager.client, cache, recorder, trackers=eviction_budget),
-            cache,
-            workers=workers,
-        )
+        Controller(GANG_CONTROLLER, podgroups, cache, workers=workers)
         .for_(MODELSERVINGS, spec_or_metadata_changed)
-        .owns(PODGROUPS, MODELSERVINGS, spec_changed)
+        # The echo of its own PodGroup write finds the plan carried out: it does not wake it again.
+        .owns(PODGROUPS, MODELSERVINGS, podgroups.own_writes.passes(PODGROUPS, spec_changed))
         .watches(CRDS, every_modelserving, field_selector=PODGROUP_CRD_SELECTOR)
     )
     scheduled = (

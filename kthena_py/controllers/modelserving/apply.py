@@ -214,6 +214,8 @@ class PlanApplier:
         tracker: Backoff of refused writes (shared by all reconciles of this applier).
         wall_clock: Epoch seconds, for condition transition times.
         pacer: When progress-only status changes are written (``None``: at once).
+        on_written: Told of every child created or updated, with the API server's answer, as soon as it comes
+            (:class:`~.echoes.OwnWrites` keeps the watch echo of such a write from waking the reconciler again).
     """
 
     def __init__(
@@ -228,6 +230,7 @@ class PlanApplier:
         tracker: FailureTracker | None = None,
         wall_clock: Callable[[], float] = time.time,
         pacer: ProgressPacer | None = None,
+        on_written: Callable[[ResourceType, KubeObject], None] | None = None,
     ) -> None:
         self.client = client
         self.recorder = recorder
@@ -239,6 +242,7 @@ class PlanApplier:
         self._now = wall_clock
         self.status_writer = StatusWriter(client, MODELSERVINGS, field_manager)
         self.pacer = pacer
+        self.on_written = on_written
 
     async def apply(
         self,
@@ -386,6 +390,8 @@ class PlanApplier:
         except ApiError as exc:
             self._refused(run, ms, ChildFailure.of("create", kind, name, exc), digest)
             return
+        if self.on_written is not None:
+            self.on_written(rt, created)
         self.tracker.succeeded(run.owner, "create", kind, name)
         run.written.append(_Written.of(rt, created, "present", created=True))
 
@@ -456,6 +462,8 @@ class PlanApplier:
         except ApiError as exc:
             self._refused(run, ms, ChildFailure.of("update", u.kind, u.name, exc), digest)
             return
+        if self.on_written is not None:
+            self.on_written(rt, updated)
         self.tracker.succeeded(run.owner, "update", u.kind, u.name)
         run.written.append(_Written.of(rt, updated, "present"))
 

@@ -11,6 +11,10 @@ included), so the PodGroups follow the groups the ServingGroup reconciler wants;
 first eviction record expires.
 
 The ``Scheduled`` condition is another concern, kept by its own reconciler (:mod:`.scheduled`).
+
+Its own writes do not wake it: the watch event that shows a PodGroup exactly as this reconciler created or updated
+it is held back from its queue (:attr:`PodGroupReconciler.own_writes`, wired in by the controller's PodGroup watch),
+since the look it would ask for finds the plan carried out. Any other change of a PodGroup wakes it as before.
 """
 
 from __future__ import annotations
@@ -29,9 +33,11 @@ from kthena_py.runtime.reconcile import Request, Result, result_of
 
 from ..resources import MODELSERVINGS
 from .apply import PlanApplier
+from .echoes import OwnWrites
 from .failures import GANG_FAILURE, FailureCondition
 from .observe import ms_ref, observe_serving, parse_modelserving, podgroup_support
 
+CONTROLLER = "modelserving-gang"
 FIELD_MANAGER = "kthena-py-gang"
 FAILURE_FIELD_MANAGER = "kthena-py-gang-failures"
 
@@ -51,12 +57,15 @@ class PodGroupReconciler:
         self.cache = cache
         self.trackers = trackers
         self._now = wall_clock
+        self.own_writes = OwnWrites(CONTROLLER)
+        """The PodGroups this reconciler wrote, whose watch echoes do not wake it (:mod:`.echoes`)."""
         self.applier = PlanApplier(
             client,
             recorder,
             FIELD_MANAGER,
             cache,
             failures=FailureCondition(client, GANG_FAILURE, FAILURE_FIELD_MANAGER),
+            on_written=self.own_writes.remember,
         )
 
     async def reconcile(self, request: Request) -> Result | None:

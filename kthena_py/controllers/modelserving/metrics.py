@@ -10,6 +10,8 @@ Guarantees:
 * ``kthena_modelserving_time_to_schedule_seconds{reason}`` gets one sample per ``Scheduled`` transition from
   ``False`` to ``True``: how long the condition had been ``False`` (from its ``lastTransitionTime``), labelled
   with the reason it last had (``Scheduling`` when nothing blocked the pods).
+* ``kthena_modelserving_echoes_skipped_total{controller}`` counts the watch events that only echoed a reconciler's
+  own write and so did not wake it again (:mod:`.echoes`).
 * Only the leader reconciles, so only the leader exports non-empty series; with ``--sharding`` each replica counts
   the ModelServings of the namespaces it owns and forgets those it gives away (:meth:`WaitingSeries.forget_namespaces`).
 """
@@ -20,11 +22,11 @@ import contextlib
 from collections.abc import Callable
 from typing import Final
 
-from prometheus_client import Gauge, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from kthena_py.runtime.metrics import REGISTRY
 
-__all__ = ["SERIES", "TIME_TO_SCHEDULE", "WAITING", "WaitingSeries"]
+__all__ = ["ECHOES_SKIPPED", "SERIES", "TIME_TO_SCHEDULE", "WAITING", "WaitingSeries"]
 
 WAITING: Final = Gauge(
     "kthena_modelserving_waiting",
@@ -37,6 +39,13 @@ TIME_TO_SCHEDULE: Final = Histogram(
     "Seconds a ModelServing's Scheduled condition was False before every pod was placed, by its last reason.",
     ("reason",),
     buckets=(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400),
+    registry=REGISTRY,
+)
+
+ECHOES_SKIPPED: Final = Counter(
+    "kthena_modelserving_echoes_skipped_total",
+    "Watch events that only echoed a reconciler's own write and did not wake it again, by controller.",
+    ("controller",),
     registry=REGISTRY,
 )
 
