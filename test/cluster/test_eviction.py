@@ -498,9 +498,16 @@ async def test_restart_on_a_converged_protected_modelserving_writes_nothing(
         await wait_available(kube, namespace, "llm", 2)
 
         async def shown() -> bool:
-            return (await condition(kube, namespace, "llm")).get("reason") == "SufficientReady"
+            obj = await kube.get(MODELSERVINGS, "llm", namespace)
+            found = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+            # Converged means every writer's condition is in: the budget's, and Scheduled, which follows the pods'
+            # bindings a few seconds later (its reconciler gathers them, SCHEDULING_COALESCE).
+            return (
+                found.get("DisruptionAllowed", {}).get("reason") == "SufficientReady"
+                and found.get("Scheduled", {}).get("status") == "True"
+            )
 
-        await eventually(shown, timeout=30, description="DisruptionAllowed condition")
+        await eventually(shown, timeout=30, description="DisruptionAllowed and Scheduled conditions")
         await asyncio.sleep(3)  # let the status settle (both writers agree)
     before = _writes()
     async with replica(str(kubeconfig), namespace):
