@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 
-from kthena_py.kube.objects import KubeObject, meta, namespace_of, resource_version_of
+from kthena_py.kube.objects import KubeObject, name_of, namespace_of, resource_version_of
 from kthena_py.kube.resources import ResourceType
 from kthena_py.runtime.controller import Predicate
 
@@ -38,6 +38,11 @@ ECHO_MAX = 4096
 """Writes remembered at most (a fleet's burst of PodGroup creations fits many times over)."""
 
 _Key = tuple[str, str, str, str]
+
+
+def _key(rt: ResourceType, obj: KubeObject) -> _Key:
+    """An object version: (resource, namespace, name, resourceVersion)."""
+    return (rt.plural, namespace_of(obj), name_of(obj), resource_version_of(obj))
 
 
 class OwnWrites:
@@ -71,7 +76,7 @@ class OwnWrites:
             return
         now = self._clock()
         self._expire(now)
-        key = (rt.plural, namespace_of(written), str(meta(written).get("name") or ""), rv)
+        key = _key(rt, written)
         self._until[key] = now + self._ttl
         self._until.move_to_end(key)
         while len(self._until) > self._limit:
@@ -89,8 +94,7 @@ class OwnWrites:
         if not self._until:
             return False
         self._expire(self._clock())
-        key = (rt.plural, namespace_of(obj), str(meta(obj).get("name") or ""), resource_version_of(obj))
-        if self._until.pop(key, None) is None:
+        if self._until.pop(_key(rt, obj), None) is None:
             return False
         self._skipped.inc()
         return True
