@@ -9,8 +9,7 @@ Guarantees:
   ModelServings), a deleted ModelServing leaves it, and a series that falls to 0 is removed.
 * ``kthena_modelserving_time_to_schedule_seconds{reason}`` gets one sample per ``Scheduled`` transition from
   ``False`` to ``True``: how long the condition had been ``False`` (from its ``lastTransitionTime`` to the last
-  pod's binding), labelled
-  with the reason it last had (``Scheduling`` when nothing blocked the pods).
+  pod's binding), labelled with the reason it last had (``Scheduling`` when nothing blocked the pods).
 * ``kthena_modelserving_echoes_skipped_total{controller}`` counts the watch events that only echoed a reconciler's
   own write and so did not wake it again (:mod:`.echoes`).
 * Only the leader reconciles, so only the leader exports non-empty series; with ``--sharding`` each replica counts
