@@ -32,15 +32,19 @@ from urllib.parse import urlsplit
 from pydantic_core import from_json, to_json
 
 from kthena_py.kube import KubeClient
-from kthena_py.kube.resources import EVENTS, NAMESPACES
-from kthena_py.runtime.eventloop import loop_factory
+from kthena_py.kube.resources import NAMESPACES
 from kthena_py.testing.controlplane import EnvTest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from apiserver_cost import NAMESPACE, event  # the same Event body both price
-
-CONCURRENCY = 16
-LOOP_NAME, LOOP_FACTORY = loop_factory()
+from apiserver_cost import (  # the same Event create both price, on the same loop and concurrency
+    CONCURRENCY,
+    LOOP_FACTORY,
+    LOOP_NAME,
+    NAMESPACE,
+    Writes,
+    event,
+    timed,
+)
 
 
 class BareConnection:
@@ -91,19 +95,6 @@ async def bare_connections(env: EnvTest) -> list[BareConnection]:
     return conns
 
 
-async def kube_client_round(client: KubeClient, serial: itertools.count[int], n: int) -> float:
-    """This process's CPU milliseconds per Event create sent through ``client``."""
-    sem = asyncio.Semaphore(CONCURRENCY)
-
-    async def one() -> None:
-        async with sem:
-            await client.create(EVENTS, event(next(serial)), NAMESPACE)
-
-    before = time.process_time()
-    await asyncio.gather(*(one() for _ in range(n)))
-    return (time.process_time() - before) * 1000 / n
-
-
 async def bare_round(conns: list[BareConnection], serial: itertools.count[int], n: int) -> float:
     """This process's CPU milliseconds per Event create sent over the bare connections."""
     left = iter(range(n))
@@ -125,20 +116,25 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as d, EnvTest(d, crds=[]) as env:
         client = await KubeClient.from_kubeconfig(str(env.kubeconfig_path))
         conns = await bare_connections(env)
-        serial = itertools.count()
+        writes = Writes(client)
+        serial = writes.serial  # one counter for both sides: every Event gets a name of its own
+
+        async def kube_client_round(n: int) -> float:
+            return (await timed([], n, writes.event_create))[1]  # this process's CPU ms per write
+
         try:
             await client.create(NAMESPACES, {"metadata": {"name": NAMESPACE}})
-            await kube_client_round(client, serial, 300)  # warm-up: both sides' connections and caches
+            await kube_client_round(300)  # warm-up: both sides' connections and caches
             await bare_round(conns, serial, 300)
             sides: dict[str, list[float]] = {"KubeClient": [], "bare": []}
             ratios: list[float] = []
             for r in range(args.rounds):
                 if r % 2 == 0:
-                    k8s = await kube_client_round(client, serial, args.requests)
+                    k8s = await kube_client_round(args.requests)
                     bare = await bare_round(conns, serial, args.requests)
                 else:
                     bare = await bare_round(conns, serial, args.requests)
-                    k8s = await kube_client_round(client, serial, args.requests)
+                    k8s = await kube_client_round(args.requests)
                 sides["KubeClient"].append(k8s)
                 sides["bare"].append(bare)
                 ratios.append(k8s / bare)

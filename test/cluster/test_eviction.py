@@ -80,10 +80,13 @@ async def group_pods(kube: KubeClient, namespace: str, ms: str) -> dict[int, lis
     return {g: sorted(names) for g, names in sorted(out.items())}
 
 
-async def condition(kube: KubeClient, namespace: str, ms: str) -> dict[str, Any]:
+async def conditions_by_type(kube: KubeClient, namespace: str, ms: str) -> dict[str, dict[str, Any]]:
     obj = await kube.get(MODELSERVINGS, ms, namespace)
-    found = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
-    return found.get("DisruptionAllowed", {})
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+async def condition(kube: KubeClient, namespace: str, ms: str) -> dict[str, Any]:
+    return (await conditions_by_type(kube, namespace, ms)).get("DisruptionAllowed", {})
 
 
 async def tracker(kube: KubeClient, namespace: str, ms: str) -> KubeObject | None:
@@ -498,8 +501,7 @@ async def test_restart_on_a_converged_protected_modelserving_writes_nothing(
         await wait_available(kube, namespace, "llm", 2)
 
         async def shown() -> bool:
-            obj = await kube.get(MODELSERVINGS, "llm", namespace)
-            found = {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}
+            found = await conditions_by_type(kube, namespace, "llm")
             # Converged means every writer's condition is in: the budget's, and Scheduled, which follows the pods'
             # bindings a few seconds later (its reconciler gathers them, SCHEDULING_COALESCE).
             return (
