@@ -21,10 +21,17 @@ Guarantees:
   burst of Events (hundreds of ``RoleCreating`` while a fleet is created) trails the pods and Services it
   reports on instead of competing with them for the connection pool and the API server. A waiting event keeps
   only the reference fields of its object, not the object.
+* Every write the window produces then goes through client-go's correlator
+  (:mod:`kthena_py.runtime.eventcorrelator`, with client-go's defaults), as Kthena's Go manager's Events do: from
+  the tenth distinct message about one object, type and reason within ten minutes, writes become the one
+  ``(combined from similar events): ...`` Event of that object, type and reason (named without the message, so
+  repeats raise its ``count`` and refresh its message); and each object and type may send a burst of 25 writes,
+  then one every five minutes; the rest are filtered.
 * Every Event written or given up is counted in ``kthena_events_written_total{component,type,outcome}``:
   ``created`` (a new Event), ``counted`` (a repeat raised an existing Event's ``count``), ``failed`` (the API
   server refused it or it could not be sent), ``dropped`` (too many were pending, or it was discarded when the
-  replica stopped leading). Messages joined or absorbed in the window are part of one write, not writes.
+  replica stopped leading), ``filtered`` (the per-object burst was spent). Messages joined or absorbed in the
+  window are part of one write, not writes.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from kthena_py.kube.objects import meta
 from kthena_py.kube.resources import EVENTS
 from kthena_py.vocab.times import format_time
 
+from .eventcorrelator import COMBINED_PREFIX, EventCorrelator
 from .metrics import REGISTRY
 
 EventType = Literal["Normal", "Warning"]
@@ -54,12 +62,13 @@ log = structlog.get_logger("kthena_py.events")
 EVENTS_WRITTEN: Final = Counter(
     "kthena_events_written_total",
     "Event writes by the recorder, by outcome: created (a new Event), counted (a repeat raised an Event's count), "
-    "failed (refused or not sent), dropped (too many pending, or discarded on losing the lease).",
+    "failed (refused or not sent), dropped (too many pending, or discarded on losing the lease), "
+    "filtered (the object's burst of Events was spent).",
     ("component", "type", "outcome"),
     registry=REGISTRY,
 )
 
-_Outcome = Literal["created", "counted", "failed", "dropped"]
+_Outcome = Literal["created", "counted", "failed", "dropped", "filtered"]
 """How an Event write ended (the ``outcome`` label of ``kthena_events_written_total``)."""
 
 _Key = tuple[str, str, str, str, str, str | None]
@@ -122,6 +131,7 @@ class EventRecorder:
         max_in_flight: Event writes sent at a time.
         coalesce_seconds: How long an event waits for others of the same object, type and reason
             (``0``: only those recorded in the same event-loop iteration are joined).
+        correlator: What combines similar writes and filters bursts (default: client-go's defaults).
     """
 
     def __init__(
@@ -133,6 +143,7 @@ class EventRecorder:
         max_pending: int = 10_000,
         coalesce_seconds: float = 1.0,
         max_in_flight: int = 8,
+        correlator: EventCorrelator | None = None,
     ) -> None:
         self._client = client
         self.component = component
@@ -142,6 +153,7 @@ class EventRecorder:
         self._pending: set[asyncio.Task[None]] = set()
         self._batches: dict[_Key, _Batch] = {}
         self._in_flight = asyncio.Semaphore(max(1, max_in_flight))
+        self._correlator = correlator if correlator is not None else EventCorrelator()
 
     def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str, *, join: bool = True) -> None:
         """Record an event about ``obj`` (any object with apiVersion, kind and metadata).
@@ -177,7 +189,16 @@ class EventRecorder:
             return
         if batch.timer is not None:
             batch.timer.cancel()
-        task = asyncio.create_task(self._write(batch.obj, batch.type, batch.reason, SEPARATOR.join(batch.messages)))
+        message = SEPARATOR.join(batch.messages)
+        involved = (str(batch.obj.get("apiVersion", "")), str(batch.obj.get("kind", "")), *key[:3])
+        verdict = self._correlator.correlate(involved, batch.type, batch.reason, message, time.monotonic())
+        if not verdict.send:
+            log.debug("event filtered, the object's burst is spent", reason=batch.reason, object=key[1])
+            EVENTS_WRITTEN.labels(self.component, batch.type, "filtered").inc()
+            return
+        identity = COMBINED_PREFIX if verdict.combined else message
+        text = verdict.message[:MAX_MESSAGE]
+        task = asyncio.create_task(self._write(batch.obj, batch.type, batch.reason, text, identity))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
@@ -199,11 +220,12 @@ class EventRecorder:
         while self._pending:
             await asyncio.gather(*list(self._pending), return_exceptions=True)
 
-    async def _write(self, obj: dict[str, Any], type_: EventType, reason: str, message: str) -> None:
+    async def _write(self, obj: dict[str, Any], type_: EventType, reason: str, message: str, identity: str) -> None:
+        """Write one Event, named by the object, type, reason and ``identity`` (the message or the combined prefix)."""
         md = meta(obj)
         namespace = str(md.get("namespace") or "default")
         digest = hashlib.sha256(
-            "\x00".join([str(md.get("uid", "")), type_, reason, message, self.component]).encode()
+            "\x00".join([str(md.get("uid", "")), type_, reason, identity, self.component]).encode()
         ).hexdigest()[:16]
         name = f"{md.get('name', 'unknown')}.{digest}"
         now = _now()
@@ -230,12 +252,17 @@ class EventRecorder:
         outcome: _Outcome = "dropped"  # unless it is sent: cancelled (discarded) while waiting or in flight
         try:
             async with self._in_flight:
-                outcome = await self._send(body, name, namespace, reason, now)
+                outcome = await self._send(body, name, namespace, reason, now, refresh=identity != message)
         finally:
             EVENTS_WRITTEN.labels(self.component, type_, outcome).inc()
 
-    async def _send(self, body: dict[str, Any], name: str, namespace: str, reason: str, now: str) -> _Outcome:
-        """Create the Event, or raise the count of the one already named so; never raises but a cancellation."""
+    async def _send(
+        self, body: dict[str, Any], name: str, namespace: str, reason: str, now: str, *, refresh: bool
+    ) -> _Outcome:
+        """Create the Event, or raise the count of the one already named so; never raises but a cancellation.
+
+        ``refresh``: a raised count also sets the Event's message to this one's (a combined Event shows the latest).
+        """
         try:
             try:
                 await self._client.create(EVENTS, body, namespace)
@@ -243,7 +270,10 @@ class EventRecorder:
             except AlreadyExists:
                 existing = await self._client.get(EVENTS, name, namespace)
                 count = int(existing.get("count") or 1) + 1
-                await self._client.patch(EVENTS, name, {"count": count, "lastTimestamp": now}, namespace)
+                change: dict[str, Any] = {"count": count, "lastTimestamp": now}
+                if refresh:
+                    change["message"] = body["message"]
+                await self._client.patch(EVENTS, name, change, namespace)
                 return "counted"
         except ApiError as exc:
             log.warning("cannot write event", reason=reason, error=str(exc))

@@ -15,6 +15,7 @@ import yaml
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import CONFIGMAPS, EVENTS
+from kthena_py.runtime.eventcorrelator import COMBINED_PREFIX, EventCorrelator
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.testing.wait import eventually
 
@@ -38,6 +39,25 @@ async def test_events_are_aggregated(kube: KubeClient, namespace: str) -> None:
     assert odd["count"] == 3 and odd["type"] == "Warning"
     assert odd["involvedObject"]["uid"] == cm["metadata"]["uid"]
     assert odd["source"]["component"] == "test-component"
+
+
+async def test_similar_events_are_combined_and_a_burst_is_filtered(kube: KubeClient, namespace: str) -> None:
+    cm = await kube.create(CONFIGMAPS, {"metadata": {"name": "stormy"}}, namespace)
+    cm.setdefault("apiVersion", "v1")
+    cm.setdefault("kind", "ConfigMap")
+    rec = EventRecorder(kube, "storm-component", coalesce_seconds=0.0, correlator=EventCorrelator(burst=12))
+    for i in range(14):
+        rec.event(cm, "Normal", "RoleCreating", f"Role a/a-{i} is now Creating", join=False)
+        await rec.flush()
+    events = (await kube.list(EVENTS, namespace)).items
+    plain = sorted(e["message"] for e in events if not e["message"].startswith(COMBINED_PREFIX))
+    combined = [e for e in events if e["message"].startswith(COMBINED_PREFIX)]
+    assert plain == sorted(f"Role a/a-{i} is now Creating" for i in range(9))
+    # the 10th-12th are one Event whose count the API server stored; the 13th and 14th spent no more of the burst
+    assert len(combined) == 1
+    assert combined[0]["count"] == 3
+    assert combined[0]["message"] == COMBINED_PREFIX + "Role a/a-11 is now Creating"
+    assert combined[0]["involvedObject"]["uid"] == cm["metadata"]["uid"]
 
 
 def _free_port() -> int:

@@ -262,3 +262,37 @@ async def test_writes_waiting_for_a_slot_or_in_flight_when_discarded_are_counted
     await rec.discard()
     assert stuck.holding == 1
     assert written("count-discarded", "dropped") == 3 and written("count-discarded", "created") == 0
+
+
+async def test_similar_role_events_become_one_combined_event_from_the_tenth() -> None:
+    kube = FakeKube()
+    rec = EventRecorder(kube, "combine", coalesce_seconds=0.0)
+    for i in range(12):
+        rec.event(subject(), "Normal", "RoleCreating", f"Role a/a-{i} in ServingGroup ms-0 is now Creating", join=False)
+        await rec.flush()
+    plain = [c["message"] for c in created(kube)]
+    assert plain == [f"Role a/a-{i} in ServingGroup ms-0 is now Creating" for i in range(9)] + [
+        "(combined from similar events): Role a/a-9 in ServingGroup ms-0 is now Creating"
+    ]
+    combined_name = created(kube)[-1]["metadata"]["name"]
+    # the 11th and 12th raise the combined Event's count and show the latest message
+    assert [(name, body["count"], body["message"]) for name, body in patched(kube)] == [
+        (combined_name, 2, "(combined from similar events): Role a/a-10 in ServingGroup ms-0 is now Creating"),
+        (combined_name, 3, "(combined from similar events): Role a/a-11 in ServingGroup ms-0 is now Creating"),
+    ]
+    assert written("combine", "created") == 10 and written("combine", "counted") == 2
+
+
+async def test_an_object_s_burst_of_writes_is_25_and_the_rest_are_filtered() -> None:
+    kube = FakeKube()
+    rec = EventRecorder(kube, "burst", coalesce_seconds=0.0)
+    for i in range(30):
+        rec.event(subject(), "Normal", f"Reason{i}", "m")
+        await rec.flush()
+    rec.event(subject(), "Warning", "Odd", "a warning has a bucket of its own")
+    rec.event(subject("other", "u2"), "Normal", "Reason0", "so has another object")
+    await rec.flush()
+    reasons = [c["reason"] for c in created(kube)]
+    assert reasons == [f"Reason{i}" for i in range(25)] + ["Odd", "Reason0"]
+    assert written("burst", "filtered") == 5 and written("burst", "created") == 26
+    assert written("burst", "created", "Warning") == 1
