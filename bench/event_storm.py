@@ -33,6 +33,7 @@ from typing import Any
 
 from kthena_py.kube import KubeClient
 from kthena_py.kube.resources import EVENTS, NAMESPACES
+from kthena_py.runtime import logconfig
 from kthena_py.runtime.eventcorrelator import EventCorrelator
 from kthena_py.runtime.events import EventRecorder
 from kthena_py.runtime.metrics import REGISTRY
@@ -112,6 +113,7 @@ async def main() -> None:
     ap.add_argument("--failures", type=int, default=10, help="failures of every role instance")
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
+    logconfig.configure("warning", json=False)  # one line per filtered write is the manager's debug, not ours
     with tempfile.TemporaryDirectory() as d, EnvTest(d, crds=[]) as env:
         pids = [p.pid for p in env.processes if p.pid]
         client = await KubeClient.from_kubeconfig(str(env.kubeconfig_path))
