@@ -45,6 +45,7 @@ __all__ = [
     "DEFAULT_SIMILAR_WINDOW",
     "EventCorrelator",
     "ObjectKey",
+    "Recent",
     "Verdict",
 ]
 
@@ -77,7 +78,7 @@ class Verdict:
     combined: bool = False
 
 
-class _Recent(Generic[K, V]):
+class Recent(Generic[K, V]):
     """A mapping that keeps at most ``size`` keys, forgetting the least recently used."""
 
     def __init__(self, size: int) -> None:
@@ -85,16 +86,22 @@ class _Recent(Generic[K, V]):
         self._items: OrderedDict[K, V] = OrderedDict()
 
     def get(self, key: K) -> V | None:
+        """The value of ``key`` (now the most recently used), or None."""
         value = self._items.get(key)
         if value is not None:
             self._items.move_to_end(key)
         return value
 
     def put(self, key: K, value: V) -> None:
+        """Set ``key`` (the most recently used), forgetting the least recently used beyond the size."""
         self._items[key] = value
         self._items.move_to_end(key)
         while len(self._items) > self._size:
             self._items.popitem(last=False)
+
+    def pop(self, key: K) -> V | None:
+        """Forget ``key``; its value, or None."""
+        return self._items.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._items)
@@ -140,8 +147,8 @@ class EventCorrelator:
         self._window = similar_window
         self._burst = burst
         self._refill = refill_per_second
-        self._similar: _Recent[tuple[ObjectKey, str, str], _Similar] = _Recent(max_keys)
-        self._buckets: _Recent[tuple[ObjectKey, str], _Bucket] = _Recent(max_keys)
+        self._similar: Recent[tuple[ObjectKey, str, str], _Similar] = Recent(max_keys)
+        self._buckets: Recent[tuple[ObjectKey, str], _Bucket] = Recent(max_keys)
 
     def correlate(self, obj: ObjectKey, type_: str, reason: str, message: str, now: float) -> Verdict:
         """The verdict on one write about ``obj`` at ``now`` (seconds, any monotonic origin); updates the state."""

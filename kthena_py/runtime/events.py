@@ -7,6 +7,9 @@ Guarantees:
 * Repeated events (same object, type, reason and message) are aggregated into one Event object
   whose ``count`` and ``lastTimestamp`` grow, as ``kubectl describe`` expects. The Event's name is
   derived from those fields, so aggregation needs no memory of past events and survives restarts.
+  A repeat of an Event this process wrote costs one request: a patch of its count guarded by the
+  resourceVersion last written (the last 4,096 Events are remembered). A forgotten Event, or one
+  changed since, costs three: the refused create, a read, the patch.
 * Events about one object with the same type and reason recorded within ``coalesce_seconds`` are
   written as one Event whose message joins theirs (``"; "``, in order, duplicates once, at most
   1024 characters; a message that does not fit starts a new Event): same information, a fraction of
@@ -45,12 +48,12 @@ from typing import Any, Final, Literal, Protocol
 import structlog
 from prometheus_client import Counter
 
-from kthena_py.kube import AlreadyExists, ApiError, KubeApi
+from kthena_py.kube import AlreadyExists, ApiError, Conflict, KubeApi, NotFound
 from kthena_py.kube.objects import meta
 from kthena_py.kube.resources import EVENTS
 from kthena_py.vocab.times import format_time
 
-from .eventcorrelator import COMBINED_PREFIX, EventCorrelator
+from .eventcorrelator import COMBINED_PREFIX, EventCorrelator, Recent
 from .metrics import REGISTRY
 
 EventType = Literal["Normal", "Warning"]
@@ -73,6 +76,8 @@ _Outcome = Literal["created", "counted", "failed", "dropped", "filtered"]
 
 _Key = tuple[str, str, str, str, str, str | None]
 """Namespace, name, UID, type, reason, and the message of an event that is not joined (else None)."""
+REMEMBERED_EVENTS: Final = 4096
+"""Events whose count and resourceVersion a recorder remembers, so that a repeat is one patch."""
 
 
 def _reference(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -154,6 +159,8 @@ class EventRecorder:
         self._batches: dict[_Key, _Batch] = {}
         self._in_flight = asyncio.Semaphore(max(1, max_in_flight))
         self._correlator = correlator if correlator is not None else EventCorrelator()
+        self._written: Recent[tuple[str, str], tuple[int, str]] = Recent(REMEMBERED_EVENTS)
+        """(namespace, name) of Events this recorder wrote -> their count and resourceVersion then."""
 
     def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str, *, join: bool = True) -> None:
         """Record an event about ``obj`` (any object with apiVersion, kind and metadata).
@@ -201,6 +208,13 @@ class EventRecorder:
         task = asyncio.create_task(self._write(batch.obj, batch.type, batch.reason, text, identity))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    def _remember(self, event: Mapping[str, Any]) -> None:
+        md = meta(event)
+        version = str(md.get("resourceVersion") or "")
+        if version:
+            key = (str(md.get("namespace", "")), str(md.get("name", "")))
+            self._written.put(key, (int(event.get("count") or 1), version))
 
     async def discard(self) -> None:
         """Drop every waiting event and cancel the writes in flight."""
@@ -264,17 +278,30 @@ class EventRecorder:
         ``refresh``: a raised count also sets the Event's message to this one's (a combined Event shows the latest).
         """
         try:
-            try:
-                await self._client.create(EVENTS, body, namespace)
-                return "created"
-            except AlreadyExists:
-                existing = await self._client.get(EVENTS, name, namespace)
-                count = int(existing.get("count") or 1) + 1
-                change: dict[str, Any] = {"count": count, "lastTimestamp": now}
-                if refresh:
-                    change["message"] = body["message"]
-                await self._client.patch(EVENTS, name, change, namespace)
-                return "counted"
+            change: dict[str, Any] = {"lastTimestamp": now}
+            if refresh:
+                change["message"] = body["message"]
+            known = self._written.pop((namespace, name))
+            if known is not None:
+                count, version = known
+                guarded = {**change, "count": count + 1, "metadata": {"resourceVersion": version}}
+                try:
+                    self._remember(await self._client.patch(EVENTS, name, guarded, namespace))
+                    return "counted"
+                except NotFound:
+                    known = None  # expired: created again below
+                except Conflict:
+                    pass  # changed since (another writer raised it): read below
+            if known is None:
+                try:
+                    self._remember(await self._client.create(EVENTS, body, namespace))
+                    return "created"
+                except AlreadyExists:
+                    pass
+            existing = await self._client.get(EVENTS, name, namespace)
+            change["count"] = int(existing.get("count") or 1) + 1
+            self._remember(await self._client.patch(EVENTS, name, change, namespace))
+            return "counted"
         except ApiError as exc:
             log.warning("cannot write event", reason=reason, error=str(exc))
         except Exception:

@@ -296,3 +296,54 @@ async def test_an_object_s_burst_of_writes_is_25_and_the_rest_are_filtered() -> 
     assert reasons == [f"Reason{i}" for i in range(25)] + ["Odd", "Reason0"]
     assert written("burst", "filtered") == 5 and written("burst", "created") == 26
     assert written("burst", "created", "Warning") == 1
+
+
+def verbs(kube: FakeKube) -> list[str]:
+    """The verbs of the Event requests sent so far, in order."""
+    return [c.verb for c in kube.calls if c.rt == EVENTS]
+
+
+async def test_a_repeat_of_an_event_this_recorder_wrote_is_one_guarded_patch() -> None:
+    kube = FakeKube()
+    rec = recorder(kube)
+    for _ in range(3):
+        rec.event(subject(), "Warning", "Odd", "same")
+        await rec.flush()
+    assert verbs(kube) == ["create", "patch", "patch"]
+    guards = [c.body["metadata"]["resourceVersion"] for c in kube.calls_of("patch", EVENTS)]
+    versions = [obj["metadata"]["resourceVersion"] for _, obj in kube.changes(EVENTS)]
+    assert guards == versions[:2]  # each patch names the version the write before it left
+    assert [body["count"] for _, body in patched(kube)] == [2, 3]
+
+
+async def test_a_restarted_recorder_reads_the_count_before_raising_it() -> None:
+    kube = FakeKube()
+    first = recorder(kube)
+    first.event(subject(), "Warning", "Odd", "same")
+    await first.flush()
+    second = recorder(kube)  # a new process: nothing remembered
+    second.event(subject(), "Warning", "Odd", "same")
+    await second.flush()
+    assert verbs(kube) == ["create", "create", "get", "patch"]
+    assert [body["count"] for _, body in patched(kube)] == [2]
+
+
+async def test_an_event_raised_by_another_writer_is_read_again_and_one_deleted_is_created_again() -> None:
+    kube = FakeKube()
+    rec = recorder(kube)
+    rec.event(subject(), "Warning", "Odd", "same")
+    await rec.flush()
+    name = created(kube)[0]["metadata"]["name"]
+    await kube.patch(EVENTS, name, {"count": 5}, "ns")  # another replica raised it meanwhile
+    del kube.calls[:]
+    rec.event(subject(), "Warning", "Odd", "same")
+    await rec.flush()
+    assert verbs(kube) == ["patch", "get", "patch"]  # the guarded patch is refused; the count is read
+    assert (await kube.get(EVENTS, name, "ns"))["count"] == 6
+
+    await kube.delete(EVENTS, name, "ns")  # the Event expired
+    del kube.calls[:]
+    rec.event(subject(), "Warning", "Odd", "same")
+    await rec.flush()
+    assert verbs(kube) == ["patch", "create"]
+    assert (await kube.get(EVENTS, name, "ns"))["count"] == 1
