@@ -9,7 +9,8 @@ Guarantees:
   derived from those fields, so aggregation needs no memory of past events and survives restarts.
   A repeat of an Event this process wrote costs one request: a patch of its count guarded by the
   resourceVersion last written (the last 4,096 Events are remembered). A forgotten Event, or one
-  changed since, costs three: the refused create, a read, the patch.
+  changed since, costs three: the refused create, a read, the patch (also guarded; read again if
+  another writer raised the count meanwhile). Writes of one Event take turns, so no count is lost.
 * Events about one object with the same type and reason recorded within ``coalesce_seconds`` are
   written as one Event whose message joins theirs (``"; "``, in order, duplicates once, at most
   1024 characters; a message that does not fit starts a new Event): same information, a fraction of
@@ -78,6 +79,18 @@ _Key = tuple[str, str, str, str, str, str | None]
 """Namespace, name, UID, type, reason, and the message of an event that is not joined (else None)."""
 REMEMBERED_EVENTS: Final = 4096
 """Events whose count and resourceVersion a recorder remembers, so that a repeat is one patch."""
+
+
+_READ_ATTEMPTS: Final = 3
+"""Reads of an Event whose count another writer raised between the read and the patch, before giving up."""
+
+
+class _NameTurn:
+    """Writes of one Event name take turns, so that each finds the count the one before it left."""
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.writers = 0
 
 
 def _reference(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -161,6 +174,8 @@ class EventRecorder:
         self._correlator = correlator if correlator is not None else EventCorrelator()
         self._written: Recent[tuple[str, str], tuple[int, str]] = Recent(REMEMBERED_EVENTS)
         """(namespace, name) of Events this recorder wrote -> their count and resourceVersion then."""
+        self._writing: dict[tuple[str, str], _NameTurn] = {}
+        """Events being written -> the turn writes of the same Event take (a combined Event has many writers)."""
 
     def event(self, obj: Mapping[str, Any], type_: EventType, reason: str, message: str, *, join: bool = True) -> None:
         """Record an event about ``obj`` (any object with apiVersion, kind and metadata).
@@ -208,6 +223,16 @@ class EventRecorder:
         task = asyncio.create_task(self._write(batch.obj, batch.type, batch.reason, text, identity))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
+
+    async def _raise_count(
+        self, name: str, namespace: str, change: dict[str, Any], count: int, version: str
+    ) -> _Outcome:
+        """Patch the Event's count to ``count + 1`` (and ``change``), only if it is still at ``version``."""
+        guarded = {**change, "count": count + 1}
+        if version:
+            guarded["metadata"] = {"resourceVersion": version}
+        self._remember(await self._client.patch(EVENTS, name, guarded, namespace))
+        return "counted"
 
     def _remember(self, event: Mapping[str, Any]) -> None:
         md = meta(event)
@@ -264,10 +289,15 @@ class EventRecorder:
             "count": 1,
         }
         outcome: _Outcome = "dropped"  # unless it is sent: cancelled (discarded) while waiting or in flight
+        turn = self._writing.setdefault((namespace, name), _NameTurn())
+        turn.writers += 1
         try:
-            async with self._in_flight:
+            async with turn.lock, self._in_flight:
                 outcome = await self._send(body, name, namespace, reason, now, refresh=identity != message)
         finally:
+            turn.writers -= 1
+            if not turn.writers:
+                del self._writing[(namespace, name)]
             EVENTS_WRITTEN.labels(self.component, type_, outcome).inc()
 
     async def _send(
@@ -283,11 +313,8 @@ class EventRecorder:
                 change["message"] = body["message"]
             known = self._written.pop((namespace, name))
             if known is not None:
-                count, version = known
-                guarded = {**change, "count": count + 1, "metadata": {"resourceVersion": version}}
                 try:
-                    self._remember(await self._client.patch(EVENTS, name, guarded, namespace))
-                    return "counted"
+                    return await self._raise_count(name, namespace, change, *known)
                 except NotFound:
                     known = None  # expired: created again below
                 except Conflict:
@@ -298,10 +325,15 @@ class EventRecorder:
                     return "created"
                 except AlreadyExists:
                     pass
-            existing = await self._client.get(EVENTS, name, namespace)
-            change["count"] = int(existing.get("count") or 1) + 1
-            self._remember(await self._client.patch(EVENTS, name, change, namespace))
-            return "counted"
+            for attempt in range(1, _READ_ATTEMPTS + 1):
+                existing = await self._client.get(EVENTS, name, namespace)
+                count, version = int(existing.get("count") or 1), str(meta(existing).get("resourceVersion") or "")
+                try:
+                    return await self._raise_count(name, namespace, change, count, version)
+                except Conflict:
+                    if attempt == _READ_ATTEMPTS:
+                        raise
+            return "failed"  # not reached: the last attempt returns or raises
         except ApiError as exc:
             log.warning("cannot write event", reason=reason, error=str(exc))
         except Exception:

@@ -347,3 +347,41 @@ async def test_an_event_raised_by_another_writer_is_read_again_and_one_deleted_i
     await rec.flush()
     assert verbs(kube) == ["patch", "create"]
     assert (await kube.get(EVENTS, name, "ns"))["count"] == 1
+
+
+async def test_writes_of_one_combined_event_take_turns_and_lose_no_count() -> None:
+    kube = FakeKube()
+    slow = SlowCreates()
+    kube.intercept(slow)
+    rec = EventRecorder(kube, "turns", coalesce_seconds=0.0, max_in_flight=8)
+    for i in range(14):  # the 10th to 14th are all the one combined Event, sent together
+        rec.event(subject(), "Normal", "RoleCreating", f"Role a/a-{i} is now Creating", join=False)
+    await rec.flush()
+    # no read and no refused create: each later write found the count the one before it left
+    assert sorted(verbs(kube)) == ["create"] * 10 + ["patch"] * 4
+    combined = [c for c in created(kube) if c["message"].startswith("(combined")]
+    assert len(combined) == 1
+    assert (await kube.get(EVENTS, combined[0]["metadata"]["name"], "ns"))["count"] == 5
+
+
+async def test_a_count_raised_between_the_read_and_the_patch_is_read_again() -> None:
+    kube = FakeKube()
+    first = recorder(kube)
+    first.event(subject(), "Warning", "Odd", "same")
+    await first.flush()
+    name = created(kube)[0]["metadata"]["name"]
+    raced = False
+
+    def another_writer_first(call: Call) -> None:
+        nonlocal raced
+        if call.verb == "patch" and call.rt == EVENTS and not raced:
+            raced = True
+            kube.store.patch(EVENTS, name, {"count": 7}, "ns")
+
+    kube.intercept(another_writer_first)
+    del kube.calls[:]
+    second = recorder(kube)  # remembers nothing: the create is refused and the count read
+    second.event(subject(), "Warning", "Odd", "same")
+    await second.flush()
+    assert verbs(kube) == ["create", "get", "patch", "get", "patch"]
+    assert (await kube.get(EVENTS, name, "ns"))["count"] == 8
