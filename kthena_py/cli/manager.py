@@ -15,8 +15,9 @@ import argparse
 from typing import Any
 
 from kthena_py import __version__
+from kthena_py.runtime.eventcorrelator import DEFAULT_BURST, DEFAULT_MAX_SIMILAR
 
-from .common import CommandError, positive_int
+from .common import CommandError, non_negative_int, positive_int
 
 #: ``--log-level`` choices (those of :data:`kthena_py.runtime.logconfig.LEVELS`).
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -138,6 +139,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "as Kthena)",
     )
     m.add_argument("--workers", type=positive_int, default=4, help="concurrent reconciles per controller")
+    m.add_argument(
+        "--event-burst",
+        type=non_negative_int,
+        default=DEFAULT_BURST,
+        metavar="N",
+        help="Events about one object and type written at once; then one every five minutes (0: no limit; "
+        f"default: {DEFAULT_BURST}, client-go's)",
+    )
+    m.add_argument(
+        "--event-combine-after",
+        type=non_negative_int,
+        default=DEFAULT_MAX_SIMILAR,
+        metavar="N",
+        help="from the Nth distinct message about one object, type and reason within ten minutes, Events are "
+        f"combined into one whose count rises (0: never; default: {DEFAULT_MAX_SIMILAR}, client-go's)",
+    )
     m.add_argument(
         "--api-connections",
         type=_api_connections,
@@ -361,6 +378,8 @@ async def _run_manager(args: argparse.Namespace) -> int:
             retry_period=args.retry_period,
             metrics_bind_address=args.metrics_bind_address,
             health_probe_bind_address=args.health_probe_bind_address,
+            event_burst=args.event_burst,
+            event_combine_after=args.event_combine_after,
         )
         # Each replica names itself to the API server, so an audit log attributes every write to one replica.
         client.user_agent = f"kthena-py/{__version__} manager ({options.identity})"

@@ -55,6 +55,7 @@ from . import looplag, memory, metrics
 from .cache import SharedCache
 from .clock import Clock, RealClock
 from .controller import Controller
+from .eventcorrelator import DEFAULT_BURST, DEFAULT_MAX_SIMILAR, EventCorrelator
 from .events import EventRecorder
 from .httpserver import ProbeServer
 from .leader import LeaderElector
@@ -117,6 +118,10 @@ class ManagerOptions:
     sharding: bool = False
     lease_group: str = "kthena-py-controller-manager"
     shard_informers: bool = True
+    event_burst: int = DEFAULT_BURST
+    """Events about one object and type written at once (0: no limit); the correlator's burst."""
+    event_combine_after: int = DEFAULT_MAX_SIMILAR
+    """Distinct messages per object, type and reason from which Events are combined (0: never)."""
 
 
 class Manager:
@@ -164,7 +169,8 @@ class Manager:
         """The event recorder whose Events carry ``component`` as their source (one per component)."""
         recorder = self._recorders.get(component)
         if recorder is None:
-            recorder = EventRecorder(self.client, component, instance=self.options.identity)
+            correlator = EventCorrelator(max_similar=self.options.event_combine_after, burst=self.options.event_burst)
+            recorder = EventRecorder(self.client, component, instance=self.options.identity, correlator=correlator)
             self._recorders[component] = recorder
         return recorder
 
