@@ -79,8 +79,6 @@ _Key = tuple[str, str, str, str, str, str | None]
 """Namespace, name, UID, type, reason, and the message of an event that is not joined (else None)."""
 REMEMBERED_EVENTS: Final = 4096
 """Events whose count and resourceVersion a recorder remembers, so that a repeat is one patch."""
-
-
 _READ_ATTEMPTS: Final = 3
 """Reads of an Event whose count another writer raised between the read and the patch, before giving up."""
 
@@ -224,23 +222,6 @@ class EventRecorder:
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
 
-    async def _raise_count(
-        self, name: str, namespace: str, change: dict[str, Any], count: int, version: str
-    ) -> _Outcome:
-        """Patch the Event's count to ``count + 1`` (and ``change``), only if it is still at ``version``."""
-        guarded = {**change, "count": count + 1}
-        if version:
-            guarded["metadata"] = {"resourceVersion": version}
-        self._remember(await self._client.patch(EVENTS, name, guarded, namespace))
-        return "counted"
-
-    def _remember(self, event: Mapping[str, Any]) -> None:
-        md = meta(event)
-        version = str(md.get("resourceVersion") or "")
-        if version:
-            key = (str(md.get("namespace", "")), str(md.get("name", "")))
-            self._written.put(key, (int(event.get("count") or 1), version))
-
     async def discard(self) -> None:
         """Drop every waiting event and cancel the writes in flight."""
         for batch in self._batches.values():
@@ -339,3 +320,21 @@ class EventRecorder:
         except Exception:
             log.exception("cannot write event", reason=reason)
         return "failed"
+
+    async def _raise_count(
+        self, name: str, namespace: str, change: dict[str, Any], count: int, version: str
+    ) -> _Outcome:
+        """Patch the Event's count to ``count + 1`` (and ``change``), only if it is still at ``version``."""
+        guarded = {**change, "count": count + 1}
+        if version:
+            guarded["metadata"] = {"resourceVersion": version}
+        self._remember(await self._client.patch(EVENTS, name, guarded, namespace))
+        return "counted"
+
+    def _remember(self, event: Mapping[str, Any]) -> None:
+        """Keep the count and resourceVersion the API server answered a write of ``event`` with."""
+        md = meta(event)
+        version = str(md.get("resourceVersion") or "")
+        if version:
+            key = (str(md.get("namespace", "")), str(md.get("name", "")))
+            self._written.put(key, (int(event.get("count") or 1), version))
