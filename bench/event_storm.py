@@ -99,12 +99,13 @@ async def one_side(
     server_before, client_before, wall = cpu_seconds(pids), time.process_time(), time.monotonic()
     await storm(recorder, objects, args.instances, args.failures)
     client_cpu, wall = time.process_time() - client_before, time.monotonic() - wall
+    requests = requests_sent() - sent_before
     await asyncio.sleep(0.5)  # the writes' watch fan-out and etcd's share settle
     server_cpu = cpu_seconds(pids) - server_before
     names = {o["metadata"]["name"] for o in objects}
     stored = [e for e in (await client.list(EVENTS, side)).items if e["involvedObject"]["name"] in names]
     return {
-        "requests": requests_sent() - sent_before,
+        "requests": requests,
         "filtered": written(component, "filtered") - filtered_before,
         "stored": float(len(stored)),
         "server": server_cpu,
