@@ -270,7 +270,10 @@ class EventRecorder:
             "count": 1,
         }
         outcome: _Outcome = "dropped"  # unless it is sent: cancelled (discarded) while waiting or in flight
-        turn = self._writing.setdefault((namespace, name), _NameTurn())
+        event_key = (namespace, name)
+        turn = self._writing.get(event_key)
+        if turn is None:
+            turn = self._writing[event_key] = _NameTurn()
         turn.writers += 1
         try:
             async with turn.lock, self._in_flight:
@@ -278,7 +281,7 @@ class EventRecorder:
         finally:
             turn.writers -= 1
             if not turn.writers:
-                del self._writing[(namespace, name)]
+                del self._writing[event_key]
             EVENTS_WRITTEN.labels(self.component, type_, outcome).inc()
 
     async def _send(
@@ -306,15 +309,16 @@ class EventRecorder:
                     return "created"
                 except AlreadyExists:
                     pass
-            for attempt in range(1, _READ_ATTEMPTS + 1):
+            reads_left = _READ_ATTEMPTS
+            while True:
                 existing = await self._client.get(EVENTS, name, namespace)
                 count, version = int(existing.get("count") or 1), str(meta(existing).get("resourceVersion") or "")
                 try:
                     return await self._raise_count(name, namespace, change, count, version)
                 except Conflict:
-                    if attempt == _READ_ATTEMPTS:
+                    reads_left -= 1
+                    if not reads_left:
                         raise
-            return "failed"  # not reached: the last attempt returns or raises
         except ApiError as exc:
             log.warning("cannot write event", reason=reason, error=str(exc))
         except Exception:
