@@ -1053,6 +1053,11 @@ async def run_side(
                 )
                 done = ", ".join(f"{c} {v:.0f}" for c, v in sorted(reconciles_made(side.metrics_port).items()) if v)
                 print(f"    {side.name} reconciles until Available: {done}")
+                heard = manager_counter(side.metrics_port, "kthena_watch_events_total", "resource")
+                print(
+                    f"    {side.name} watch events until Available: {sum(heard.values()):.0f}: "
+                    + ", ".join(f"{r} {v:.0f}" for r, v in sorted(heard.items(), key=lambda kv: -kv[1]) if v)
+                )
                 collected = manager_counter(side.metrics_port, "python_gc_collections_total", "generation")
                 paused = manager_counter(side.metrics_port, "kthena_gc_pause_seconds_total", "generation")
                 longest = manager_counter(side.metrics_port, "kthena_gc_pause_longest_seconds", "generation")

@@ -16,6 +16,9 @@ process, in alternating rounds, against the way it used to be done, kept callabl
   reconcile, a bound logger built each time, every metric child looked up by its labels), restated here;
 * ``watch counting``: nanoseconds to count one watch event (its bytes and its type) in the lock-free tallies,
   against prometheus-client ``Counter`` children (as before);
+* ``metric updates``: nanoseconds of the twelve metric updates of one reconcile that sends one request (the work
+  queue's, the controller's and the request's), in the lock-free metrics of :mod:`kthena_py.kube.tally`, against the
+  same metrics as prometheus-client's ``Counter``, ``Gauge`` and ``Histogram`` (as before);
 * ``watch decoding``: microseconds to decode one pod's watch event (a settled pod of the converge benchmark's shape,
   with field-ownership records shaped as the API server keeps them: its creator's metadata and spec, the kubelet's
   status) with ``metadata.managedFields`` cut out of the bytes first (:mod:`kthena_py.kube.managedfields`), against
@@ -47,15 +50,16 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from prometheus_client import CollectorRegistry, Counter
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from pydantic_core import from_json, to_json
 
 from kthena_py.controllers import register_all
 from kthena_py.controllers.resources import MODELSERVINGS
 from kthena_py.kube.managedfields import without_managed_fields
+from kthena_py.kube.metrics import REQUEST_SECONDS_BUCKETS as _SECONDS
 from kthena_py.kube.objects import KubeObject, label_of, labels_of, namespace_of, object_key, owner_uids
 from kthena_py.kube.resources import PODS
-from kthena_py.kube.tally import Tally
+from kthena_py.kube.tally import Tally, TallyGauge, TallyHistogram
 from kthena_py.plan.modelserving.core import groups as pod_states
 from kthena_py.plan.modelserving.core import targets
 from kthena_py.plan.modelserving.groups.servinggroups import plan_servinggroups
@@ -160,6 +164,7 @@ def bookkeeping(n: int, rounds: int) -> tuple[list[float], list[float]]:
     req = Request("default", "ms-0")
     log = structlog.get_logger("bench")
     name = ctrl.name
+    former = _PrometheusClientMetrics()
 
     def now() -> object:
         _run(ctrl._process(req))
@@ -172,17 +177,119 @@ def bookkeeping(n: int, rounds: int) -> tuple[list[float], list[float]]:
         structlog.contextvars.bind_contextvars(
             controller=name, namespace=req.namespace, name=req.name, reconcile_id=reconcile_id
         )
-        metrics.ACTIVE_WORKERS.labels(name).set(1)
+        former.active.labels(name).set(1)
         started = ctrl._clock.now()
         _run(ctrl.reconciler.reconcile(req))
         ctrl.queue.forget(req)
-        metrics.RECONCILE_TOTAL.labels(name, metrics.RESULT_SUCCESS).inc()
-        metrics.ACTIVE_WORKERS.labels(name).set(0)
-        metrics.RECONCILE_TIME.labels(name).observe(max(0.0, ctrl._clock.now() - started))
+        former.total.labels(name, metrics.RESULT_SUCCESS).inc()
+        former.active.labels(name).set(0)
+        former.time.labels(name).observe(max(0.0, ctrl._clock.now() - started))
         structlog.contextvars.clear_contextvars()
         return None
 
     return alternate("reconcile bookkeeping (now / before)", n, rounds, now, before)
+
+
+_QUEUE_BUCKETS = metrics.WORKQUEUE_DURATION_BUCKETS
+
+
+class _PrometheusClientMetrics:
+    """The reconcile and request metrics as prometheus-client metrics (as they were before the lock-free ones)."""
+
+    def __init__(self) -> None:
+        registry = CollectorRegistry()
+        queue = ("name", "controller")
+        self.active = Gauge("controller_runtime_active_workers", "A.", ("controller",), registry=registry)
+        self.total = Counter("controller_runtime_reconcile_total", "T.", ("controller", "result"), registry=registry)
+        self.time = Histogram(
+            "controller_runtime_reconcile_time_seconds", "T.", ("controller",), registry=registry, buckets=_SECONDS
+        )
+        self.depth = Gauge("workqueue_depth", "D.", queue, registry=registry)
+        self.adds = Counter("workqueue_adds_total", "A.", queue, registry=registry)
+        self.queued = Histogram(
+            "workqueue_queue_duration_seconds",
+            "Q.",
+            queue,
+            registry=registry,
+            buckets=_QUEUE_BUCKETS,
+        )
+        self.worked = Histogram(
+            "workqueue_work_duration_seconds",
+            "W.",
+            queue,
+            registry=registry,
+            buckets=_QUEUE_BUCKETS,
+        )
+        self.requests = Counter("rest_client_requests_total", "R.", ("code", "method", "host"), registry=registry)
+        self.latency = Histogram(
+            "rest_client_request_duration_seconds", "L.", ("verb", "host"), registry=registry, buckets=_SECONDS
+        )
+        self.wait = Histogram(
+            "rest_client_rate_limiter_duration_seconds", "W.", ("verb", "host"), registry=registry, buckets=_SECONDS
+        )
+
+
+class _LockFreeMetrics:
+    """The same metrics as the manager keeps them now (:mod:`kthena_py.kube.tally`), in a registry of their own."""
+
+    def __init__(self) -> None:
+        queue = ("name", "controller")
+        self.active = TallyGauge("controller_runtime_active_workers", "A.", ("controller",))
+        self.total = Tally("controller_runtime_reconcile_total", "T.", ("controller", "result"))
+        self.time = TallyHistogram("controller_runtime_reconcile_time_seconds", "T.", ("controller",), _SECONDS)
+        self.depth = TallyGauge("workqueue_depth", "D.", queue)
+        self.adds = Tally("workqueue_adds_total", "A.", queue)
+        self.queued = TallyHistogram(
+            "workqueue_queue_duration_seconds", "Q.", queue, metrics.WORKQUEUE_DURATION_BUCKETS
+        )
+        self.worked = TallyHistogram("workqueue_work_duration_seconds", "W.", queue, _QUEUE_BUCKETS)
+        self.requests = Tally("rest_client_requests_total", "R.", ("code", "method", "host"))
+        self.latency = TallyHistogram("rest_client_request_duration_seconds", "L.", ("verb", "host"), _SECONDS)
+        self.wait = TallyHistogram("rest_client_rate_limiter_duration_seconds", "W.", ("verb", "host"), _SECONDS)
+
+
+def metric_updates(rounds: int) -> tuple[list[float], list[float]]:
+    """Nanoseconds of the metric updates of one reconcile that sends one request, lock-free against prometheus-client.
+
+    One reconcile's queue and controller updates (an add, the depth set twice, the queue and work durations, the
+    active workers set twice, the reconcile's count and time) and one request's (its count, latency and wait), each
+    on a child kept as the manager keeps them.
+    """
+    n = 100_000
+    lock_free: list[float] = []
+    locked: list[float] = []
+
+    def bound(m: _LockFreeMetrics | _PrometheusClientMetrics) -> Callable[[], None]:
+        q = ("bench", "bench")
+        depth, adds, queued, worked = m.depth.labels(*q), m.adds.labels(*q), m.queued.labels(*q), m.worked.labels(*q)
+        active, total, time_ = m.active.labels("bench"), m.total.labels("bench", "success"), m.time.labels("bench")
+        requests = m.requests.labels("201", "POST", "https://127.0.0.1:6443")
+        latency, wait = (
+            m.latency.labels("POST", "https://127.0.0.1:6443"),
+            m.wait.labels("POST", "https://127.0.0.1:6443"),
+        )
+
+        def one() -> None:
+            adds.inc()
+            depth.set(1)
+            depth.set(0)
+            queued.observe(0.0012)
+            active.set(1)
+            wait.observe(0.00003)
+            requests.inc()
+            latency.observe(0.004)
+            active.set(0)
+            total.inc()
+            time_.observe(0.006)
+            worked.observe(0.006)
+
+        return one
+
+    now, before = bound(_LockFreeMetrics()), bound(_PrometheusClientMetrics())
+    for _ in range(rounds):
+        lock_free.append(timeit.timeit(now, number=n) * 1e9 / n)
+        locked.append(timeit.timeit(before, number=n) * 1e9 / n)
+    return lock_free, locked
 
 
 def watch_counting(rounds: int) -> tuple[list[float], list[float]]:
@@ -416,6 +523,7 @@ def main() -> None:
     by_type, by_key = lookups(args.rounds)
     kept, rebuilt = bookkeeping(args.plans * 10, args.rounds)
     tallied, counted = watch_counting(args.rounds)
+    unlocked, locked = metric_updates(args.rounds)
     cut, whole = watch_decoding(args.plans * 10, args.rounds)
     compared, refiled = store_updates(args.plans * 10, args.rounds)
     once, afresh = handler_fanout(args.plans * 10, args.rounds)
@@ -425,6 +533,7 @@ def main() -> None:
     print(line("informer lookup", "ns", by_type, by_key))
     print(line("reconcile bookkeeping (a reconcile that does nothing)", "us", kept, rebuilt))
     print(line("watch counting (bytes and type of one event)", "ns", tallied, counted))
+    print(line("metric updates of a reconcile and a request (lock-free / prometheus-client)", "ns", unlocked, locked))
     print(line("watch decoding (one pod event, managedFields cut out / decoded whole)", "us", cut, whole))
     print(line("store update (a pod's status, four indices: values compared / refiled)", "us", compared, refiled))
     print(line("pod event fan-out (store and every handler: answered once per event / afresh)", "us", once, afresh))

@@ -15,31 +15,28 @@ from __future__ import annotations
 
 from typing import Final
 
-from prometheus_client import Counter, Histogram
+from .tally import Tally, TallyHistogram
 
-from .tally import Tally
+REQUEST_SECONDS_BUCKETS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
+"""The request histograms' buckets, in seconds (client-go's latency buckets up to a minute)."""
 
-_SECONDS = (0.005, 0.025, 0.1, 0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0, 30.0, 60.0)
-
-REST_CLIENT_REQUESTS: Final = Counter(
+# Updated for every request: lock-free (.tally) rather than prometheus-client metrics.
+REST_CLIENT_REQUESTS: Final = Tally(
     "rest_client_requests_total",
     "Number of HTTP requests, partitioned by status code, method, and host.",
     ("code", "method", "host"),
-    registry=None,
 )
-REST_CLIENT_LATENCY: Final = Histogram(
+REST_CLIENT_LATENCY: Final = TallyHistogram(
     "rest_client_request_duration_seconds",
     "Request latency in seconds, broken down by verb and host.",
     ("verb", "host"),
-    buckets=_SECONDS,
-    registry=None,
+    buckets=REQUEST_SECONDS_BUCKETS,
 )
-REST_CLIENT_WAIT: Final = Histogram(
+REST_CLIENT_WAIT: Final = TallyHistogram(
     "rest_client_rate_limiter_duration_seconds",
     "Seconds a request waited for a connection of its lane before it was sent, by verb and host.",
     ("verb", "host"),
-    buckets=_SECONDS,
-    registry=None,
+    buckets=REQUEST_SECONDS_BUCKETS,
 )
 WRITE_METHODS: Final = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # Bumped for every watch event: lock-free tallies (.tally) rather than prometheus-client Counters.

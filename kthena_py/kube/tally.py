@@ -1,28 +1,40 @@
-"""Counters for the hottest paths: plain numbers bumped without a lock, read by Prometheus when it scrapes.
+"""Metrics for the hottest paths: plain numbers updated without a lock, read by Prometheus when it scrapes.
 
-prometheus-client's ``Counter`` takes a lock and checks its argument on every increment; a watch stream counts two
-of them per event (about 1 % of a profile's samples at 500 ModelServings; 490 against 89 ns an event by
-``bench/hot_paths.py``). A :class:`Tally` keeps each series' count in a plain attribute instead.
+prometheus-client's ``Counter``, ``Gauge`` and ``Histogram`` take a lock and check their argument on every update;
+a watch stream counts two of them per event, every request three (its count, its latency, its wait for a
+connection) and every reconcile about eight (the queue's adds, depth and durations, the reconcile's count, time and
+active workers). :class:`Tally` (a counter), :class:`TallyGauge` and :class:`TallyHistogram` keep each series in
+plain attributes instead (``bench/hot_paths.py`` prices both ways).
 
 Guarantees:
 
-* Exact: every :meth:`TallyChild.inc` is in the next scrape; nothing is batched or sampled.
-* Exposed as a Prometheus counter (``<name>`` with its ``_total`` sample, same labels and help as a ``Counter``
-  would have), through :meth:`Tally.collect`; the registry that registers it reads it at scrape time.
-* Safe for one writing thread (the event loop) and any number of scraping threads: an increment is one attribute
-  update under the interpreter lock, and a scrape copies the series in one step (``dict.copy``) before reading
-  them.
-* Increments must not be negative (as with a ``Counter``); unlike one, this is not checked on the hot path.
+* Exact: every update is in the next scrape; nothing is batched or sampled.
+* Exposed as prometheus-client would expose the same metric (a counter's ``_total`` sample; a gauge's value; a
+  histogram's cumulative ``_bucket`` samples with ``le`` labels formatted as prometheus-client formats them, its
+  ``_count`` and ``_sum``), with the same name, labels and help, through ``collect``; the registry that registers
+  one reads it at scrape time.
+* Safe for one writing thread (the event loop) and any number of scraping threads: an update is one or two
+  attribute or list-slot updates under the interpreter lock, and a scrape copies the series in one step
+  (``dict.copy``) and each histogram's buckets in one step (``list.copy``) before reading them. A scrape from another
+  thread may see a histogram observation in its bucket and not yet in its ``_sum`` (one sample's worth, until the
+  next scrape); the event loop's own ``/metrics`` handler never does.
+* Counter increments must not be negative (as with a ``Counter``); unlike one, this is not checked on the hot path.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from bisect import bisect_left
+from collections.abc import Callable, Iterator, Sequence
+from typing import cast
 
-from prometheus_client.core import CounterMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
-__all__ = ["Tally", "TallyChild"]
+__all__ = ["Tally", "TallyChild", "TallyGauge", "TallyGaugeChild", "TallyHistogram", "TallyHistogramChild"]
+
+_bucket_label = cast(Callable[[float], str], floatToGoString)
+"""A bucket bound as prometheus-client writes it in ``le`` (``+Inf``, ``0.005``, ``1e-08``)."""
 
 
 class TallyChild:
@@ -70,3 +82,125 @@ class Tally(Collector):
     def describe(self) -> Iterator[CounterMetricFamily]:
         """The family without samples, for the registry's name check at registration."""
         yield CounterMetricFamily(self._family, self._documentation, labels=self._labelnames)
+
+
+def _check_labels(labelnames: tuple[str, ...], labelvalues: tuple[str, ...]) -> None:
+    if len(labelvalues) != len(labelnames):
+        raise ValueError(f"expected {len(labelnames)} label values, got {labelvalues!r}")
+
+
+class TallyGaugeChild:
+    """The value of one series of a :class:`TallyGauge`."""
+
+    __slots__ = ("value",)
+
+    def __init__(self) -> None:
+        self.value = 0.0
+
+    def set(self, value: float) -> None:
+        """Make the value ``value``."""
+        self.value = float(value)
+
+    def inc(self, amount: float = 1.0) -> None:
+        """Add ``amount`` (any sign)."""
+        self.value += amount
+
+    def dec(self, amount: float = 1.0) -> None:
+        """Subtract ``amount``."""
+        self.value -= amount
+
+
+class TallyGauge(Collector):
+    """A lock-free Prometheus gauge family (module docstring)."""
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...]) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._labelnames = labelnames
+        self._children: dict[tuple[str, ...], TallyGaugeChild] = {}
+
+    def labels(self, *labelvalues: str) -> TallyGaugeChild:
+        """The series of these label values (created at 0 on first use), to keep and set."""
+        child = self._children.get(labelvalues)
+        if child is None:
+            _check_labels(self._labelnames, labelvalues)
+            child = self._children[labelvalues] = TallyGaugeChild()
+        return child
+
+    def remove(self, *labelvalues: str) -> None:
+        """Stop exporting the series of these label values (nothing happens if there is none)."""
+        self._children.pop(labelvalues, None)
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        """The family with every series' value as it is now."""
+        family = GaugeMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        for labelvalues, child in self._children.copy().items():
+            family.add_metric(list(labelvalues), child.value)
+        yield family
+
+    def describe(self) -> Iterator[GaugeMetricFamily]:
+        """The family without samples, for the registry's name check at registration."""
+        yield GaugeMetricFamily(self._name, self._documentation, labels=self._labelnames)
+
+
+class TallyHistogramChild:
+    """The buckets and sum of one series of a :class:`TallyHistogram`."""
+
+    __slots__ = ("_bounds", "counts", "sum")
+
+    def __init__(self, bounds: tuple[float, ...]) -> None:
+        self._bounds = bounds
+        self.counts = [0] * len(bounds)
+        """Observations per bucket, not cumulative: ``counts[i]`` holds those in ``(bounds[i-1], bounds[i]]``."""
+        self.sum = 0.0
+
+    def observe(self, value: float) -> None:
+        """Count ``value`` in the first bucket whose upper bound holds it, and add it to the sum."""
+        self.counts[bisect_left(self._bounds, value)] += 1
+        self.sum += value
+
+
+class TallyHistogram(Collector):
+    """A lock-free Prometheus histogram family (module docstring).
+
+    Args:
+        buckets: The upper bounds, ascending; ``+Inf`` is added when missing, as prometheus-client does.
+    """
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...], buckets: Sequence[float]) -> None:
+        bounds = tuple(float(b) for b in buckets)
+        if list(bounds) != sorted(bounds) or len(set(bounds)) != len(bounds):
+            raise ValueError(f"buckets must be ascending and distinct: {buckets!r}")
+        if not bounds or bounds[-1] != float("inf"):
+            bounds = (*bounds, float("inf"))
+        self._name = name
+        self._documentation = documentation
+        self._labelnames = labelnames
+        self._bounds = bounds
+        self._les = tuple(_bucket_label(b) for b in bounds)
+        self._children: dict[tuple[str, ...], TallyHistogramChild] = {}
+
+    def labels(self, *labelvalues: str) -> TallyHistogramChild:
+        """The series of these label values (created empty on first use), to keep and observe into."""
+        child = self._children.get(labelvalues)
+        if child is None:
+            _check_labels(self._labelnames, labelvalues)
+            child = self._children[labelvalues] = TallyHistogramChild(self._bounds)
+        return child
+
+    def collect(self) -> Iterator[HistogramMetricFamily]:
+        """The family with every series' cumulative buckets, count and sum as they are now."""
+        family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
+        for labelvalues, child in self._children.copy().items():
+            counts = child.counts.copy()
+            running = 0.0
+            buckets: list[tuple[str, float]] = []
+            for le, n in zip(self._les, counts, strict=True):
+                running += n
+                buckets.append((le, running))
+            family.add_metric(list(labelvalues), buckets, child.sum)
+        yield family
+
+    def describe(self) -> Iterator[HistogramMetricFamily]:
+        """The family without samples, for the registry's name check at registration."""
+        yield HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)

@@ -73,11 +73,11 @@ async def test_each_request_carries_the_refreshed_token_the_agent_and_its_body(s
     recorder, host = server
     client = _client(host, ["t1", "t2", "t3"])
     try:
-        before = REST_CLIENT_REQUESTS.labels("200", "POST", host)._value.get()
+        before = REST_CLIENT_REQUESTS.labels("200", "POST", host).value
         await client.create(EVENTS, {"metadata": {"name": "e", "namespace": "ns"}, "reason": "R"})
         await client.list(PODS, "ns", label_selector="a=b,c in (d,e)", limit=5)
         await client.patch(PODS, "p", [{"op": "remove", "path": "/x"}], "ns", patch_type="json")
-        after = REST_CLIENT_REQUESTS.labels("200", "POST", host)._value.get()
+        after = REST_CLIENT_REQUESTS.labels("200", "POST", host).value
     finally:
         await client.close()
     create, listing, patch = recorder.seen
@@ -108,9 +108,9 @@ async def test_an_error_answer_is_raised_and_counted_by_its_code(server: tuple[R
     _, host = server
     client = _client(host, ["t"])
     try:
-        before = REST_CLIENT_REQUESTS.labels("404", "GET", host)._value.get()
+        before = REST_CLIENT_REQUESTS.labels("404", "GET", host).value
         with pytest.raises(NotFound):
             await client.get(PODS, "missing", "ns")
-        assert REST_CLIENT_REQUESTS.labels("404", "GET", host)._value.get() - before == 1
+        assert REST_CLIENT_REQUESTS.labels("404", "GET", host).value - before == 1
     finally:
         await client.close()

@@ -1,13 +1,15 @@
-"""``Tally``: lock-free counters read as Prometheus counters at scrape time."""
+"""``Tally``, ``TallyGauge``, ``TallyHistogram``: lock-free metrics read as prometheus-client's at scrape time."""
 
 from __future__ import annotations
 
 import threading
 
 import pytest
-from prometheus_client import CollectorRegistry, Counter, generate_latest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from kthena_py.kube.tally import Tally
+from kthena_py.kube.tally import Tally, TallyGauge, TallyHistogram
 
 
 def registry_with(tally: Tally) -> CollectorRegistry:
@@ -80,3 +82,59 @@ def test_a_scrape_while_series_are_added_does_not_fail() -> None:
         scraper.join()
     assert errors == []
     assert registry.get_sample_value("demo_total", {"n": "19999"}) == 1
+
+
+# -- gauges and histograms -------------------------------------------------------------------------------------------
+
+BUCKETS = (1e-8, 0.005, 0.1, 1.0, 2.5, 60.0)
+
+
+def _without_created(text: str) -> str:
+    return "".join(line + "\n" for line in text.splitlines() if "_created" not in line)
+
+
+def _same_as_prometheus_client(values: list[float], buckets: tuple[float, ...] = BUCKETS) -> None:
+    ours = TallyHistogram("demo_seconds", "Demo durations.", ("verb",), buckets=buckets)
+    theirs = Histogram("demo_seconds", "Demo durations.", ("verb",), buckets=buckets, registry=CollectorRegistry())
+    for value in values:
+        ours.labels("GET").observe(value)
+        theirs.labels("GET").observe(value)
+    registry = CollectorRegistry()
+    registry.register(ours)
+    assert generate_latest(registry).decode() == _without_created(generate_latest(theirs).decode())  # type: ignore[arg-type]
+
+
+def test_a_histogram_is_exposed_as_prometheus_client_exposes_the_same_observations() -> None:
+    # Values on the bounds go into the bucket they bound (``le`` is inclusive); beyond the last, into +Inf.
+    _same_as_prometheus_client([0.0, 1e-8, 0.005, 0.0050001, 0.2, 1.0, 59.0, 60.0, 61.0, 3600.0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(min_value=0.0, max_value=1e4, allow_nan=False), max_size=40))
+def test_any_observations_give_prometheus_client_s_exposition(values: list[float]) -> None:
+    _same_as_prometheus_client(values)
+
+
+def test_a_histogram_with_inf_given_and_one_without_expose_the_same_buckets() -> None:
+    with_inf = TallyHistogram("a_seconds", "A.", (), buckets=(1.0, float("inf")))
+    without = TallyHistogram("a_seconds", "A.", (), buckets=(1.0,))
+    for histogram in (with_inf, without):
+        histogram.labels().observe(2.0)
+    assert [s for m in with_inf.collect() for s in m.samples] == [s for m in without.collect() for s in m.samples]
+    with pytest.raises(ValueError, match="ascending"):
+        TallyHistogram("b_seconds", "B.", (), buckets=(2.0, 1.0))
+
+
+def test_a_gauge_is_exposed_as_prometheus_client_exposes_the_same_value() -> None:
+    ours = TallyGauge("demo_depth", "Depth.", ("name",))
+    theirs = Gauge("demo_depth", "Depth.", ("name",), registry=CollectorRegistry())
+    for gauge in (ours.labels("q"), theirs.labels("q")):
+        gauge.set(7)
+        gauge.inc(2)
+        gauge.dec()
+    ours.labels("gone").set(1)
+    ours.remove("gone")
+    registry = CollectorRegistry()
+    registry.register(ours)
+    assert generate_latest(registry).decode() == generate_latest(theirs).decode()  # type: ignore[arg-type]
+    assert registry.get_sample_value("demo_depth", {"name": "q"}) == 8
