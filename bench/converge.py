@@ -40,7 +40,8 @@ resourceVersion, apart from the API server's late delivery of the ModelServing s
 latency for status writes, pod creates and Events, CPU
 seconds per control-plane process, the API server's requests by verb and resource, Events by source and
 reason; for the managers their RSS (idle, and at steady state with the fleet cached: the growth per pod),
-writes to converge and writes in the ``--after-restart`` seconds after a restart. With ``--stages``, kthena-py's
+writes to converge and writes in the ``--after-restart`` seconds after a restart; for kthena-py's managers also their
+requests, reconciles by controller and watch events by resource until Available. With ``--stages``, kthena-py's
 managers write their ``--timeline-file`` and it also prints the per-stage timeline from it: for each
 ModelServing's last pod to become Ready, when the manager's informer received that change, when the ServingGroup
 reconciler was asked to reconcile and started, and when it wrote the Available status. Recording costs the manager
