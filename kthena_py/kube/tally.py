@@ -25,9 +25,10 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
-from typing import cast
+from typing import Generic, TypeVar, cast
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
@@ -35,6 +36,47 @@ __all__ = ["Tally", "TallyChild", "TallyGauge", "TallyGaugeChild", "TallyHistogr
 
 _bucket_label = cast(Callable[[float], str], floatToGoString)
 """A bucket bound as prometheus-client writes it in ``le`` (``+Inf``, ``0.005``, ``1e-08``)."""
+
+_Child = TypeVar("_Child")
+
+
+class _Family(Collector, Generic[_Child]):
+    """A metric family's series by label values: what the three kinds share."""
+
+    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...]) -> None:
+        self._name = name
+        self._documentation = documentation
+        self._labelnames = labelnames
+        self._children: dict[tuple[str, ...], _Child] = {}
+
+    def _new_child(self) -> _Child:
+        raise NotImplementedError
+
+    def _empty(self) -> Metric:
+        """The family without samples."""
+        raise NotImplementedError
+
+    def labels(self, *labelvalues: str) -> _Child:
+        """The series of these label values (created at zero on first use), to keep and update."""
+        child = self._children.get(labelvalues)
+        if child is None:
+            if len(labelvalues) != len(self._labelnames):
+                raise ValueError(f"expected {len(self._labelnames)} label values, got {labelvalues!r}")
+            child = self._children[labelvalues] = self._new_child()
+        return child
+
+    def remove(self, *labelvalues: str) -> None:
+        """Stop exporting the series of these label values (nothing happens if there is none)."""
+        self._children.pop(labelvalues, None)
+
+    def _series(self) -> list[tuple[list[str], _Child]]:
+        # dict.copy() takes the series in one step; list(items()) builds a tuple per series, and an allocation can
+        # run the garbage collector, whose finalizers may hand the interpreter to the writing thread mid-walk.
+        return [(list(labelvalues), child) for labelvalues, child in self._children.copy().items()]
+
+    def describe(self) -> Iterator[Metric]:
+        """The family without samples, for the registry's name check at registration."""
+        yield self._empty()
 
 
 class TallyChild:
@@ -50,43 +92,26 @@ class TallyChild:
         self.value += amount
 
 
-class Tally(Collector):
+class Tally(_Family[TallyChild]):
     """A lock-free Prometheus counter family (module docstring); ``name`` ends in ``_total``."""
 
     def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...]) -> None:
         if not name.endswith("_total"):
             raise ValueError(f"a counter's name ends in _total: {name!r}")
-        self._family = name.removesuffix("_total")
-        self._documentation = documentation
-        self._labelnames = labelnames
-        self._children: dict[tuple[str, ...], TallyChild] = {}
+        super().__init__(name.removesuffix("_total"), documentation, labelnames)
 
-    def labels(self, *labelvalues: str) -> TallyChild:
-        """The series of these label values (created at 0 on first use), to keep and bump."""
-        if len(labelvalues) != len(self._labelnames):
-            raise ValueError(f"expected {len(self._labelnames)} label values, got {labelvalues!r}")
-        child = self._children.get(labelvalues)
-        if child is None:
-            child = self._children[labelvalues] = TallyChild()
-        return child
+    def _new_child(self) -> TallyChild:
+        return TallyChild()
+
+    def _empty(self) -> CounterMetricFamily:
+        return CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
 
     def collect(self) -> Iterator[CounterMetricFamily]:
         """The family with every series' count as it is now."""
-        family = CounterMetricFamily(self._family, self._documentation, labels=self._labelnames)
-        # dict.copy() takes the series in one step; list(items()) builds a tuple per series, and an allocation can
-        # run the garbage collector, whose finalizers may hand the interpreter to the writing thread mid-walk.
-        for labelvalues, child in self._children.copy().items():
-            family.add_metric(list(labelvalues), child.value)
+        family = self._empty()
+        for labelvalues, child in self._series():
+            family.add_metric(labelvalues, child.value)
         yield family
-
-    def describe(self) -> Iterator[CounterMetricFamily]:
-        """The family without samples, for the registry's name check at registration."""
-        yield CounterMetricFamily(self._family, self._documentation, labels=self._labelnames)
-
-
-def _check_labels(labelnames: tuple[str, ...], labelvalues: tuple[str, ...]) -> None:
-    if len(labelvalues) != len(labelnames):
-        raise ValueError(f"expected {len(labelnames)} label values, got {labelvalues!r}")
 
 
 class TallyGaugeChild:
@@ -110,37 +135,21 @@ class TallyGaugeChild:
         self.value -= amount
 
 
-class TallyGauge(Collector):
+class TallyGauge(_Family[TallyGaugeChild]):
     """A lock-free Prometheus gauge family (module docstring)."""
 
-    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...]) -> None:
-        self._name = name
-        self._documentation = documentation
-        self._labelnames = labelnames
-        self._children: dict[tuple[str, ...], TallyGaugeChild] = {}
+    def _new_child(self) -> TallyGaugeChild:
+        return TallyGaugeChild()
 
-    def labels(self, *labelvalues: str) -> TallyGaugeChild:
-        """The series of these label values (created at 0 on first use), to keep and set."""
-        child = self._children.get(labelvalues)
-        if child is None:
-            _check_labels(self._labelnames, labelvalues)
-            child = self._children[labelvalues] = TallyGaugeChild()
-        return child
-
-    def remove(self, *labelvalues: str) -> None:
-        """Stop exporting the series of these label values (nothing happens if there is none)."""
-        self._children.pop(labelvalues, None)
+    def _empty(self) -> GaugeMetricFamily:
+        return GaugeMetricFamily(self._name, self._documentation, labels=self._labelnames)
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
         """The family with every series' value as it is now."""
-        family = GaugeMetricFamily(self._name, self._documentation, labels=self._labelnames)
-        for labelvalues, child in self._children.copy().items():
-            family.add_metric(list(labelvalues), child.value)
+        family = self._empty()
+        for labelvalues, child in self._series():
+            family.add_metric(labelvalues, child.value)
         yield family
-
-    def describe(self) -> Iterator[GaugeMetricFamily]:
-        """The family without samples, for the registry's name check at registration."""
-        yield GaugeMetricFamily(self._name, self._documentation, labels=self._labelnames)
 
 
 class TallyHistogramChild:
@@ -160,7 +169,7 @@ class TallyHistogramChild:
         self.sum += value
 
 
-class TallyHistogram(Collector):
+class TallyHistogram(_Family[TallyHistogramChild]):
     """A lock-free Prometheus histogram family (module docstring).
 
     Args:
@@ -173,34 +182,24 @@ class TallyHistogram(Collector):
             raise ValueError(f"buckets must be ascending and distinct: {buckets!r}")
         if not bounds or bounds[-1] != float("inf"):
             bounds = (*bounds, float("inf"))
-        self._name = name
-        self._documentation = documentation
-        self._labelnames = labelnames
+        super().__init__(name, documentation, labelnames)
         self._bounds = bounds
         self._les = tuple(_bucket_label(b) for b in bounds)
-        self._children: dict[tuple[str, ...], TallyHistogramChild] = {}
 
-    def labels(self, *labelvalues: str) -> TallyHistogramChild:
-        """The series of these label values (created empty on first use), to keep and observe into."""
-        child = self._children.get(labelvalues)
-        if child is None:
-            _check_labels(self._labelnames, labelvalues)
-            child = self._children[labelvalues] = TallyHistogramChild(self._bounds)
-        return child
+    def _new_child(self) -> TallyHistogramChild:
+        return TallyHistogramChild(self._bounds)
+
+    def _empty(self) -> HistogramMetricFamily:
+        return HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
 
     def collect(self) -> Iterator[HistogramMetricFamily]:
         """The family with every series' cumulative buckets, count and sum as they are now."""
-        family = HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
-        for labelvalues, child in self._children.copy().items():
-            counts = child.counts.copy()
+        family = self._empty()
+        for labelvalues, child in self._series():
             running = 0.0
             buckets: list[tuple[str, float]] = []
-            for le, n in zip(self._les, counts, strict=True):
+            for le, n in zip(self._les, child.counts.copy(), strict=True):
                 running += n
                 buckets.append((le, running))
-            family.add_metric(list(labelvalues), buckets, child.sum)
+            family.add_metric(labelvalues, buckets, child.sum)
         yield family
-
-    def describe(self) -> Iterator[HistogramMetricFamily]:
-        """The family without samples, for the registry's name check at registration."""
-        yield HistogramMetricFamily(self._name, self._documentation, labels=self._labelnames)
