@@ -29,7 +29,7 @@ from typing import Generic, TypeVar, cast
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.metrics_core import Metric
-from prometheus_client.registry import Collector
+from prometheus_client.registry import Collector, CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 __all__ = ["Tally", "TallyChild", "TallyGauge", "TallyGaugeChild", "TallyHistogram", "TallyHistogramChild"]
@@ -41,13 +41,21 @@ _Child = TypeVar("_Child")
 
 
 class _Family(Collector, Generic[_Child]):
-    """A metric family's series by label values: what the three kinds share."""
+    """A metric family's series by label values: what the three kinds share.
 
-    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...]) -> None:
+    Args:
+        registry: Registered in it when given (as prometheus-client's ``registry=``); else register it yourself.
+    """
+
+    def __init__(
+        self, name: str, documentation: str, labelnames: tuple[str, ...], registry: CollectorRegistry | None = None
+    ) -> None:
         self._name = name
         self._documentation = documentation
         self._labelnames = labelnames
         self._children: dict[tuple[str, ...], _Child] = {}
+        if registry is not None:
+            registry.register(self)
 
     def _new_child(self) -> _Child:
         raise NotImplementedError
@@ -92,13 +100,32 @@ class TallyChild:
         self.value += amount
 
 
-class Tally(_Family[TallyChild]):
+_Value = TypeVar("_Value", bound=TallyChild)
+
+
+class _ValueFamily(_Family[_Value]):
+    """A family whose series each hold one number (counters and gauges)."""
+
+    def _empty(self) -> CounterMetricFamily | GaugeMetricFamily:
+        raise NotImplementedError
+
+    def collect(self) -> Iterator[CounterMetricFamily | GaugeMetricFamily]:
+        """The family with every series' number as it is now."""
+        family = self._empty()
+        for labelvalues, child in self._series():
+            family.add_metric(labelvalues, child.value)
+        yield family
+
+
+class Tally(_ValueFamily[TallyChild]):
     """A lock-free Prometheus counter family (module docstring); ``name`` ends in ``_total``."""
 
-    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...]) -> None:
+    def __init__(
+        self, name: str, documentation: str, labelnames: tuple[str, ...], registry: CollectorRegistry | None = None
+    ) -> None:
         if not name.endswith("_total"):
             raise ValueError(f"a counter's name ends in _total: {name!r}")
-        super().__init__(name.removesuffix("_total"), documentation, labelnames)
+        super().__init__(name.removesuffix("_total"), documentation, labelnames, registry)
 
     def _new_child(self) -> TallyChild:
         return TallyChild()
@@ -106,36 +133,22 @@ class Tally(_Family[TallyChild]):
     def _empty(self) -> CounterMetricFamily:
         return CounterMetricFamily(self._name, self._documentation, labels=self._labelnames)
 
-    def collect(self) -> Iterator[CounterMetricFamily]:
-        """The family with every series' count as it is now."""
-        family = self._empty()
-        for labelvalues, child in self._series():
-            family.add_metric(labelvalues, child.value)
-        yield family
 
+class TallyGaugeChild(TallyChild):
+    """The value of one series of a :class:`TallyGauge` (its ``inc`` takes any sign)."""
 
-class TallyGaugeChild:
-    """The value of one series of a :class:`TallyGauge`."""
-
-    __slots__ = ("value",)
-
-    def __init__(self) -> None:
-        self.value = 0.0
+    __slots__ = ()
 
     def set(self, value: float) -> None:
         """Make the value ``value``."""
         self.value = float(value)
-
-    def inc(self, amount: float = 1.0) -> None:
-        """Add ``amount`` (any sign)."""
-        self.value += amount
 
     def dec(self, amount: float = 1.0) -> None:
         """Subtract ``amount``."""
         self.value -= amount
 
 
-class TallyGauge(_Family[TallyGaugeChild]):
+class TallyGauge(_ValueFamily[TallyGaugeChild]):
     """A lock-free Prometheus gauge family (module docstring)."""
 
     def _new_child(self) -> TallyGaugeChild:
@@ -143,13 +156,6 @@ class TallyGauge(_Family[TallyGaugeChild]):
 
     def _empty(self) -> GaugeMetricFamily:
         return GaugeMetricFamily(self._name, self._documentation, labels=self._labelnames)
-
-    def collect(self) -> Iterator[GaugeMetricFamily]:
-        """The family with every series' value as it is now."""
-        family = self._empty()
-        for labelvalues, child in self._series():
-            family.add_metric(labelvalues, child.value)
-        yield family
 
 
 class TallyHistogramChild:
@@ -176,15 +182,22 @@ class TallyHistogram(_Family[TallyHistogramChild]):
         buckets: The upper bounds, ascending; ``+Inf`` is added when missing, as prometheus-client does.
     """
 
-    def __init__(self, name: str, documentation: str, labelnames: tuple[str, ...], buckets: Sequence[float]) -> None:
+    def __init__(
+        self,
+        name: str,
+        documentation: str,
+        labelnames: tuple[str, ...],
+        buckets: Sequence[float],
+        registry: CollectorRegistry | None = None,
+    ) -> None:
         bounds = tuple(float(b) for b in buckets)
         if list(bounds) != sorted(bounds) or len(set(bounds)) != len(bounds):
             raise ValueError(f"buckets must be ascending and distinct: {buckets!r}")
         if not bounds or bounds[-1] != float("inf"):
             bounds = (*bounds, float("inf"))
-        super().__init__(name, documentation, labelnames)
         self._bounds = bounds
         self._les = tuple(_bucket_label(b) for b in bounds)
+        super().__init__(name, documentation, labelnames, registry)
 
     def _new_child(self) -> TallyHistogramChild:
         return TallyHistogramChild(self._bounds)

@@ -100,37 +100,35 @@ WORKQUEUE_DURATION_BUCKETS: Final = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1
 """Histogram buckets of the work queue durations: 10 ns to 1000 s, a factor 10 apart."""
 
 # Updated several times per reconcile: lock-free (kthena_py.kube.tally) rather than prometheus-client metrics.
-WORKQUEUE_DEPTH: Final = TallyGauge("workqueue_depth", "Current depth of the work queue.", _QUEUE_LABELS)
+WORKQUEUE_DEPTH: Final = TallyGauge(
+    "workqueue_depth", "Current depth of the work queue.", _QUEUE_LABELS, registry=REGISTRY
+)
 WORKQUEUE_ADDS: Final = Tally(
     "workqueue_adds_total",
     "Total number of adds handled by the work queue.",
     _QUEUE_LABELS,
+    registry=REGISTRY,
 )
 WORKQUEUE_QUEUE_DURATION: Final = TallyHistogram(
     "workqueue_queue_duration_seconds",
     "How long in seconds an item stays in the work queue before being requested.",
     _QUEUE_LABELS,
     buckets=WORKQUEUE_DURATION_BUCKETS,
+    registry=REGISTRY,
 )
 WORKQUEUE_WORK_DURATION: Final = TallyHistogram(
     "workqueue_work_duration_seconds",
     "How long in seconds processing an item from the work queue takes.",
     _QUEUE_LABELS,
     buckets=WORKQUEUE_DURATION_BUCKETS,
+    registry=REGISTRY,
 )
 WORKQUEUE_RETRIES: Final = Tally(
     "workqueue_retries_total",
     "Total number of retries handled by the work queue.",
     _QUEUE_LABELS,
+    registry=REGISTRY,
 )
-for _queue_metric in (
-    WORKQUEUE_DEPTH,
-    WORKQUEUE_ADDS,
-    WORKQUEUE_QUEUE_DURATION,
-    WORKQUEUE_WORK_DURATION,
-    WORKQUEUE_RETRIES,
-):
-    REGISTRY.register(_queue_metric)
 
 _UNFINISHED_NAME: Final = "workqueue_unfinished_work_seconds"
 _UNFINISHED_HELP: Final = (
@@ -261,8 +259,8 @@ RECONCILE_TOTAL: Final = Tally(
     "controller_runtime_reconcile_total",
     "Total number of reconciliations per controller.",
     ("controller", "result"),
+    registry=REGISTRY,
 )
-REGISTRY.register(RECONCILE_TOTAL)
 RECONCILE_ERRORS: Final = Counter(
     "controller_runtime_reconcile_errors_total",
     "Total number of reconciliation errors per controller.",
@@ -290,8 +288,8 @@ RECONCILE_TIME: Final = TallyHistogram(
         *(1.0, 1.25, 1.5, 1.75, 2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0, 7.0, 8.0, 9.0),
         *(10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0),
     ),
+    registry=REGISTRY,
 )
-REGISTRY.register(RECONCILE_TIME)
 MAX_CONCURRENT_RECONCILES: Final = Gauge(
     "controller_runtime_max_concurrent_reconciles",
     "Maximum number of concurrent reconciles per controller.",
@@ -302,8 +300,8 @@ ACTIVE_WORKERS: Final = TallyGauge(
     "controller_runtime_active_workers",
     "Number of currently used workers per controller.",
     ("controller",),
+    registry=REGISTRY,
 )
-REGISTRY.register(ACTIVE_WORKERS)
 SHARD_FILTERED: Final = Counter(
     "kthena_shard_filtered_requests_total",
     "Requests a sharded replica dropped because their namespace is another replica's (filtered on this side: when "
@@ -315,8 +313,8 @@ SETTLING_KEYS: Final = TallyGauge(
     "kthena_controller_settling_keys",
     "Keys whose reconcile ended and whose settle wait (the cache showing its writes) holds them, without a worker.",
     ("controller",),
+    registry=REGISTRY,
 )
-REGISTRY.register(SETTLING_KEYS)
 LEADER_ELECTION_MASTER_STATUS: Final = Gauge(
     "leader_election_master_status",
     "Whether this process is the leader (1) or not (0) of the lease called 'name'.",
