@@ -40,7 +40,8 @@ resourceVersion, apart from the API server's late delivery of the ModelServing s
 latency for status writes, pod creates and Events, CPU
 seconds per control-plane process, the API server's requests by verb and resource, Events by source and
 reason; for the managers their RSS (idle, and at steady state with the fleet cached: the growth per pod),
-writes to converge and writes in the ``--after-restart`` seconds after a restart; for kthena-py's managers also their
+writes to converge and writes in the ``--after-restart`` seconds after a restart, and their CPU to converge split into
+user and system time (the process's own code against the kernel's work for it); for kthena-py's managers also their
 requests, reconciles by controller and watch events by resource until Available. With ``--stages``, kthena-py's
 managers write their ``--timeline-file`` and it also prints the per-stage timeline from it: for each
 ModelServing's last pod to become Ready, when the manager's informer received that change, when the ServingGroup
@@ -49,7 +50,8 @@ CPU that Kthena Go's side does not pay, so it is off unless asked for.
 
 The summary adds, per side, the manager's CPU to converge (and per ModelServing), over the 60 s after
 converging, and idle: over 60 s once no writer has touched a workload object for 10 s (the Event writers have
-caught up), with the ratio of kthena-py's to kthena-go's (target <= 1.2, issue 33) and to kthena-py/asyncio's.
+caught up), with the ratio of kthena-py's to kthena-go's (target <= 1.2, issue 33) and to every other kthena-py
+side's (another loop, ref, build, interpreter or flags), each with its paired ratios.
 Targets are printed beside the figures (issues 15 and 33), not asserted.
 
 Usage: python bench/converge.py [--modelservings N] [--repeat R] [--no-baseline]
@@ -554,9 +556,23 @@ def proc_stats(pid: int) -> tuple[float, float]:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             rss_kb = int(line.split()[1])
+    return rss_kb / 1024, sum(cpu_by_mode(pid))
+
+
+def cpu_by_mode(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process: its own code against the kernel's work for it (system calls, the
+    loopback network stack, page faults)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     ticks = os.sysconf("SC_CLK_TCK")
-    return rss_kb / 1024, (int(fields[11]) + int(fields[12])) / ticks
+    return int(fields[11]) / ticks, int(fields[12]) / ticks
+
+
+def mode_report(before: tuple[float, float], after: tuple[float, float]) -> str:
+    """The user/system split of the CPU a process used between two :func:`cpu_by_mode` readings."""
+    user, system = after[0] - before[0], after[1] - before[1]
+    total = user + system
+    share = f" ({system / total:.0%} in the kernel)" if total > 0 else ""
+    return f"user {user:.1f} s, system {system:.1f} s{share}"
 
 
 def component_cpu(tier: ClusterTier, manager_pid: int | None = None) -> dict[str, float]:
@@ -983,6 +999,7 @@ async def run_side(
             await asyncio.sleep(2)  # informers synced: start-up is not part of the measure
             rss_idle, _ = proc_stats(proc.pid)
             cpu_before = component_cpu(tier, proc.pid)
+            modes_before = cpu_by_mode(proc.pid)
             api_before = apiserver_requests(tier)
             latency_before = apiserver_latency(tier)
             profiler = None
@@ -1033,8 +1050,10 @@ async def run_side(
             )
             used = cpu_used(cpu_before, component_cpu(tier, proc.pid))
             _, cpu_converged = proc_stats(proc.pid)
+            modes_converged = cpu_by_mode(proc.pid)
             converged_at = time.monotonic()
             print(f"    {side.name} CPU: {cpu_report(used, elapsed)}")
+            print(f"    {side.name} manager CPU by mode: {mode_report(modes_before, modes_converged)}")
             print(f"    {side.name} API requests: {requests_report(api_before, api_after)}")
             print(f"    {side.name} API server latency: {latency_report(latency_before, apiserver_latency(tier))}")
             print(
@@ -1190,6 +1209,8 @@ def manager_cpu_report(n: int, runs: dict[str, list[SideRun]]) -> list[str]:
     peers = [("kthena-go", " (target <= 1.2)"), ("kthena-py/asyncio", "")]
     peers += [(name, " (before/after: what the commits since buy)") for name in cpu if name.startswith("kthena-py@")]
     peers += [(name, " (the default thresholds against these)") for name in cpu if name.startswith("kthena-py/gc=")]
+    listed = {peer for peer, _ in peers}
+    peers += [(name, "") for name in cpu if name.startswith("kthena-py") and name != "kthena-py" and name not in listed]
     for peer, target in peers:
         if peer in cpu and cpu[peer] > 0:
             paired = " ".join(

@@ -5,7 +5,12 @@ Used by ``bench/converge.py --profile DIR``. py-spy samples the process's Python
 
 * **by stage** (inclusive, the outermost kthena_py frame that names one): a controller's reconcile, the informers'
   watch handling, the workqueue, Events, the HTTP client, the webhook and metrics servers; samples with no
-  kthena_py frame at all are the event loop's own (asyncio/uvloop callbacks, aiohttp's transport);
+  kthena_py frame at all are the event loop's own (asyncio/uvloop callbacks, aiohttp's transport). py-spy counts a
+  thread as busy while the kernel has woken it but no core is free, and such a sample's stack is the event loop's
+  wait: on a machine whose cores are saturated this share is an upper bound, not CPU. A native py-spy profile of
+  the manager at 300 ModelServings on a saturated machine had 11.5 % of its busy samples inside ``epoll_pwait``
+  while the manager's system time was 6 % of its CPU (``bench/converge.py`` prints the split by mode);
+  ``--native`` (perf) counts only time on a core;
 * **by activity** (the innermost frame that names one): JSON encoding/decoding, logging, Prometheus metrics,
   pydantic, deep copies, the planners (``kthena_py.plan``), aiohttp, asyncio itself, the rest.
 
@@ -102,7 +107,7 @@ def _stage(frames: list[str]) -> str:
                 return stage
     if any("kthena_py/" in f for f in frames):
         return "other kthena_py"
-    return "event loop (no kthena_py frame)"
+    return "event loop (no kthena_py frame; includes waits for a core)"
 
 
 def _activity(frames: list[str]) -> str:

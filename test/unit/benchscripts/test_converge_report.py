@@ -1,0 +1,55 @@
+"""bench/converge.py: the manager's CPU split by mode and the ratios printed for every kthena-py side."""
+
+from __future__ import annotations
+
+import os
+
+from . import load
+
+converge = load("converge")
+
+
+def _run(manager_cpu: float) -> object:
+    return converge.SideRun(
+        elapsed=10.0,
+        rss_idle=60.0,
+        rss=90.0,
+        cpu=20.0,
+        pods=800,
+        converge_writes=3000.0,
+        manager_writes=2000.0,
+        manager_event_writes=1000.0,
+        restart_writes=0.0,
+        restart_breakdown="",
+        manager_restart_writes=0.0,
+        work=20.0,
+        manager_cpu=manager_cpu,
+        manager_idle=0.01,
+        manager_events=(900, 1000),
+    )
+
+
+def test_the_split_by_mode_is_the_difference_of_two_readings_with_the_kernels_share() -> None:
+    assert converge.mode_report((1.0, 0.5), (3.0, 1.0)) == "user 2.0 s, system 0.5 s (20% in the kernel)"
+    assert converge.mode_report((1.0, 0.5), (1.0, 0.5)) == "user 0.0 s, system 0.0 s"
+
+
+def test_a_process_cpu_by_mode_adds_up_to_its_cpu() -> None:
+    user, system = converge.cpu_by_mode(os.getpid())
+    _, total = converge.proc_stats(os.getpid())
+    assert user > 0 and system >= 0
+    assert abs((user + system) - total) < 0.1  # read a moment apart
+
+
+def test_every_other_kthena_py_side_gets_its_ratio_and_paired_ratios() -> None:
+    runs = {
+        "kthena-py": [_run(2.0), _run(3.0)],
+        "kthena-py[python 3.13.0 of May 9 2026]": [_run(1.0), _run(3.0)],
+        "kthena-py[--api-connections=32]": [_run(4.0), _run(2.0)],
+    }
+    lines = converge.manager_cpu_report(100, runs)
+    python = [line for line in lines if "/ kthena-py[python 3.13.0" in line]
+    flags = [line for line in lines if "/ kthena-py[--api-connections=32]" in line]
+    assert len(python) == 1 and "ratio of medians: 1.25" in python[0] and "paired: 2.00 1.00" in python[0]
+    assert len(flags) == 1 and "ratio of medians: 0.83" in flags[0] and "paired: 0.50 1.50" in flags[0]
+    assert not any("/ kthena-py," in line or line.endswith("/ kthena-py") for line in lines)
