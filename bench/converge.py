@@ -1049,8 +1049,8 @@ async def run_side(
                 f"them, {stored} s as stored"
             )
             used = cpu_used(cpu_before, component_cpu(tier, proc.pid))
-            _, cpu_converged = proc_stats(proc.pid)
             modes_converged = cpu_by_mode(proc.pid)
+            cpu_converged = sum(modes_converged)
             converged_at = time.monotonic()
             print(f"    {side.name} CPU: {cpu_report(used, elapsed)}")
             print(f"    {side.name} manager CPU by mode: {mode_report(modes_before, modes_converged)}")
