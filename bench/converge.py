@@ -1161,8 +1161,18 @@ def mmm(xs: list[float]) -> str:
     return f"min {min(xs):6.1f}  median {statistics.median(xs):6.1f}  max {max(xs):6.1f} s"
 
 
-def work_report(runs: dict[str, list[SideRun]], base_work: list[float]) -> list[str]:
-    """Lines on the CPU work of each side: on a machine kept busy, converge time is that work over the cores."""
+def work_target(n: int) -> float:
+    """Issue 33's bound on kthena-py's work to converge, as a share of Kthena Go's."""
+    return 0.75 if n <= 100 else 0.8
+
+
+def work_report(n: int, runs: dict[str, list[SideRun]], base_work: list[float]) -> list[str]:
+    """Lines on the CPU work of each side: on a machine kept busy, converge time is that work over the cores.
+
+    With Kthena Go's side and the baseline (the same objects created by a script, no controller) both measured, it
+    also prints what issue 33's work target leaves a controller: the CPU seconds, of every process, that it may cause
+    above the baseline, against what kthena-py's side caused and what its manager alone spent.
+    """
     med = statistics.median
     work = {"baseline": base_work} if base_work else {}
     work.update({name: [r.work for r in rs] for name, rs in runs.items()})
@@ -1177,7 +1187,16 @@ def work_report(runs: dict[str, list[SideRun]], base_work: list[float]) -> list[
             "  work ratio to kthena-go: "
             + ", ".join(f"{name} {med(ws) / go:.2f}" for name, ws in work.items() if name != "kthena-go")
             + " (the baseline's is the least work any controller can leave to a busy machine)"
+            + (f"; target for kthena-py <= {work_target(n)} (issue 33)" if "kthena-py" in work else "")
         )
+        if "baseline" in work and "kthena-py" in work:
+            room = work_target(n) * go - med(work["baseline"])
+            above = med(work["kthena-py"]) - med(work["baseline"])
+            manager = med([r.manager_cpu for r in runs["kthena-py"]])
+            lines.append(
+                f"  work the target leaves a controller above the baseline: {room:.1f} s; kthena-py caused "
+                f"{above:.1f} s, its manager's own CPU {manager:.1f} s of it"
+            )
     return lines
 
 
@@ -1251,7 +1270,7 @@ def summarize(
                 if lag
                 else f"  {name}: no Available-after-Ready figure {how}"
             )
-    for line in work_report(runs, [work for _, work in base_runs]):
+    for line in work_report(n, runs, [work for _, work in base_runs]):
         print(line)
     for line in manager_cpu_report(n, runs):
         print(line)

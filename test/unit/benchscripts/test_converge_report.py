@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from . import load
@@ -53,3 +54,28 @@ def test_every_other_kthena_py_side_gets_its_ratio_and_paired_ratios() -> None:
     assert len(python) == 1 and "ratio of medians: 1.25" in python[0] and "paired: 2.00 1.00" in python[0]
     assert len(flags) == 1 and "ratio of medians: 0.83" in flags[0] and "paired: 0.50 1.50" in flags[0]
     assert not any("/ kthena-py," in line or line.endswith("/ kthena-py") for line in lines)
+
+
+def _worked(work: float, manager_cpu: float = 2.0) -> object:
+    return dataclasses.replace(_run(manager_cpu), work=work)
+
+
+def test_the_work_target_and_the_room_it_leaves_above_the_baseline_are_printed() -> None:
+    runs = {"kthena-py": [_worked(90.0, 14.0), _worked(100.0, 16.0)], "kthena-go": [_worked(120.0), _worked(120.0)]}
+    lines = converge.work_report(500, runs, [80.0, 82.0])
+    ratio = [line for line in lines if line.startswith("  work ratio to kthena-go")]
+    assert len(ratio) == 1 and "kthena-py 0.79" in ratio[0] and "baseline 0.68" in ratio[0]
+    assert "target for kthena-py <= 0.8 (issue 33)" in ratio[0]
+    room = [line for line in lines if "leaves a controller" in line]
+    # 0.8 x 120 - 81 = 15.0 s of room; kthena-py caused 95 - 81 = 14.0 s, its manager 15.0 s (medians)
+    assert room == [
+        "  work the target leaves a controller above the baseline: 15.0 s; kthena-py caused 14.0 s, "
+        "its manager's own CPU 15.0 s of it"
+    ]
+
+
+def test_without_a_baseline_no_room_is_printed_and_at_100_the_target_is_the_smaller_one() -> None:
+    runs = {"kthena-py": [_worked(18.0)], "kthena-go": [_worked(24.0)]}
+    lines = converge.work_report(100, runs, [])
+    assert any("target for kthena-py <= 0.75 (issue 33)" in line for line in lines)
+    assert not any("leaves a controller" in line for line in lines)
