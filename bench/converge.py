@@ -795,6 +795,8 @@ class SideRun:
     """Seconds after converging at which the cluster had settled (None: not within :data:`QUIET_WAIT_CAP`)."""
     available_after_ready: list[float] = field(default_factory=list)
     stored_after_ready: list[float] = field(default_factory=list)
+    events_handed: int | None = None
+    """Kthena Go's side: the Events its manager handed to client-go's recorder (its log's lines), stored or not."""
 
 
 async def until_quiet(tier: ClusterTier, cap: float, poll: float = 2.0) -> float | None:
@@ -1095,6 +1097,7 @@ async def run_side(
                 f"    {side.name} events {STEADY_AFTER:.0f} s after converging (a writer that fell behind has caught "
                 f"up): {counts_report(events_settled)}"
             )
+            emitted = None
             if side.metrics_port is None:  # Kthena's recorder logs every Event it is handed ("Event occurred")
                 emitted = log.read_text(errors="replace").count("Event occurred")
                 print(f"    {side.name} Events handed to its recorder (its log's 'Event occurred' lines): {emitted}")
@@ -1151,6 +1154,7 @@ async def run_side(
                 quiet_after,
                 timeline.available_after_ready(),
                 timeline.stored_after_ready(),
+                emitted,
             )
         finally:
             stop(proc)
@@ -1192,10 +1196,12 @@ def work_report(n: int, runs: dict[str, list[SideRun]], base_work: list[float]) 
         if "baseline" in work and "kthena-py" in work:
             room = work_target(n) * go - med(work["baseline"])
             above = med(work["kthena-py"]) - med(work["baseline"])
+            go_above = go - med(work["baseline"])
             manager = med([r.manager_cpu for r in runs["kthena-py"]])
             lines.append(
                 f"  work the target leaves a controller above the baseline: {room:.1f} s; kthena-py caused "
-                f"{above:.1f} s, its manager's own CPU {manager:.1f} s of it"
+                f"{above:.1f} s, its manager's own CPU {manager:.1f} s of it; kthena-go caused {go_above:.1f} s "
+                f"(kthena-py / kthena-go above the baseline: {above / max(1e-9, go_above):.2f})"
             )
     return lines
 
@@ -1224,6 +1230,13 @@ def manager_cpu_report(n: int, runs: dict[str, list[SideRun]]) -> list[str]:
         ours_settled = med([r.manager_events[1] for r in runs["kthena-py"]])
         ratio = f"{ours_settled / go_settled:.2f}" if go_settled else "n/a"
         lines.append(f"  own Events stored once settled, kthena-py / kthena-go: {ratio} (target <= 1.5)")
+        handed = [r.events_handed for r in runs["kthena-go"] if r.events_handed]
+        if handed:
+            lines.append(
+                "  own Events, kthena-py's stored / kthena-go's handed to its recorder: "
+                f"{ours_settled / med(handed):.2f} "
+                "(client-go's broadcaster drops Events while its queue is full: what Go would store if it dropped none)"
+            )
     ours = cpu["kthena-py"]
     peers = [("kthena-go", " (target <= 1.2)"), ("kthena-py/asyncio", "")]
     peers += [(name, " (before/after: what the commits since buy)") for name in cpu if name.startswith("kthena-py@")]

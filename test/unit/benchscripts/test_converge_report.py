@@ -70,7 +70,7 @@ def test_the_work_target_and_the_room_it_leaves_above_the_baseline_are_printed()
     # 0.8 x 120 - 81 = 15.0 s of room; kthena-py caused 95 - 81 = 14.0 s, its manager 15.0 s (medians)
     assert room == [
         "  work the target leaves a controller above the baseline: 15.0 s; kthena-py caused 14.0 s, "
-        "its manager's own CPU 15.0 s of it"
+        "its manager's own CPU 15.0 s of it; kthena-go caused 39.0 s (kthena-py / kthena-go above the baseline: 0.36)"
     ]
 
 
@@ -79,3 +79,18 @@ def test_without_a_baseline_no_room_is_printed_and_at_100_the_target_is_the_smal
     lines = converge.work_report(100, runs, [])
     assert any("target for kthena-py <= 0.75 (issue 33)" in line for line in lines)
     assert not any("leaves a controller" in line for line in lines)
+
+
+def test_our_stored_events_are_also_set_against_the_events_go_handed_to_its_recorder() -> None:
+    ours = [dataclasses.replace(_run(2.0), manager_events=(900, 1000)) for _ in range(2)]
+    go = [dataclasses.replace(_run(1.0), manager_events=(100, 250), events_handed=n) for n in (800, 800)]
+    lines = converge.manager_cpu_report(100, {"kthena-py": ours, "kthena-go": go})
+    assert "  own Events stored once settled, kthena-py / kthena-go: 4.00 (target <= 1.5)" in lines
+    handed = [line for line in lines if "kthena-go's handed to its recorder" in line]
+    assert len(handed) == 1 and ": 1.25 (" in handed[0]
+
+
+def test_without_go_s_log_count_no_handed_ratio_is_printed() -> None:
+    go = [_run(1.0)]
+    lines = converge.manager_cpu_report(100, {"kthena-py": [_run(2.0)], "kthena-go": go})
+    assert not any("handed" in line for line in lines)
