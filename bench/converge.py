@@ -1175,7 +1175,8 @@ def work_report(n: int, runs: dict[str, list[SideRun]], base_work: list[float]) 
 
     With Kthena Go's side and the baseline (the same objects created by a script, no controller) both measured, it
     also prints what issue 33's work target leaves a controller: the CPU seconds, of every process, that it may cause
-    above the baseline, against what kthena-py's side caused and what its manager alone spent.
+    above the baseline, against what kthena-py's side caused (its manager's own CPU part of it) and what Kthena Go's
+    side caused, with the ratio of the two: the share of the work a controller decides.
     """
     med = statistics.median
     work = {"baseline": base_work} if base_work else {}
