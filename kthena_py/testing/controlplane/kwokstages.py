@@ -8,7 +8,8 @@ Guarantees (:func:`stage_documents`, what :class:`~kthena_py.testing.controlplan
 * A pod annotated :data:`HOLD_READY_ANNOTATION` = :data:`HOLD_READY` starts but stays not Ready until the annotation
   says :data:`RELEASED`.
 * An image patch on a running pod (an in-place update) is played as the kubelet would: the container reports the new
-  image with ``restartCount`` + 1 and the pod turns not Ready, then Ready again after the in-place delay.
+  image with ``restartCount`` + 1 and the pod turns not Ready, then Ready again after the in-place delay (a released
+  held pod too: only the in-place stages match a pod restarting in place).
 """
 
 from __future__ import annotations
@@ -173,6 +174,11 @@ _RELEASE_READY_STAGE = _pod_stage(
             "operator": "NotIn",
             "values": ["True"],
         },
+        # Not a pod in the middle of an in-place restart (the in-place stages play it, keeping its restart count),
+        # nor one whose image cannot be pulled.
+        {"key": _IMAGE_DRIFT_QUERY, "operator": "DoesNotExist"},
+        {"key": _RESTARTED_QUERY, "operator": "DoesNotExist"},
+        {"key": _BAD_IMAGE_QUERY, "operator": "DoesNotExist"},
     ],
     (
         "{{ $now := Now }}\n"
@@ -186,7 +192,10 @@ _RELEASE_READY_STAGE = _pod_stage(
         "{{ end }}\n"
     ),
 )
-"""A held pod whose annotation says ``released`` turns Ready."""
+"""A held pod whose annotation says ``released`` turns Ready. A released pod that an image patch restarted in place is
+left to the in-place stages: were this stage to match it too, kwok could pick either, and this one would write it
+Ready at once with a restart count of 0, so the restart would vanish from the pod's status before a controller saw
+it."""
 
 
 def _inplace_ready_stage(delay_ms: int) -> dict[str, Any]:
